@@ -1,0 +1,253 @@
+//! Owned, decoded events: what every analysis folds over. Field names follow the kernel's
+//! tracepoints; CPU numbers are `u32` everywhere so machines beyond 65 536 CPUs are not excluded
+//! by the model (the ring-buffer ABI is narrower and says so).
+use serde::{Deserialize, Serialize};
+
+/// Task name as the kernel stores it: up to 15 bytes plus NUL.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Comm(pub [u8; 16]);
+
+impl Comm {
+    pub fn new(s: &str) -> Self {
+        let mut b = [0u8; 16];
+        let n = s.len().min(15);
+        b[..n].copy_from_slice(&s.as_bytes()[..n]);
+        Self(b)
+    }
+
+    pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
+        let end = self.0.iter().position(|&c| c == 0).unwrap_or(self.0.len());
+        String::from_utf8_lossy(&self.0[..end])
+    }
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+/// `sched_waking` / `sched_wakeup` / `sched_wakeup_new` payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wake {
+    pub ts_ns: u64,
+    /// CPU the probe ran on: the waker's CPU for `sched_waking`; for `sched_wakeup` it can be
+    /// the target CPU (wake-list path), so never use it as the waker CPU.
+    pub cpu: u32,
+    /// The woken task.
+    pub pid: u32,
+    pub target_cpu: u32,
+    /// Task that was running where the probe fired.
+    pub waker_pid: u32,
+    pub prio: i32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub ts_ns: u64,
+    pub cpu: u32,
+    pub prev_pid: u32,
+    pub next_pid: u32,
+    /// 0 = `prev` was preempted (still runnable); anything else = it blocked.
+    pub prev_state: u32,
+    pub prev_prio: i32,
+    pub next_prio: i32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Migrate {
+    pub ts_ns: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub orig_cpu: u32,
+    pub dest_cpu: u32,
+}
+
+/// One `select_task_rq_fair` call (fentry + fexit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Select {
+    /// Exit time.
+    pub ts_ns: u64,
+    pub entry_ts_ns: u64,
+    /// Waker CPU: the function runs in the waker's context.
+    pub cpu: u32,
+    /// Task being placed.
+    pub pid: u32,
+    pub prev_cpu: u32,
+    pub wake_flags: u32,
+    pub chosen_cpu: u32,
+    pub waker_pid: u32,
+    /// Kernel inputs read in the probe, when the kernel allowed it.
+    pub waker_nr_running: Option<u32>,
+    pub nr_idle_scan: Option<u32>,
+    pub has_idle_cores: Option<bool>,
+    /// The same two inputs for the LLC of `prev_cpu`.
+    pub prev_nr_idle_scan: Option<u32>,
+    pub prev_has_idle_cores: Option<bool>,
+    /// Time inside `select_idle_cpu`, when that function could be probed (rarely: inlined).
+    pub idle_scan_ns: Option<u32>,
+}
+
+impl Select {
+    pub fn duration_ns(&self) -> u64 {
+        self.ts_ns.saturating_sub(self.entry_ts_ns)
+    }
+}
+
+/// `wake_flags` bits (include/linux/sched.h / kernel/sched/sched.h, stable since 5.10).
+pub mod wf {
+    pub const EXEC: u32 = 0x02;
+    pub const FORK: u32 = 0x04;
+    pub const TTWU: u32 = 0x08;
+    pub const SYNC: u32 = 0x10;
+    pub const MIGRATED: u32 = 0x20;
+    pub const CURRENT_CPU: u32 = 0x40;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    Waking(Wake),
+    Wakeup(Wake),
+    WakeupNew(Wake),
+    Switch(Switch),
+    Migrate(Migrate),
+    Select(Select),
+}
+
+/// Event kinds with the kernel's names, indexable for per-kind counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    #[serde(rename = "sched_waking")]
+    Waking,
+    #[serde(rename = "sched_wakeup")]
+    Wakeup,
+    #[serde(rename = "sched_wakeup_new")]
+    WakeupNew,
+    #[serde(rename = "sched_switch")]
+    Switch,
+    #[serde(rename = "sched_migrate_task")]
+    Migrate,
+    #[serde(rename = "select_task_rq_fair")]
+    Select,
+}
+
+impl Kind {
+    pub const ALL: [Self; 6] = [
+        Self::Waking,
+        Self::Wakeup,
+        Self::WakeupNew,
+        Self::Switch,
+        Self::Migrate,
+        Self::Select,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Waking => "sched_waking",
+            Self::Wakeup => "sched_wakeup",
+            Self::WakeupNew => "sched_wakeup_new",
+            Self::Switch => "sched_switch",
+            Self::Migrate => "sched_migrate_task",
+            Self::Select => "select_task_rq_fair",
+        }
+    }
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The ABI tag of this kind.
+    pub const fn abi(self) -> u16 {
+        self as u16 + 1
+    }
+
+    pub fn from_abi(v: u16) -> Option<Self> {
+        Self::ALL.get(usize::from(v).checked_sub(1)?).copied()
+    }
+}
+
+impl Event {
+    pub const fn kind(&self) -> Kind {
+        match self {
+            Self::Waking(_) => Kind::Waking,
+            Self::Wakeup(_) => Kind::Wakeup,
+            Self::WakeupNew(_) => Kind::WakeupNew,
+            Self::Switch(_) => Kind::Switch,
+            Self::Migrate(_) => Kind::Migrate,
+            Self::Select(_) => Kind::Select,
+        }
+    }
+
+    pub const fn ts_ns(&self) -> u64 {
+        match self {
+            Self::Waking(w) | Self::Wakeup(w) | Self::WakeupNew(w) => w.ts_ns,
+            Self::Switch(s) => s.ts_ns,
+            Self::Migrate(m) => m.ts_ns,
+            Self::Select(s) => s.ts_ns,
+        }
+    }
+
+    pub const fn cpu(&self) -> u32 {
+        match self {
+            Self::Waking(w) | Self::Wakeup(w) | Self::WakeupNew(w) => w.cpu,
+            Self::Switch(s) => s.cpu,
+            Self::Migrate(m) => m.cpu,
+            Self::Select(s) => s.cpu,
+        }
+    }
+
+    /// The subject task (woken, switched-out, migrated or placed task).
+    pub const fn pid(&self) -> u32 {
+        match self {
+            Self::Waking(w) | Self::Wakeup(w) | Self::WakeupNew(w) => w.pid,
+            Self::Switch(s) => s.prev_pid,
+            Self::Migrate(m) => m.pid,
+            Self::Select(s) => s.pid,
+        }
+    }
+}
+
+/// A task name learnt at some point of the stream ("from here on, `pid` is called `comm`").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskName {
+    pub pid: u32,
+    pub comm: Comm,
+}
+
+/// pid -> latest name. Memory is bounded by the number of distinct tasks, not by trace length.
+#[derive(Default, Debug, Clone)]
+pub struct TaskTable {
+    names: std::collections::HashMap<u32, Comm>,
+}
+
+impl TaskTable {
+    /// Returns true when this changed the table (a new task or a renamed one).
+    pub fn learn(&mut self, t: TaskName) -> bool {
+        self.names.insert(t.pid, t.comm) != Some(t.comm)
+    }
+
+    pub fn get(&self, pid: u32) -> Option<&Comm> {
+        self.names.get(&pid)
+    }
+
+    pub fn comm(&self, pid: u32) -> std::borrow::Cow<'_, str> {
+        if pid == 0 {
+            return "swapper".into();
+        }
+        self.names
+            .get(&pid)
+            .map_or_else(|| "?".into(), Comm::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Comm)> {
+        self.names.iter().map(|(p, c)| (*p, c))
+    }
+}

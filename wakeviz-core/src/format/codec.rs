@@ -1,0 +1,245 @@
+//! Compact event encoding inside an `EVENTS` chunk (before zstd).
+//!
+//! Each event: `kind` (1 byte, the ABI tag), then varints: `cpu`, zigzag(ts_ns - previous ts_ns),
+//! and the kind's fields (signed ones zigzagged). Timestamps are deltas because the ring buffer
+//! is nearly time-ordered; they may go slightly backwards across CPUs, hence zigzag.
+//! `select_task_rq_fair` stores its duration instead of its entry time.
+use crate::event::{Event, Kind, Migrate, Select, Switch, Wake};
+
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+const fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline]
+const fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Cursor over an encoded payload; every read is bounds-checked (input may be hostile).
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub const fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    pub const fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    pub fn byte(&mut self) -> Result<u8, String> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| format!("payload ends at byte {}", self.pos))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let end = end.ok_or_else(|| format!("payload ends inside a {n}-byte field"))?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    pub fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("overlong varint at byte {}", self.pos))
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        u32::try_from(self.varint()?).map_err(|_| format!("value too large at byte {}", self.pos))
+    }
+
+    fn i32(&mut self) -> Result<i32, String> {
+        i32::try_from(unzigzag(self.varint()?))
+            .map_err(|_| format!("value out of range at byte {}", self.pos))
+    }
+}
+
+/// Stateful encoder for one chunk.
+#[derive(Default)]
+pub struct Encoder {
+    pub buf: Vec<u8>,
+    pub count: u32,
+    prev_ts: u64,
+}
+
+impl Encoder {
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.count = 0;
+        self.prev_ts = 0;
+    }
+
+    pub fn push(&mut self, e: &Event) {
+        let out = &mut self.buf;
+        out.push(e.kind().abi() as u8);
+        put_varint(out, u64::from(e.cpu()));
+        let ts = e.ts_ns();
+        put_varint(out, zigzag(ts.wrapping_sub(self.prev_ts) as i64));
+        self.prev_ts = ts;
+        match e {
+            Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
+                put_varint(out, u64::from(w.pid));
+                put_varint(out, u64::from(w.target_cpu));
+                put_varint(out, u64::from(w.waker_pid));
+                put_varint(out, zigzag(i64::from(w.prio)));
+            }
+            Event::Switch(s) => {
+                put_varint(out, u64::from(s.prev_pid));
+                put_varint(out, u64::from(s.next_pid));
+                put_varint(out, u64::from(s.prev_state));
+                put_varint(out, zigzag(i64::from(s.prev_prio)));
+                put_varint(out, zigzag(i64::from(s.next_prio)));
+            }
+            Event::Migrate(m) => {
+                put_varint(out, u64::from(m.pid));
+                put_varint(out, u64::from(m.orig_cpu));
+                put_varint(out, u64::from(m.dest_cpu));
+            }
+            Event::Select(s) => {
+                put_varint(out, u64::from(s.pid));
+                put_varint(out, s.ts_ns.wrapping_sub(s.entry_ts_ns));
+                put_varint(out, u64::from(s.prev_cpu));
+                put_varint(out, u64::from(s.wake_flags));
+                put_varint(out, u64::from(s.chosen_cpu));
+                put_varint(out, u64::from(s.waker_pid));
+                let present = u8::from(s.waker_nr_running.is_some())
+                    | u8::from(s.nr_idle_scan.is_some()) << 1
+                    | u8::from(s.has_idle_cores.is_some()) << 2
+                    | u8::from(s.prev_nr_idle_scan.is_some()) << 3
+                    | u8::from(s.prev_has_idle_cores.is_some()) << 4
+                    | u8::from(s.idle_scan_ns.is_some()) << 5;
+                out.push(present);
+                if let Some(v) = s.waker_nr_running {
+                    put_varint(out, u64::from(v));
+                }
+                if let Some(v) = s.nr_idle_scan {
+                    put_varint(out, u64::from(v));
+                }
+                if let Some(v) = s.has_idle_cores {
+                    out.push(u8::from(v));
+                }
+                if let Some(v) = s.prev_nr_idle_scan {
+                    put_varint(out, u64::from(v));
+                }
+                if let Some(v) = s.prev_has_idle_cores {
+                    out.push(u8::from(v));
+                }
+                if let Some(v) = s.idle_scan_ns {
+                    put_varint(out, u64::from(v));
+                }
+            }
+        }
+        self.count += 1;
+    }
+}
+
+/// Decodes `count` events from a raw (decompressed) payload, appending to `out`.
+pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), String> {
+    let mut c = Cursor::new(payload);
+    let mut prev_ts = 0u64;
+    out.reserve(count as usize);
+    for i in 0..count {
+        let tag = c.byte()?;
+        let kind = Kind::from_abi(u16::from(tag)).ok_or_else(|| format!("event {i}: unknown kind {tag}"))?;
+        let cpu = c.u32()?;
+        let ts_ns = prev_ts.wrapping_add(unzigzag(c.varint()?) as u64);
+        prev_ts = ts_ns;
+        let ev = match kind {
+            Kind::Waking | Kind::Wakeup | Kind::WakeupNew => {
+                let w = Wake {
+                    ts_ns,
+                    cpu,
+                    pid: c.u32()?,
+                    target_cpu: c.u32()?,
+                    waker_pid: c.u32()?,
+                    prio: c.i32()?,
+                };
+                match kind {
+                    Kind::Waking => Event::Waking(w),
+                    Kind::Wakeup => Event::Wakeup(w),
+                    _ => Event::WakeupNew(w),
+                }
+            }
+            Kind::Switch => Event::Switch(Switch {
+                ts_ns,
+                cpu,
+                prev_pid: c.u32()?,
+                next_pid: c.u32()?,
+                prev_state: c.u32()?,
+                prev_prio: c.i32()?,
+                next_prio: c.i32()?,
+            }),
+            Kind::Migrate => Event::Migrate(Migrate {
+                ts_ns,
+                cpu,
+                pid: c.u32()?,
+                orig_cpu: c.u32()?,
+                dest_cpu: c.u32()?,
+            }),
+            Kind::Select => {
+                let pid = c.u32()?;
+                let dur = c.varint()?;
+                let prev_cpu = c.u32()?;
+                let wake_flags = c.u32()?;
+                let chosen_cpu = c.u32()?;
+                let waker_pid = c.u32()?;
+                let present = c.byte()?;
+                if present & !0b11_1111 != 0 {
+                    return Err(format!("event {i}: bad presence bits {present:#x}"));
+                }
+                let waker_nr_running = if present & 1 != 0 { Some(c.u32()?) } else { None };
+                let nr_idle_scan = if present & 2 != 0 { Some(c.u32()?) } else { None };
+                let has_idle_cores = if present & 4 != 0 { Some(c.byte()? != 0) } else { None };
+                let prev_nr_idle_scan = if present & 8 != 0 { Some(c.u32()?) } else { None };
+                let prev_has_idle_cores = if present & 16 != 0 { Some(c.byte()? != 0) } else { None };
+                let idle_scan_ns = if present & 32 != 0 { Some(c.u32()?) } else { None };
+                Event::Select(Select {
+                    ts_ns,
+                    entry_ts_ns: ts_ns.wrapping_sub(dur),
+                    cpu,
+                    pid,
+                    prev_cpu,
+                    wake_flags,
+                    chosen_cpu,
+                    waker_pid,
+                    waker_nr_running,
+                    nr_idle_scan,
+                    has_idle_cores,
+                    prev_nr_idle_scan,
+                    prev_has_idle_cores,
+                    idle_scan_ns,
+                })
+            }
+        };
+        out.push(ev);
+    }
+    if !c.is_empty() {
+        return Err("trailing bytes after the last event".into());
+    }
+    Ok(())
+}

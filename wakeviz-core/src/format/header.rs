@@ -1,0 +1,133 @@
+use serde::{Deserialize, Serialize};
+
+use crate::{event::Kind, topology::Topology};
+
+pub const MAGIC: &[u8; 8] = b"WVZTRACE";
+/// Bumped on any incompatible change of the layout described in the module docs.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How a probe is attached, best first within its group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeMode {
+    TpBtf,
+    RawTp,
+    Tracepoint,
+    Fentry,
+    /// Recorded by `xtask synth`, not by probes.
+    Synthetic,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "reason")]
+pub enum ProbeState {
+    Attached,
+    /// Tried and refused; the reason says why (EPERM, verifier, ...).
+    Failed(String),
+    /// Not attempted: the kernel lacks the probe point (not in kernel, inlined).
+    Unavailable(String),
+}
+
+/// One probe point and what happened to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeStatus {
+    /// Kernel name: `sched_waking`, `select_task_rq_fair`, ...
+    pub name: String,
+    pub mode: Option<ProbeMode>,
+    #[serde(flatten)]
+    pub state: ProbeState,
+    /// Earlier modes that were tried and failed, with reasons ("tp_btf: EPERM").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
+}
+
+impl ProbeStatus {
+    pub fn attached(&self) -> bool {
+        self.state == ProbeState::Attached
+    }
+}
+
+/// Where the scan-latency figures come from; shown next to every scan-latency number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScanSource {
+    /// fentry/fexit on `select_idle_cpu` itself.
+    SelectIdleCpu,
+    /// `select_task_rq_fair` entry-to-exit: the whole placement, including the idle scan
+    /// (`select_idle_cpu` is inlined in most kernels).
+    SelectTaskRqFair,
+    /// Neither function could be probed (tracepoint-only mode).
+    None,
+}
+
+impl ScanSource {
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::SelectIdleCpu => "select_idle_cpu duration",
+            Self::SelectTaskRqFair => "select_task_rq_fair duration (select_idle_cpu inlined)",
+            Self::None => "unavailable: no function probes (tracepoint-only mode)",
+        }
+    }
+}
+
+/// Cumulative capture counters. Drops are counted twice, where they happen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureStats {
+    /// Events offered to the ring buffer by the probes, per kind (index = [`Kind::index`]).
+    pub offered: [u64; 6],
+    /// Events lost in the kernel: `bpf_ringbuf_reserve` failed (ring buffer full).
+    pub kernel_drops: u64,
+    /// Events lost in userspace: the bounded channel to the consumer was full.
+    pub user_drops: u64,
+    /// Events that reached the consumer (and the recording, when recording).
+    pub delivered: u64,
+    /// fexit(select_task_rq_fair) without a matching fentry on that CPU.
+    pub select_unpaired: u64,
+}
+
+impl CaptureStats {
+    pub fn drops(&self) -> u64 {
+        self.kernel_drops + self.user_drops
+    }
+
+    pub fn offered_of(&self, k: Kind) -> u64 {
+        self.offered[k.index()]
+    }
+}
+
+/// Everything about a capture that is not an event. Stored once at the start of a recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub format_version: u32,
+    /// `wakeviz_common::ABI_VERSION` of the probes that produced the events.
+    pub abi_version: u32,
+    pub tool_version: String,
+    /// `uname -r` of the traced machine.
+    pub kernel_release: String,
+    pub hostname: String,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC at start, to print wall-clock times.
+    pub realtime_offset_ns: i64,
+    /// Monotonic time the capture started.
+    pub start_ts_ns: u64,
+    pub probes: Vec<ProbeStatus>,
+    pub scan_source: ScanSource,
+    pub topology: Topology,
+    pub ringbuf_bytes: u64,
+    /// Task names were replaced by stable hashes (`--redact-comm`).
+    #[serde(default)]
+    pub comm_redacted: bool,
+    /// Free-form notes (degraded modes, synthetic workload description).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Header {
+    /// Probes whose absence limits what the analyses can say, for "degraded" labels.
+    pub fn degraded(&self) -> Vec<&ProbeStatus> {
+        self.probes.iter().filter(|p| !p.attached()).collect()
+    }
+
+    pub fn probe(&self, name: &str) -> Option<&ProbeStatus> {
+        self.probes.iter().find(|p| p.name == name)
+    }
+}

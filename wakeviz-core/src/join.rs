@@ -1,0 +1,191 @@
+//! Joins `sched_waking` -> `select_task_rq_fair` -> `sched_wakeup` per task into one
+//! [`Placement`]. The waker CPU always comes from waker context (`sched_waking` or the select
+//! probe), never from the CPU a `sched_wakeup` program ran on: on the wake-list path that is the
+//! target CPU.
+use std::collections::HashMap;
+
+use crate::event::{Event, Select, Wake};
+
+/// One placed wakeup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub pid: u32,
+    pub waker_pid: u32,
+    /// `sched_waking` time (or the select entry time for fork placements).
+    pub waking_ts_ns: u64,
+    /// `sched_wakeup` / `sched_wakeup_new` time.
+    pub wakeup_ts_ns: u64,
+    pub waker_cpu: u32,
+    /// The task's previous CPU (`prev_cpu` argument, else `sched_waking.target_cpu`).
+    pub prev_cpu: u32,
+    /// Where the task was enqueued (`sched_wakeup.target_cpu`).
+    pub chosen_cpu: u32,
+    /// The `select_task_rq_fair` call, when the function probes saw it.
+    pub select: Option<Select>,
+    /// First wakeup of a new task (`sched_wakeup_new`, fork placement).
+    pub new_task: bool,
+}
+
+impl Placement {
+    pub fn sync(&self) -> Option<bool> {
+        self.select
+            .map(|s| s.wake_flags & crate::event::wf::SYNC != 0)
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Pending {
+    waking: Option<Wake>,
+    select: Option<Select>,
+}
+
+/// Forget half-joined wakeups older than this (their `sched_wakeup` was dropped).
+const STALE_NS: u64 = 10_000_000_000;
+
+#[derive(Default)]
+pub struct Joiner {
+    pending: HashMap<u32, Pending>,
+    seen: u64,
+    /// Wakeups whose `sched_waking` was never seen (dropped, or before the capture started).
+    pub unmatched_wakeups: u64,
+}
+
+impl Joiner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Tasks with a wakeup in flight.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn on_event(&mut self, e: &Event) -> Option<Placement> {
+        self.seen += 1;
+        if self.seen % (1 << 16) == 0 {
+            let now = e.ts_ns();
+            self.pending.retain(|_, p| {
+                let t = p.waking.map_or(0, |w| w.ts_ns).max(p.select.map_or(0, |s| s.ts_ns));
+                now.saturating_sub(t) < STALE_NS
+            });
+        }
+        match e {
+            Event::Waking(w) => {
+                if w.pid != w.waker_pid {
+                    self.pending.insert(
+                        w.pid,
+                        Pending {
+                            waking: Some(*w),
+                            select: None,
+                        },
+                    );
+                }
+                None
+            }
+            Event::Select(s) => {
+                self.pending.entry(s.pid).or_default().select = Some(*s);
+                None
+            }
+            Event::Wakeup(w) => {
+                let Some(p) = self.pending.remove(&w.pid) else {
+                    self.unmatched_wakeups += 1;
+                    return None;
+                };
+                let Some(waking) = p.waking else {
+                    self.unmatched_wakeups += 1;
+                    return None;
+                };
+                let select = p.select.filter(|s| s.entry_ts_ns >= waking.ts_ns);
+                Some(Placement {
+                    pid: w.pid,
+                    waker_pid: waking.waker_pid,
+                    waking_ts_ns: waking.ts_ns,
+                    wakeup_ts_ns: w.ts_ns,
+                    waker_cpu: waking.cpu,
+                    prev_cpu: select.map_or(waking.target_cpu, |s| s.prev_cpu),
+                    chosen_cpu: w.target_cpu,
+                    select,
+                    new_task: false,
+                })
+            }
+            Event::WakeupNew(w) => {
+                // Fork placement runs in the parent's context without sched_waking; the
+                // wakeup_new probe runs there too, so its CPU is the parent's.
+                let select = self.pending.remove(&w.pid).and_then(|p| p.select);
+                Some(Placement {
+                    pid: w.pid,
+                    waker_pid: w.waker_pid,
+                    waking_ts_ns: select.map_or(w.ts_ns, |s| s.entry_ts_ns),
+                    wakeup_ts_ns: w.ts_ns,
+                    waker_cpu: select.map_or(w.cpu, |s| s.cpu),
+                    prev_cpu: select.map_or(w.cpu, |s| s.prev_cpu),
+                    chosen_cpu: w.target_cpu,
+                    select,
+                    new_task: true,
+                })
+            }
+            Event::Switch(_) | Event::Migrate(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wake(ts: u64, cpu: u32, pid: u32, target: u32, waker: u32) -> Wake {
+        Wake {
+            ts_ns: ts,
+            cpu,
+            pid,
+            target_cpu: target,
+            waker_pid: waker,
+            prio: 120,
+        }
+    }
+
+    #[test]
+    fn waker_cpu_comes_from_waking_not_wakeup() {
+        let mut j = Joiner::new();
+        assert!(j.on_event(&Event::Waking(wake(10, 0, 5, 1, 4))).is_none());
+        // The wakeup is delivered on the target CPU 3 (wake-list path).
+        let p = j.on_event(&Event::Wakeup(wake(20, 3, 5, 3, 0))).unwrap();
+        assert_eq!((p.waker_cpu, p.prev_cpu, p.chosen_cpu, p.waker_pid), (0, 1, 3, 4));
+        assert_eq!(j.in_flight(), 0);
+    }
+
+    #[test]
+    fn select_in_between_supplies_prev_and_flags() {
+        let mut j = Joiner::new();
+        j.on_event(&Event::Waking(wake(10, 2, 5, 1, 4)));
+        let s = Select {
+            ts_ns: 15,
+            entry_ts_ns: 12,
+            cpu: 2,
+            pid: 5,
+            prev_cpu: 1,
+            wake_flags: 0x18,
+            chosen_cpu: 2,
+            waker_pid: 4,
+            waker_nr_running: None,
+            nr_idle_scan: None,
+            has_idle_cores: None,
+            prev_nr_idle_scan: None,
+            prev_has_idle_cores: None,
+            idle_scan_ns: None,
+        };
+        j.on_event(&Event::Select(s));
+        let p = j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).unwrap();
+        assert_eq!(p.select, Some(s));
+        assert_eq!(p.sync(), Some(true));
+    }
+
+    #[test]
+    fn self_wakeup_and_orphan_wakeup_are_not_placements() {
+        let mut j = Joiner::new();
+        j.on_event(&Event::Waking(wake(10, 0, 5, 0, 5)));
+        assert!(j.on_event(&Event::Wakeup(wake(11, 0, 5, 0, 5))).is_none());
+        assert!(j.on_event(&Event::Wakeup(wake(12, 0, 6, 0, 5))).is_none());
+        assert_eq!(j.unmatched_wakeups, 2);
+    }
+}

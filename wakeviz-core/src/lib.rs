@@ -1,0 +1,17 @@
+//! The pure half of wakeviz. Data flows one way:
+//!
+//! ```text
+//! probes -> ring buffer -> capture ─┐
+//!                                    ├─> EventSource (live | replay) -> analyses -> snapshot -> UI / report / recorder
+//! recording (.wvz) -> format::Reader ┘
+//! ```
+//!
+//! Nothing here touches the kernel, an async runtime or a terminal; `wakeviz` (the binary)
+//! owns those edges.
+pub mod decode;
+pub mod dump;
+pub mod event;
+pub mod format;
+pub mod join;
+pub mod source;
+pub mod topology;

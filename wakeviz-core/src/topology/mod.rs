@@ -1,0 +1,148 @@
+//! The machine's CPU topology as the scheduler sees it: SMT siblings, LLCs, NUMA nodes, packages,
+//! and the NUMA distance table. Read from sysfs (the live tree or a saved copy) and stored in every
+//! recording, so a replay never consults the machine it runs on.
+mod cpuset;
+mod level;
+mod sysfs;
+
+pub use cpuset::CpuSet;
+pub use level::Level;
+use serde::{Deserialize, Serialize};
+pub use sysfs::{TopologyError, from_sysfs};
+
+/// One online CPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTopo {
+    pub cpu: u32,
+    pub package: u32,
+    pub die: u32,
+    /// `topology/core_id` (unique only within a package).
+    pub core_id: u32,
+    /// Index into [`Topology::nodes`].
+    pub node: u32,
+    /// Index into [`Topology::llcs`].
+    pub llc: u32,
+    /// Index into [`Topology::cores`].
+    pub core: u32,
+}
+
+/// A set of CPUs sharing something (an LLC, a core, a node).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// Kernel id where one exists (NUMA node number, cache `id`), else the first CPU.
+    pub id: u32,
+    pub cpus: CpuSet,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Online CPUs, ascending.
+    pub cpus: Vec<CpuTopo>,
+    /// CPUs listed as present but offline.
+    pub offline: CpuSet,
+    /// Physical cores (SMT sibling groups).
+    pub cores: Vec<Group>,
+    /// Last-level caches (`cache/index*/` with the highest level shared).
+    pub llcs: Vec<Group>,
+    /// Cache level the LLC groups came from (3 normally).
+    pub llc_level: u32,
+    /// NUMA nodes (one synthetic node 0 on machines without NUMA sysfs).
+    pub nodes: Vec<Group>,
+    /// SLIT distances, `distances[i][j]` between `nodes[i]` and `nodes[j]`.
+    pub distances: Vec<Vec<u32>>,
+    /// Packages by `physical_package_id`.
+    pub packages: Vec<Group>,
+    /// Dense index: `cpu -> position in cpus`, `u32::MAX` when absent.
+    #[serde(skip)]
+    index: Vec<u32>,
+}
+
+impl Topology {
+    /// Builds the dense lookup index; call after deserializing or constructing by hand.
+    pub fn finish(mut self) -> Self {
+        let max = self.cpus.iter().map(|c| c.cpu).max().map_or(0, |m| m as usize + 1);
+        self.index = vec![u32::MAX; max];
+        for (i, c) in self.cpus.iter().enumerate() {
+            self.index[c.cpu as usize] = i as u32;
+        }
+        self
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// One past the highest online CPU number (size for dense per-CPU arrays).
+    pub fn cpu_bound(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn cpu(&self, cpu: u32) -> Option<&CpuTopo> {
+        let i = *self.index.get(cpu as usize)?;
+        self.cpus.get(i as usize)
+    }
+
+    pub fn smt_active(&self) -> bool {
+        self.cores.iter().any(|c| c.cpus.len() > 1)
+    }
+
+    /// NUMA nodes per package: 1, 2 or 4 on AMD EPYC in NPS1/2/4 (0 if undefined).
+    pub fn nodes_per_package(&self) -> usize {
+        if self.packages.is_empty() {
+            return 0;
+        }
+        let mut per_pkg = vec![std::collections::BTreeSet::new(); self.packages.len()];
+        for c in &self.cpus {
+            if let Some(p) = self.packages.iter().position(|g| g.id == c.package) {
+                per_pkg[p].insert(c.node);
+            }
+        }
+        per_pkg.iter().map(std::collections::BTreeSet::len).max().unwrap_or(0)
+    }
+
+    /// "NPS1", "NPS2", "NPS4" ... (nodes per package), or a description for odd layouts
+    /// (a node spanning packages).
+    pub fn nps_mode(&self) -> String {
+        let spans_packages = self.nodes.iter().any(|n| {
+            let pkgs: std::collections::BTreeSet<u32> =
+                n.cpus.iter().filter_map(|c| self.cpu(c)).map(|c| c.package).collect();
+            pkgs.len() > 1
+        });
+        if spans_packages {
+            return "node spans packages".into();
+        }
+        format!("NPS{}", self.nodes_per_package())
+    }
+
+    /// Relation of two CPUs, from closest to farthest.
+    pub fn level(&self, a: u32, b: u32) -> Option<Level> {
+        let (ca, cb) = (self.cpu(a)?, self.cpu(b)?);
+        Some(if a == b {
+            Level::SameCpu
+        } else if ca.core == cb.core {
+            Level::SmtSibling
+        } else if ca.llc == cb.llc {
+            Level::SameLlc
+        } else if ca.node == cb.node {
+            Level::SameNode
+        } else if ca.package == cb.package {
+            Level::SamePackage
+        } else {
+            Level::CrossPackage
+        })
+    }
+
+    /// One-line summary for headers and the overview.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} CPUs, {} package(s), {} node(s) ({}), {} LLC(s) of {} CPUs, SMT {}",
+            self.nr_cpus(),
+            self.packages.len(),
+            self.nodes.len(),
+            self.nps_mode(),
+            self.llcs.len(),
+            self.llcs.first().map_or(0, |l| l.cpus.len()),
+            if self.smt_active() { "on" } else { "off" },
+        )
+    }
+}

@@ -1,0 +1,172 @@
+//! Building records and handing them to the ring buffer, with drop accounting.
+use aya_ebpf::{
+    helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
+    macros::map,
+    maps::{PerCpuArray, RingBuf},
+    programs::TracePointContext,
+};
+use wakeviz_common::{
+    COMM_LEN, EventHeader, EventKind, MigrateEvent, SwitchEvent, UNKNOWN_U32, WakeEvent, stat,
+};
+
+use crate::{globals::*, kread::at};
+
+/// Userspace resizes this at load time (`--ringbuf-mb`).
+#[map]
+pub static EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+/// Per-CPU counters, layout in `wakeviz_common::stat`.
+#[map]
+pub static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(stat::LEN, 0);
+
+#[inline(always)]
+pub fn bump(idx: u32) {
+    if let Some(p) = STATS.get_ptr_mut(idx) {
+        // SAFETY: per-CPU slot, and these programs do not nest on one CPU (tracepoints run with
+        // preemption disabled), so nothing else writes it concurrently.
+        unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+pub fn header(kind: EventKind, pid: u32) -> EventHeader {
+    EventHeader {
+        // SAFETY: helper without preconditions.
+        ts_ns: unsafe { bpf_ktime_get_ns() },
+        kind: kind as u16,
+        // SAFETY: helper without preconditions.
+        cpu: unsafe { bpf_get_smp_processor_id() } as u16,
+        pid,
+    }
+}
+
+/// Offers one record; a full ring buffer is counted, never silent.
+#[inline(always)]
+pub fn send<T: 'static>(kind: EventKind, val: T) {
+    bump(kind as u32);
+    match EVENTS.reserve::<T>(0) {
+        Some(mut e) => {
+            e.write(val);
+            e.submit(0);
+        }
+        None => bump(stat::RINGBUF_DROPS),
+    }
+}
+
+#[inline(always)]
+fn current_pid() -> u32 {
+    bpf_get_current_pid_tgid() as u32
+}
+
+#[inline(always)]
+fn comm_of(task: u64) -> [u8; COMM_LEN] {
+    at::<[u8; COMM_LEN]>(task, OFF_TASK_COMM.load()).unwrap_or([0; COMM_LEN])
+}
+
+#[inline(always)]
+fn cpu_of(task: u64) -> u32 {
+    at::<u32>(task, OFF_TASK_CPU.load()).unwrap_or(UNKNOWN_U32)
+}
+
+pub fn wake_from_task(kind: EventKind, task: u64) -> i32 {
+    let pid = at::<u32>(task, OFF_TASK_PID.load()).unwrap_or(0);
+    send(
+        kind,
+        WakeEvent {
+            hdr: header(kind, pid),
+            target_cpu: cpu_of(task),
+            waker_pid: current_pid(),
+            prio: at::<i32>(task, OFF_TASK_PRIO.load()).unwrap_or(0),
+            _pad0: 0,
+            comm: comm_of(task),
+        },
+    );
+    0
+}
+
+#[inline(always)]
+fn rec<T: Copy + Default>(ctx: &TracePointContext, off: u64) -> T {
+    if off == 0 {
+        return T::default();
+    }
+    // SAFETY: `off` comes from this event's tracefs format file, inside the record.
+    unsafe { ctx.read_at::<T>(off as usize) }.unwrap_or_default()
+}
+
+pub fn wake_from_record(kind: EventKind, ctx: &TracePointContext) -> i32 {
+    let pid: u32 = rec(ctx, TP_WAKE_PID.load());
+    send(
+        kind,
+        WakeEvent {
+            hdr: header(kind, pid),
+            target_cpu: rec(ctx, TP_WAKE_TARGET_CPU.load()),
+            waker_pid: current_pid(),
+            prio: rec(ctx, TP_WAKE_PRIO.load()),
+            _pad0: 0,
+            comm: rec(ctx, TP_WAKE_COMM.load()),
+        },
+    );
+    0
+}
+
+pub fn switch_from_tasks(prev: u64, next: u64, prev_state: u64) -> i32 {
+    let prev_pid = at::<u32>(prev, OFF_TASK_PID.load()).unwrap_or(0);
+    crate::select::remember_rq(prev);
+    send(
+        EventKind::Switch,
+        SwitchEvent {
+            hdr: header(EventKind::Switch, prev_pid),
+            next_pid: at::<u32>(next, OFF_TASK_PID.load()).unwrap_or(0),
+            prev_state: prev_state as u32,
+            prev_prio: at::<i32>(prev, OFF_TASK_PRIO.load()).unwrap_or(0),
+            next_prio: at::<i32>(next, OFF_TASK_PRIO.load()).unwrap_or(0),
+            next_comm: comm_of(next),
+        },
+    );
+    0
+}
+
+pub fn switch_from_record(ctx: &TracePointContext) -> i32 {
+    let prev_pid: u32 = rec(ctx, TP_SW_PREV_PID.load());
+    // The classic record stores prev_state as a long.
+    let prev_state: u64 = rec(ctx, TP_SW_PREV_STATE.load());
+    send(
+        EventKind::Switch,
+        SwitchEvent {
+            hdr: header(EventKind::Switch, prev_pid),
+            next_pid: rec(ctx, TP_SW_NEXT_PID.load()),
+            prev_state: prev_state as u32,
+            prev_prio: rec(ctx, TP_SW_PREV_PRIO.load()),
+            next_prio: rec(ctx, TP_SW_NEXT_PRIO.load()),
+            next_comm: rec(ctx, TP_SW_NEXT_COMM.load()),
+        },
+    );
+    0
+}
+
+pub fn migrate_from_task(task: u64, dest_cpu: u64) -> i32 {
+    let pid = at::<u32>(task, OFF_TASK_PID.load()).unwrap_or(0);
+    send(
+        EventKind::Migrate,
+        MigrateEvent {
+            hdr: header(EventKind::Migrate, pid),
+            // The tracepoint fires before the move: the task's CPU is still the old one.
+            orig_cpu: cpu_of(task),
+            dest_cpu: dest_cpu as u32,
+        },
+    );
+    0
+}
+
+pub fn migrate_from_record(ctx: &TracePointContext) -> i32 {
+    let pid: u32 = rec(ctx, TP_MIG_PID.load());
+    send(
+        EventKind::Migrate,
+        MigrateEvent {
+            hdr: header(EventKind::Migrate, pid),
+            orig_cpu: rec(ctx, TP_MIG_ORIG_CPU.load()),
+            dest_cpu: rec(ctx, TP_MIG_DEST_CPU.load()),
+        },
+    );
+    0
+}

@@ -1,0 +1,136 @@
+//! wakeviz probes. Entry points only: each is a thin wrapper around a `try_*` body.
+//!
+//! Every tracepoint exists in three flavours (tp_btf, raw_tp, classic tracepoint) so userspace
+//! can fall back one by one; the first two read `struct task_struct` fields at offsets that
+//! userspace computes from the running kernel's BTF (Aya's Rust programs get no CO-RE), the
+//! classic one reads the tracefs record at offsets from the event's `format` file.
+#![no_std]
+#![no_main]
+
+mod emit;
+mod globals;
+mod kread;
+mod select;
+
+use aya_ebpf::{
+    macros::{btf_tracepoint, fentry, fexit, raw_tracepoint, tracepoint},
+    programs::{
+        BtfTracePointContext, FEntryContext, FExitContext, RawTracePointContext, TracePointContext,
+    },
+};
+use wakeviz_common::EventKind;
+
+// ---- sched_waking / sched_wakeup / sched_wakeup_new ------------------------------------------
+
+#[btf_tracepoint(function = "sched_waking")]
+pub fn btf_sched_waking(ctx: BtfTracePointContext) -> i32 {
+    emit::wake_from_task(EventKind::Waking, ctx.arg(0))
+}
+
+#[btf_tracepoint(function = "sched_wakeup")]
+pub fn btf_sched_wakeup(ctx: BtfTracePointContext) -> i32 {
+    emit::wake_from_task(EventKind::Wakeup, ctx.arg(0))
+}
+
+#[btf_tracepoint(function = "sched_wakeup_new")]
+pub fn btf_sched_wakeup_new(ctx: BtfTracePointContext) -> i32 {
+    emit::wake_from_task(EventKind::WakeupNew, ctx.arg(0))
+}
+
+#[raw_tracepoint(tracepoint = "sched_waking")]
+pub fn raw_sched_waking(ctx: RawTracePointContext) -> i32 {
+    emit::wake_from_task(EventKind::Waking, ctx.arg(0))
+}
+
+#[raw_tracepoint(tracepoint = "sched_wakeup")]
+pub fn raw_sched_wakeup(ctx: RawTracePointContext) -> i32 {
+    emit::wake_from_task(EventKind::Wakeup, ctx.arg(0))
+}
+
+#[raw_tracepoint(tracepoint = "sched_wakeup_new")]
+pub fn raw_sched_wakeup_new(ctx: RawTracePointContext) -> i32 {
+    emit::wake_from_task(EventKind::WakeupNew, ctx.arg(0))
+}
+
+#[tracepoint(category = "sched", name = "sched_waking")]
+pub fn tp_sched_waking(ctx: TracePointContext) -> i32 {
+    emit::wake_from_record(EventKind::Waking, &ctx)
+}
+
+#[tracepoint(category = "sched", name = "sched_wakeup")]
+pub fn tp_sched_wakeup(ctx: TracePointContext) -> i32 {
+    emit::wake_from_record(EventKind::Wakeup, &ctx)
+}
+
+#[tracepoint(category = "sched", name = "sched_wakeup_new")]
+pub fn tp_sched_wakeup_new(ctx: TracePointContext) -> i32 {
+    emit::wake_from_record(EventKind::WakeupNew, &ctx)
+}
+
+// ---- sched_switch ------------------------------------------------------------------------------
+
+#[btf_tracepoint(function = "sched_switch")]
+pub fn btf_sched_switch(ctx: BtfTracePointContext) -> i32 {
+    emit::switch_from_tasks(ctx.arg(1), ctx.arg(2), ctx.arg(3))
+}
+
+#[raw_tracepoint(tracepoint = "sched_switch")]
+pub fn raw_sched_switch(ctx: RawTracePointContext) -> i32 {
+    emit::switch_from_tasks(ctx.arg(1), ctx.arg(2), ctx.arg(3))
+}
+
+#[tracepoint(category = "sched", name = "sched_switch")]
+pub fn tp_sched_switch(ctx: TracePointContext) -> i32 {
+    emit::switch_from_record(&ctx)
+}
+
+// ---- sched_migrate_task ------------------------------------------------------------------------
+
+#[btf_tracepoint(function = "sched_migrate_task")]
+pub fn btf_sched_migrate_task(ctx: BtfTracePointContext) -> i32 {
+    emit::migrate_from_task(ctx.arg(0), ctx.arg(1))
+}
+
+#[raw_tracepoint(tracepoint = "sched_migrate_task")]
+pub fn raw_sched_migrate_task(ctx: RawTracePointContext) -> i32 {
+    emit::migrate_from_task(ctx.arg(0), ctx.arg(1))
+}
+
+#[tracepoint(category = "sched", name = "sched_migrate_task")]
+pub fn tp_sched_migrate_task(ctx: TracePointContext) -> i32 {
+    emit::migrate_from_record(&ctx)
+}
+
+// ---- select_task_rq_fair / select_idle_cpu -----------------------------------------------------
+
+#[fentry(function = "select_task_rq_fair")]
+pub fn fentry_select_task_rq_fair(ctx: FEntryContext) -> i32 {
+    select::entry(ctx.arg(0), ctx.arg(1), ctx.arg(2))
+}
+
+#[fexit(function = "select_task_rq_fair")]
+pub fn fexit_select_task_rq_fair(ctx: FExitContext) -> i32 {
+    select::exit(ctx.arg(0), ctx.arg(3))
+}
+
+#[fentry(function = "select_idle_cpu")]
+pub fn fentry_select_idle_cpu(_ctx: FEntryContext) -> i32 {
+    select::idle_scan_entry()
+}
+
+#[fexit(function = "select_idle_cpu")]
+pub fn fexit_select_idle_cpu(_ctx: FExitContext) -> i32 {
+    select::idle_scan_exit()
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
+    // The verifier rejects any program that could reach this ("last insn is not an exit or jmp"),
+    // so it is never executed.
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

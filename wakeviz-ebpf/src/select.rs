@@ -1,0 +1,204 @@
+//! `select_task_rq_fair` entry/exit joined per CPU, plus the kernel inputs the shadow policies
+//! want to use exactly (waker run-queue length, SIS_UTIL budget, idle-core hint).
+//!
+//! The function runs with `p->pi_lock` held and IRQs off, so entry and exit cannot interleave
+//! with another call on the same CPU: one per-CPU slot is enough.
+use aya_ebpf::{
+    helpers::{bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns},
+    macros::map,
+    maps::{Array, PerCpuArray},
+};
+use wakeviz_common::{EventKind, SelectEvent, UNKNOWN_U32, exact, stat};
+
+use crate::{
+    emit::{bump, header, send},
+    globals::*,
+    kread::{at, at0},
+};
+
+/// CPUs whose `struct rq` address we can remember.
+const MAX_CPUS: u32 = 8192;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Entry {
+    ts_ns: u64,
+    idle_scan_start_ns: u64,
+    pid: u32,
+    prev_cpu: u32,
+    wake_flags: u32,
+    valid: u32,
+    waker_nr_running: u32,
+    nr_idle_scan: u32,
+    has_idle_cores: u32,
+    prev_nr_idle_scan: u32,
+    prev_has_idle_cores: u32,
+    exact_mask: u32,
+    idle_scan_ns: u32,
+    _pad0: u32,
+}
+
+#[map]
+static SELECT_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
+
+/// cpu -> `struct rq *`, learnt from `sched_switch` (a task's `se.cfs_rq->rq` is its CPU's rq).
+#[map]
+static RQ_OF_CPU: Array<u64> = Array::with_max_entries(MAX_CPUS, 0);
+
+#[inline(always)]
+fn rq_of_task(task: u64) -> u64 {
+    at::<u64>(task, OFF_TASK_SE_CFS_RQ.load())
+        .and_then(|cfs| at::<u64>(cfs, OFF_CFS_RQ_RQ.load()))
+        .unwrap_or(0)
+}
+
+/// Records the running CPU's rq, once.
+#[inline(always)]
+pub fn remember_rq(task: u64) {
+    if READ_RQ.load() == 0 {
+        return;
+    }
+    // SAFETY: helper without preconditions.
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    if let Some(slot) = RQ_OF_CPU.get_ptr_mut(cpu) {
+        // SAFETY: valid map value pointer; a racing writer would store the same value.
+        unsafe {
+            if *slot == 0 {
+                *slot = rq_of_task(task);
+            }
+        }
+    }
+}
+
+/// The LLC's `sched_domain_shared`: the highest domain, walking up from the rq's base domain,
+/// of the unbroken run that has `shared` set (SMT and MC have one each before 7.1; only the LLC
+/// domain has one from 7.1 on).
+#[inline(always)]
+fn llc_shared(rq: u64) -> u64 {
+    let mut sd = at::<u64>(rq, OFF_RQ_SD.load()).unwrap_or(0);
+    let mut last = 0u64;
+    for _ in 0..6 {
+        if sd == 0 {
+            break;
+        }
+        let sh = at::<u64>(sd, OFF_SD_SHARED.load()).unwrap_or(0);
+        if sh != 0 {
+            last = sh;
+        } else if last != 0 {
+            break;
+        }
+        sd = at0::<u64>(sd, OFF_SD_PARENT.load()).unwrap_or(0);
+    }
+    last
+}
+
+/// (nr_idle_scan, has_idle_cores) of an LLC's shared state, when readable.
+#[inline(always)]
+fn llc_inputs(rq: u64) -> Option<(u32, u32)> {
+    let sh = llc_shared(rq);
+    let scan = at::<u32>(sh, OFF_SDS_NR_IDLE_SCAN.load())?;
+    let cores = at::<u32>(sh, OFF_SDS_HAS_IDLE_CORES.load())?;
+    Some((scan, cores))
+}
+
+pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
+    let Some(e) = SELECT_ENTRY.get_ptr_mut(0) else {
+        return 0;
+    };
+    let mut v = Entry {
+        // SAFETY: helper without preconditions.
+        ts_ns: unsafe { bpf_ktime_get_ns() },
+        idle_scan_start_ns: 0,
+        pid: at::<u32>(task, OFF_TASK_PID.load()).unwrap_or(0),
+        prev_cpu: prev_cpu as u32,
+        wake_flags: wake_flags as u32,
+        valid: 1,
+        waker_nr_running: UNKNOWN_U32,
+        nr_idle_scan: UNKNOWN_U32,
+        has_idle_cores: UNKNOWN_U32,
+        prev_nr_idle_scan: UNKNOWN_U32,
+        prev_has_idle_cores: UNKNOWN_U32,
+        exact_mask: 0,
+        idle_scan_ns: UNKNOWN_U32,
+        _pad0: 0,
+    };
+    if READ_RQ.load() != 0 {
+        // SAFETY: helper without preconditions.
+        let cur = unsafe { bpf_get_current_task() };
+        let rq = rq_of_task(cur);
+        if let Some(n) = at::<u32>(rq, OFF_RQ_NR_RUNNING.load()) {
+            v.waker_nr_running = n;
+            v.exact_mask |= exact::NR_RUNNING;
+        }
+        if let Some((scan, cores)) = llc_inputs(rq) {
+            v.nr_idle_scan = scan;
+            v.has_idle_cores = cores;
+            v.exact_mask |= exact::NR_IDLE_SCAN | exact::HAS_IDLE_CORES;
+        }
+        let prev_rq = RQ_OF_CPU.get(prev_cpu as u32).copied().unwrap_or(0);
+        if let Some((scan, cores)) = llc_inputs(prev_rq) {
+            v.prev_nr_idle_scan = scan;
+            v.prev_has_idle_cores = cores;
+            v.exact_mask |= exact::PREV_NR_IDLE_SCAN | exact::PREV_HAS_IDLE_CORES;
+        }
+    }
+    // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (IRQs off).
+    unsafe { *e = v };
+    0
+}
+
+pub fn exit(task: u64, ret: u64) -> i32 {
+    let Some(e) = SELECT_ENTRY.get_ptr_mut(0) else {
+        return 0;
+    };
+    // SAFETY: as in `entry`.
+    let v = unsafe { &mut *e };
+    let pid = at::<u32>(task, OFF_TASK_PID.load()).unwrap_or(0);
+    if v.valid == 0 || v.pid != pid {
+        bump(stat::SELECT_UNPAIRED);
+        return 0;
+    }
+    v.valid = 0;
+    send(
+        EventKind::Select,
+        SelectEvent {
+            hdr: header(EventKind::Select, pid),
+            entry_ts_ns: v.ts_ns,
+            prev_cpu: v.prev_cpu,
+            wake_flags: v.wake_flags,
+            chosen_cpu: ret as u32,
+            waker_pid: aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32,
+            waker_nr_running: v.waker_nr_running,
+            nr_idle_scan: v.nr_idle_scan,
+            has_idle_cores: v.has_idle_cores,
+            prev_nr_idle_scan: v.prev_nr_idle_scan,
+            prev_has_idle_cores: v.prev_has_idle_cores,
+            exact_mask: v.exact_mask,
+            idle_scan_ns: v.idle_scan_ns,
+        },
+    );
+    0
+}
+
+pub fn idle_scan_entry() -> i32 {
+    if let Some(e) = SELECT_ENTRY.get_ptr_mut(0) {
+        // SAFETY: as in `entry`; select_idle_cpu runs inside select_task_rq_fair on this CPU.
+        unsafe { (*e).idle_scan_start_ns = bpf_ktime_get_ns() };
+    }
+    0
+}
+
+pub fn idle_scan_exit() -> i32 {
+    if let Some(e) = SELECT_ENTRY.get_ptr_mut(0) {
+        // SAFETY: as in `idle_scan_entry`.
+        unsafe {
+            let start = (*e).idle_scan_start_ns;
+            if start != 0 {
+                let d = bpf_ktime_get_ns().saturating_sub(start);
+                (*e).idle_scan_ns = d.min(u64::from(u32::MAX - 1)) as u32;
+                (*e).idle_scan_start_ns = 0;
+            }
+        }
+    }
+    0
+}
