@@ -8,10 +8,12 @@
 //!
 //! Nothing here touches the kernel, an async runtime or a terminal; `wakeviz` (the binary)
 //! owns those edges.
+pub mod analysis;
 pub mod decode;
 pub mod dump;
 pub mod event;
 pub mod format;
 pub mod join;
 pub mod source;
+pub mod synth;
 pub mod topology;

@@ -1,4 +1,27 @@
-//! Project tasks cargo cannot express: set-up, the VM suite, synthetic recordings, benchmarks.
+//! Project tasks cargo cannot express. Each subcommand lives in its own module.
+use clap::{Parser, Subcommand};
+
+mod synth;
+mod vm;
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "wakeviz project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write a synthetic recording for a saved sysfs topology (see wakeviz-core's synth module).
+    Synth(synth::Args),
+    /// Boot Debian's kernel under qemu on NUMA/SMT topologies and run wakeviz with full probes.
+    VmTest(vm::Args),
+}
+
 fn main() -> anyhow::Result<()> {
-    anyhow::bail!("no task given")
+    match Cli::parse().cmd {
+        Cmd::Synth(a) => synth::run(&a),
+        Cmd::VmTest(a) => vm::run(&a),
+    }
 }

@@ -41,6 +41,15 @@ pub struct ProbeStatus {
     pub fallbacks: Vec<String>,
 }
 
+impl ProbeState {
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Attached => None,
+            Self::Failed(r) | Self::Unavailable(r) => Some(r),
+        }
+    }
+}
+
 impl ProbeStatus {
     pub fn attached(&self) -> bool {
         self.state == ProbeState::Attached
@@ -83,6 +92,9 @@ pub struct CaptureStats {
     pub delivered: u64,
     /// fexit(select_task_rq_fair) without a matching fentry on that CPU.
     pub select_unpaired: u64,
+    /// Ring-buffer records userspace could not decode (ABI mismatch; should stay 0).
+    #[serde(default)]
+    pub decode_errors: u64,
 }
 
 impl CaptureStats {

@@ -2,11 +2,12 @@
 //! and the NUMA distance table. Read from sysfs (the live tree or a saved copy) and stored in every
 //! recording, so a replay never consults the machine it runs on.
 mod cpuset;
+pub mod fixture;
 mod level;
 mod sysfs;
 
 pub use cpuset::CpuSet;
-pub use level::Level;
+pub use level::{Level, LevelMap};
 use serde::{Deserialize, Serialize};
 pub use sysfs::{TopologyError, from_sysfs};
 
@@ -52,6 +53,10 @@ pub struct Topology {
     pub distances: Vec<Vec<u32>>,
     /// Packages by `physical_package_id`.
     pub packages: Vec<Group>,
+    /// NUMA nodes with memory but no online CPU (CXL expanders, HBM, offlined sockets): kept out
+    /// of `nodes` and `distances`, listed so the summary does not silently hide them.
+    #[serde(default)]
+    pub memory_only_nodes: Vec<u32>,
     /// Dense index: `cpu -> position in cpus`, `u32::MAX` when absent.
     #[serde(skip)]
     index: Vec<u32>,
@@ -86,22 +91,25 @@ impl Topology {
         self.cores.iter().any(|c| c.cpus.len() > 1)
     }
 
-    /// NUMA nodes per package: 1, 2 or 4 on AMD EPYC in NPS1/2/4 (0 if undefined).
+    /// NUMA nodes per package: 1, 2 or 4 on AMD EPYC in NPS1/2/4 (0 if undefined). The
+    /// largest count when packages differ, because that decides whether the kernel drops PKG.
     pub fn nodes_per_package(&self) -> usize {
-        if self.packages.is_empty() {
-            return 0;
-        }
+        self.nodes_per_each_package().into_iter().max().unwrap_or(0)
+    }
+
+    fn nodes_per_each_package(&self) -> Vec<usize> {
         let mut per_pkg = vec![std::collections::BTreeSet::new(); self.packages.len()];
         for c in &self.cpus {
             if let Some(p) = self.packages.iter().position(|g| g.id == c.package) {
                 per_pkg[p].insert(c.node);
             }
         }
-        per_pkg.iter().map(std::collections::BTreeSet::len).max().unwrap_or(0)
+        per_pkg.iter().map(std::collections::BTreeSet::len).collect()
     }
 
     /// "NPS1", "NPS2", "NPS4" ... (nodes per package), or a description for odd layouts
-    /// (a node spanning packages).
+    /// (a node spanning packages, packages with different node counts), so nobody reads an
+    /// irregular machine as a clean NPS mode.
     pub fn nps_mode(&self) -> String {
         let spans_packages = self.nodes.iter().any(|n| {
             let pkgs: std::collections::BTreeSet<u32> =
@@ -111,7 +119,16 @@ impl Topology {
         if spans_packages {
             return "node spans packages".into();
         }
-        format!("NPS{}", self.nodes_per_package())
+        let per = self.nodes_per_each_package();
+        let (lo, hi) = (
+            per.iter().copied().min().unwrap_or(0),
+            per.iter().copied().max().unwrap_or(0),
+        );
+        if lo == hi {
+            format!("NPS{hi}")
+        } else {
+            format!("mixed: {lo}-{hi} nodes per package")
+        }
     }
 
     /// Relation of two CPUs, from closest to farthest.
@@ -132,6 +149,68 @@ impl Topology {
         })
     }
 
+    /// SLIT distance between two entries of [`Topology::nodes`] (by index), if the table has it.
+    pub fn distance(&self, a: usize, b: usize) -> Option<u32> {
+        self.distances.get(a)?.get(b).copied()
+    }
+
+    /// Whether two CPUs at `level` can exist on this machine, so tables can leave out rows that
+    /// are structurally empty (no `same_package` row on NPS1, no `smt_sibling` without SMT).
+    pub fn level_exists(&self, level: Level) -> bool {
+        match level {
+            Level::SameCpu => !self.cpus.is_empty(),
+            Level::SmtSibling => self.smt_active(),
+            Level::SameLlc => self.llcs.iter().any(|l| {
+                let cores: std::collections::BTreeSet<u32> =
+                    l.cpus.iter().filter_map(|c| self.cpu(c)).map(|c| c.core).collect();
+                cores.len() > 1
+            }),
+            Level::SameNode => self.nodes.iter().enumerate().any(|(i, n)| {
+                let llcs: std::collections::BTreeSet<u32> = n
+                    .cpus
+                    .iter()
+                    .filter_map(|c| self.cpu(c))
+                    .filter(|c| c.node as usize == i)
+                    .map(|c| c.llc)
+                    .collect();
+                llcs.len() > 1
+            }),
+            Level::SamePackage => self.nodes_per_package() > 1,
+            Level::CrossPackage => self.packages.len() > 1,
+        }
+    }
+
+    /// The rows of the kernel-developer table ("Wakeups on same SMT/MC/DIE/NUMA cpus", as in
+    /// the schedstat comparisons on LKML), named after the sched-domain levels this layout
+    /// actually builds (§8.1 of the placement spec): with one node per package the kernel has
+    /// SMT -> MC -> PKG -> NUMA; with several (NPS2/NPS4, SNC) PKG is dropped and NODE plus
+    /// NUMA levels appear, so `same_node` and `same_package` get rows of their own. Rows whose
+    /// level cannot occur here are left out.
+    pub fn domain_rows(&self) -> Vec<DomainRow> {
+        let numa_in_package = self.nodes_per_package() > 1;
+        let mut rows = Vec::new();
+        let mut push = |name: &'static str, levels: &[Level]| {
+            if levels.iter().any(|&l| self.level_exists(l)) {
+                rows.push(DomainRow {
+                    name,
+                    levels: levels.to_vec(),
+                });
+            }
+        };
+        push("SMT", &[Level::SmtSibling]);
+        if numa_in_package {
+            push("LLC", &[Level::SameLlc]);
+            push("NODE", &[Level::SameNode]);
+            push("NUMA-in-package", &[Level::SamePackage]);
+            push("NUMA-cross-package", &[Level::CrossPackage]);
+        } else {
+            push("LLC(MC)", &[Level::SameLlc]);
+            push("PKG", &[Level::SameNode, Level::SamePackage]);
+            push("NUMA", &[Level::CrossPackage]);
+        }
+        rows
+    }
+
     /// One-line summary for headers and the overview.
     pub fn summary(&self) -> String {
         format!(
@@ -145,4 +224,11 @@ impl Topology {
             if self.smt_active() { "on" } else { "off" },
         )
     }
+}
+
+/// One row of [`Topology::domain_rows`]: a display name and the [`Level`]s it sums.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DomainRow {
+    pub name: &'static str,
+    pub levels: Vec<Level>,
 }

@@ -211,6 +211,7 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
             .map(|&i| keep.iter().map(|&j| if i == j { 10 } else { 20 }).collect())
             .collect()
     };
+    let memory_only_nodes: Vec<u32> = nodes.iter().filter(|n| n.cpus.is_empty()).map(|n| n.id).collect();
     let mut nodes: Vec<Group> = keep.iter().map(|&i| nodes[i].clone()).collect();
     let mut distances = distances;
     let covered: CpuSet = nodes.iter().flat_map(|n| n.cpus.iter()).collect();
@@ -266,6 +267,7 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         nodes,
         distances,
         packages,
+        memory_only_nodes,
         index: Vec::new(),
     }
     .finish())

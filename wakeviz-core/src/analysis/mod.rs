@@ -1,0 +1,310 @@
+//! The analyses: one streaming fold over the event stream that live capture, replay, the TUI
+//! and the reports all share. Memory is bounded by CPUs (dense per-CPU tables), LLCs and nodes
+//! (fixed aggregates and histograms), and live tasks (the per-task maps), never by trace length.
+//!
+//! Per event the fold does a few array updates, at most three histogram records and one or two
+//! per-task hash-map operations; nothing allocates in steady state.
+pub mod filter;
+pub mod latency;
+pub mod placement;
+pub mod report;
+pub mod schedstat;
+mod snapshot;
+pub mod window;
+
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
+};
+
+pub use filter::{Filter, FilterError};
+use hdrhistogram::Histogram;
+pub use snapshot::{
+    ByLevel, Drops, EventCounts, LatencySection, PlacementSection, ScanSection, ShadowSection, Snapshot, TopologySection,
+    WindowSection,
+};
+
+use self::{
+    filter::FilterState,
+    placement::{OurWakeCounts, PlacementStats, classify},
+    schedstat::{SchedstatComparison, SchedstatError},
+    window::Rolling,
+};
+use crate::{
+    event::{Event, Kind, TaskTable, wf},
+    format::{CaptureStats, Header},
+    join::{Joiner, Placement},
+    source::Batch,
+    topology::{Level, LevelMap},
+};
+
+/// A cheap multiplicative hasher for pid keys: SipHash's DoS resistance buys nothing against
+/// kernel-assigned pids, and the per-task maps sit on the per-event path.
+#[derive(Default, Clone, Copy)]
+pub struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.0 = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type PidBuild = BuildHasherDefault<PidHasher>;
+
+/// Shadow-policy evaluation plugged into the fold (implemented by `shadow::ShadowEval`); kept
+/// as a trait so this module does not depend on how the shadow policies are built.
+pub trait ShadowSink {
+    fn on_event(&mut self, e: &Event);
+    fn on_placement(&mut self, p: &Placement);
+    fn report_json(&self) -> serde_json::Value;
+    fn report_text(&self) -> String;
+}
+
+/// Wakeups whose switch-in never came (dropped events) are forgotten after this long.
+const STALE_NS: u64 = 10_000_000_000;
+const NO_LEVEL: u8 = u8::MAX;
+const NEW_TASK: u8 = u8::MAX - 1;
+
+/// Scan-latency histograms (see [`crate::format::ScanSource`] for what is measured).
+pub(crate) struct ScanStats {
+    pub(crate) overall: Histogram<u64>,
+    pub(crate) per_llc: Vec<Histogram<u64>>,
+}
+
+/// Wakeup-to-run latency: `sched_wakeup` to the wakee's next `sched_switch` in, by the level of
+/// waker CPU -> chosen CPU (what the placement decision did to the wakee).
+pub(crate) struct WakeLatency {
+    /// pid -> (wakeup ts, level index | NO_LEVEL | NEW_TASK)
+    pending: HashMap<u32, (u64, u8), PidBuild>,
+    pub(crate) overall: Histogram<u64>,
+    pub(crate) by_level: Vec<Histogram<u64>>,
+    pub(crate) new_task: Histogram<u64>,
+}
+
+pub struct Analysis {
+    pub(crate) header: Header,
+    levels: LevelMap,
+    pub(crate) tasks: TaskTable,
+    pub(crate) joiner: Joiner,
+    filter: FilterState,
+    pub(crate) events: [u64; 6],
+    pub(crate) stats: CaptureStats,
+    pub(crate) placement: PlacementStats,
+    pub(crate) ours: OurWakeCounts,
+    pub(crate) scan: ScanStats,
+    pub(crate) wake: WakeLatency,
+    pub(crate) win1: Rolling,
+    pub(crate) win10: Rolling,
+    pub(crate) schedstat: Option<SchedstatComparison>,
+    pub(crate) shadow: Option<Box<dyn ShadowSink + Send>>,
+    pub(crate) first_ts: Option<u64>,
+    pub(crate) last_ts: u64,
+    seen: u64,
+}
+
+impl Analysis {
+    pub fn new(header: &Header) -> Self {
+        let t = &header.topology;
+        Self {
+            levels: LevelMap::new(t),
+            tasks: TaskTable::default(),
+            joiner: Joiner::new(),
+            filter: FilterState::default(),
+            events: [0; 6],
+            stats: CaptureStats::default(),
+            placement: PlacementStats::new(t.nodes.len(), t.llcs.len()),
+            ours: OurWakeCounts::new(t.cpu_bound()),
+            scan: ScanStats {
+                overall: latency::fine(),
+                per_llc: (0..t.llcs.len()).map(|_| latency::coarse()).collect(),
+            },
+            wake: WakeLatency {
+                pending: HashMap::default(),
+                overall: latency::fine(),
+                by_level: Level::ALL.iter().map(|_| latency::coarse()).collect(),
+                new_task: latency::coarse(),
+            },
+            win1: Rolling::new(100_000_000, 10),
+            win10: Rolling::new(1_000_000_000, 10),
+            schedstat: None,
+            shadow: None,
+            first_ts: None,
+            last_ts: 0,
+            seen: 0,
+            header: header.clone(),
+        }
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn tasks(&self) -> &TaskTable {
+        &self.tasks
+    }
+
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.get()
+    }
+
+    /// Restricts placement and latency figures to matching wakees. Past events cannot be
+    /// re-filtered without storing them, so the filtered figures (placement, scan and wakeup
+    /// latency, windows) restart from zero; event and drop counts and the unfiltered schedstat
+    /// cross-check counts are kept.
+    pub fn set_filter(&mut self, f: Option<Filter>) {
+        self.filter.set(f);
+        let t = &self.header.topology;
+        self.placement = PlacementStats::new(t.nodes.len(), t.llcs.len());
+        self.scan.overall.reset();
+        self.scan.per_llc.iter_mut().for_each(Histogram::reset);
+        self.wake.overall.reset();
+        self.wake.by_level.iter_mut().for_each(Histogram::reset);
+        self.wake.new_task.reset();
+        self.wake.pending.clear();
+        self.win1.reset();
+        self.win10.reset();
+    }
+
+    pub fn set_shadow(&mut self, s: Option<Box<dyn ShadowSink + Send>>) {
+        self.shadow = s;
+    }
+
+    /// Unfiltered per-waker-CPU counts, for [`schedstat::compare`].
+    pub fn wake_counts(&self) -> &OurWakeCounts {
+        &self.ours
+    }
+
+    /// Runs the `/proc/schedstat` cross-check on two snapshots taken at the start and the end
+    /// of a live run and keeps the result for the reports.
+    pub fn compare_schedstat(&mut self, start: &str, end: &str) -> Result<&SchedstatComparison, SchedstatError> {
+        let c = schedstat::compare(start, end, &self.header.topology, &self.ours)?;
+        Ok(self.schedstat.insert(c))
+    }
+
+    pub fn on_batch(&mut self, b: &Batch) {
+        for t in &b.tasks {
+            if self.tasks.learn(*t) {
+                self.filter.renamed(t.pid);
+            }
+        }
+        if let Some(s) = &b.stats {
+            self.stats = s.clone();
+        }
+        for e in &b.events {
+            self.on_event(e);
+        }
+    }
+
+    pub fn on_event(&mut self, e: &Event) {
+        let ts = e.ts_ns();
+        self.events[e.kind().index()] += 1;
+        self.first_ts.get_or_insert(ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.win1.advance(ts);
+        self.win10.advance(ts);
+        self.seen += 1;
+        if self.seen % (1 << 16) == 0 {
+            let now = self.last_ts;
+            self.wake.pending.retain(|_, (t, _)| now.saturating_sub(*t) < STALE_NS);
+        }
+        if let Some(s) = self.shadow.as_mut() {
+            s.on_event(e);
+        }
+        match e {
+            Event::Select(s) if s.wake_flags & (wf::FORK | wf::EXEC) == 0 => {
+                if self.filter.matches(s.pid, &self.tasks) {
+                    // select_idle_cpu time when probed, else the whole select_task_rq_fair.
+                    let v = s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from);
+                    self.scan.overall.saturating_record(v);
+                    if let Some(h) = self.levels.llc(s.chosen_cpu).and_then(|l| self.scan.per_llc.get_mut(l as usize)) {
+                        h.saturating_record(v);
+                    }
+                    self.win1.head().scan.saturating_record(v);
+                    self.win10.head().scan.saturating_record(v);
+                }
+            }
+            Event::Switch(sw) => {
+                // A task switching out was running: a wakeup recorded for it meanwhile (the
+                // ttwu_runnable path) must not be matched with its next switch-in.
+                if sw.prev_pid != 0 && !self.wake.pending.is_empty() {
+                    self.wake.pending.remove(&sw.prev_pid);
+                }
+                if sw.next_pid != 0
+                    && let Some((t, lvl)) = self.wake.pending.remove(&sw.next_pid)
+                {
+                    let v = sw.ts_ns.saturating_sub(t);
+                    if lvl == NEW_TASK {
+                        self.wake.new_task.saturating_record(v);
+                    } else {
+                        self.wake.overall.saturating_record(v);
+                        if let Some(h) = self.wake.by_level.get_mut(lvl as usize) {
+                            h.saturating_record(v);
+                        }
+                        self.win1.head().wakeup_latency.saturating_record(v);
+                        self.win10.head().wakeup_latency.saturating_record(v);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let placed = self.joiner.on_event(e);
+        if let Some(p) = placed {
+            self.on_placement(&p);
+        } else if let Event::Wakeup(w) = e
+            && self.filter.matches(w.pid, &self.tasks)
+        {
+            // No placement (its sched_waking was lost): the latency still counts overall.
+            self.wake.pending.insert(w.pid, (w.ts_ns, NO_LEVEL));
+        }
+    }
+
+    fn on_placement(&mut self, p: &Placement) {
+        let c = classify(&self.levels, p.waker_cpu, p.prev_cpu, p.chosen_cpu);
+        if !p.new_task {
+            self.ours.add(p.waker_cpu, &c);
+        }
+        if let Some(s) = self.shadow.as_mut() {
+            s.on_placement(p);
+        }
+        if !self.filter.matches(p.pid, &self.tasks) {
+            return;
+        }
+        self.placement.add(&self.levels, &c, p.waker_cpu, p.chosen_cpu, p.new_task);
+        let lvl = if p.new_task {
+            NEW_TASK
+        } else {
+            self.win1.head().placement.add(&c);
+            self.win10.head().placement.add(&c);
+            c.vs_waker.map_or(NO_LEVEL, |l| l.index() as u8)
+        };
+        self.wake.pending.insert(p.pid, (p.wakeup_ts_ns, lvl));
+    }
+
+    /// Counts per event kind so far.
+    pub fn event_count(&self, k: Kind) -> u64 {
+        self.events[k.index()]
+    }
+
+    /// Tasks with a wakeup whose switch-in has not been seen yet.
+    pub fn pending_wakeups(&self) -> usize {
+        self.wake.pending.len()
+    }
+
+    pub fn report_text(&self) -> String {
+        report::text(&self.snapshot())
+    }
+
+    pub fn report_json(&self) -> serde_json::Value {
+        report::json(&self.snapshot())
+    }
+}

@@ -1,0 +1,200 @@
+//! Placement classification: where each placed wakeup landed relative to the waker CPU and to
+//! the task's previous CPU, at the six [`Level`]s, plus affine pulls and migrations.
+//!
+//! **Affine**, as wakeviz counts it: `chosen_cpu != prev_cpu`, and the chosen CPU shares an LLC
+//! with the waker CPU but not with `prev_cpu`. This is the observable footprint of the kernel's
+//! `ttwu_move_affine` (incremented when `wake_affine()` picks the waker CPU as the target, after
+//! which `select_idle_sibling()` only returns CPUs in the target's LLC). When waker and previous
+//! CPU share an LLC an affine pick cannot be told apart from a non-affine one by the outcome, so
+//! such wakeups are never counted as affine: wakeviz's affine count is a lower bound of the
+//! kernel's, exact for the domains above the LLC.
+use serde::{Serialize, Serializer, ser::SerializeMap};
+
+use crate::topology::{Level, LevelMap};
+
+/// A count per [`Level`], serialized as a map with the six level names in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LevelCounts(pub [u64; 6]);
+
+impl LevelCounts {
+    #[inline]
+    pub fn add(&mut self, l: Level) {
+        self.0[l.index()] += 1;
+    }
+
+    pub fn get(&self, l: Level) -> u64 {
+        self.0[l.index()]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn merge(&mut self, o: &Self) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+impl Serialize for LevelCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(6))?;
+        for l in Level::ALL {
+            m.serialize_entry(l.name(), &self.0[l.index()])?;
+        }
+        m.end()
+    }
+}
+
+/// The relations of one placement, computed once and fed to every aggregate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classified {
+    pub vs_waker: Option<Level>,
+    pub vs_prev: Option<Level>,
+    /// Waker CPU to previous CPU: the kernel's `wake_affine()` runs in the lowest domain of the
+    /// waker that spans the previous CPU, which is where `ttwu_move_affine` is counted.
+    pub waker_prev: Option<Level>,
+    pub affine: bool,
+}
+
+/// Classifies one placement; `None` levels mean a CPU outside the topology (hot-plugged
+/// after the capture started, or a damaged event).
+#[inline]
+pub fn classify(m: &LevelMap, waker: u32, prev: u32, chosen: u32) -> Classified {
+    let affine = chosen != prev && {
+        let (lc, lw, lp) = (m.llc(chosen), m.llc(waker), m.llc(prev));
+        lc.is_some() && lp.is_some() && lc == lw && lc != lp
+    };
+    Classified {
+        vs_waker: m.level(waker, chosen),
+        vs_prev: m.level(prev, chosen),
+        waker_prev: m.level(waker, prev),
+        affine,
+    }
+}
+
+/// Counts over a set of placements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PlacementCounts {
+    pub count: u64,
+    /// Level of waker CPU -> chosen CPU.
+    pub vs_waker: LevelCounts,
+    /// Level of previous CPU -> chosen CPU.
+    pub vs_prev: LevelCounts,
+    pub affine: u64,
+    /// Affine wakeups by the level of waker CPU -> previous CPU (the kernel's domain of
+    /// `ttwu_move_affine`).
+    pub affine_by_waker_prev: LevelCounts,
+    /// `chosen_cpu != prev_cpu`, by level of previous -> chosen.
+    pub migrations: u64,
+    pub migrations_by_level: LevelCounts,
+    /// Placements involving a CPU the topology does not know.
+    pub unclassified: u64,
+}
+
+impl PlacementCounts {
+    #[inline]
+    pub fn add(&mut self, c: &Classified) {
+        self.count += 1;
+        match (c.vs_waker, c.vs_prev) {
+            (Some(w), Some(p)) => {
+                self.vs_waker.add(w);
+                self.vs_prev.add(p);
+                if p != Level::SameCpu {
+                    self.migrations += 1;
+                    self.migrations_by_level.add(p);
+                }
+            }
+            _ => self.unclassified += 1,
+        }
+        if c.affine {
+            self.affine += 1;
+            if let Some(l) = c.waker_prev {
+                self.affine_by_waker_prev.add(l);
+            }
+        }
+    }
+
+    pub fn merge(&mut self, o: &Self) {
+        self.count += o.count;
+        self.vs_waker.merge(&o.vs_waker);
+        self.vs_prev.merge(&o.vs_prev);
+        self.affine += o.affine;
+        self.affine_by_waker_prev.merge(&o.affine_by_waker_prev);
+        self.migrations += o.migrations;
+        self.migrations_by_level.merge(&o.migrations_by_level);
+        self.unclassified += o.unclassified;
+    }
+}
+
+/// Whole-run placement aggregates under the current filter.
+#[derive(Clone, Debug, Default)]
+pub struct PlacementStats {
+    /// Wakeups (`sched_wakeup`), not forks.
+    pub wakeups: PlacementCounts,
+    /// First placements of new tasks (`sched_wakeup_new`): fork balancing, a different path.
+    pub new_tasks: PlacementCounts,
+    /// Wakeups by the waker CPU's node (index into `Topology::nodes`).
+    pub per_node: Vec<PlacementCounts>,
+    /// Wakeups by the chosen CPU's LLC (index into `Topology::llcs`).
+    pub per_llc: Vec<PlacementCounts>,
+}
+
+impl PlacementStats {
+    pub fn new(nodes: usize, llcs: usize) -> Self {
+        Self {
+            wakeups: PlacementCounts::default(),
+            new_tasks: PlacementCounts::default(),
+            per_node: vec![PlacementCounts::default(); nodes],
+            per_llc: vec![PlacementCounts::default(); llcs],
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, m: &LevelMap, c: &Classified, waker: u32, chosen: u32, new_task: bool) {
+        if new_task {
+            self.new_tasks.add(c);
+            return;
+        }
+        self.wakeups.add(c);
+        if let Some(n) = m.node(waker).and_then(|n| self.per_node.get_mut(n as usize)) {
+            n.add(c);
+        }
+        if let Some(l) = m.llc(chosen).and_then(|l| self.per_llc.get_mut(l as usize)) {
+            l.add(c);
+        }
+    }
+}
+
+/// Unfiltered per-waker-CPU counts in the shape of the kernel's schedstat counters, for the
+/// `/proc/schedstat` cross-check (which sees every task, whatever the filter).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OurWakeCounts {
+    /// `[waker cpu][level of waker -> chosen]`; `SameCpu` is the kernel's `ttwu_local`.
+    pub by_waker: Vec<LevelCounts>,
+    /// `[waker cpu][level of waker -> prev]` of affine wakeups.
+    pub affine_by_waker: Vec<LevelCounts>,
+}
+
+impl OurWakeCounts {
+    pub fn new(cpu_bound: usize) -> Self {
+        Self {
+            by_waker: vec![LevelCounts::default(); cpu_bound],
+            affine_by_waker: vec![LevelCounts::default(); cpu_bound],
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, waker: u32, c: &Classified) {
+        let (Some(w), Some(slot)) = (c.vs_waker, self.by_waker.get_mut(waker as usize)) else {
+            return;
+        };
+        slot.add(w);
+        if c.affine
+            && let (Some(l), Some(a)) = (c.waker_prev, self.affine_by_waker.get_mut(waker as usize))
+        {
+            a.add(l);
+        }
+    }
+}

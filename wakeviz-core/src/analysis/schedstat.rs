@@ -1,0 +1,317 @@
+//! `/proc/schedstat` (versions 15, 16, 17; Documentation/scheduler/sched-stats.rst) and the
+//! cross-check of wakeviz's own placement counts against the kernel's wakeup counters.
+//!
+//! What the kernel counts (`ttwu_stat()`, core.c), on the runqueue of the CPU running
+//! `try_to_wake_up()`, i.e. the waker CPU W, for a wakeup placed on CPU C:
+//! - `ttwu_count` always; `ttwu_local` when C == W;
+//! - otherwise `ttwu_wake_remote` of the lowest domain of W whose span contains C;
+//! - `ttwu_move_affine` of the domain where `wake_affine()` chose W (the lowest
+//!   SD_WAKE_AFFINE domain of W spanning the previous CPU).
+//!
+//! So the kernel's per-domain counts are wakeviz's waker -> chosen levels mapped onto W's
+//! domain spans, which this module does per CPU from the spans in the file itself.
+use serde::Serialize;
+
+use super::placement::OurWakeCounts;
+use crate::topology::{CpuSet, Level, Topology};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SchedstatError {
+    #[error("no `version` line: not a /proc/schedstat file")]
+    NoVersion,
+    #[error("schedstat version {0} is not supported (15, 16 and 17 are)")]
+    UnsupportedVersion(u32),
+    #[error("line {line}: {msg}")]
+    Parse { line: usize, msg: String },
+    #[error("the two snapshots differ in shape ({0}): CPUs or sched domains changed in between")]
+    ShapeChanged(String),
+}
+
+/// Counters of one `domain<N>` line that the cross-check uses (the load-balancing ones are
+/// kept raw in `other`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainStat {
+    pub index: u32,
+    /// Kernel domain name (version 17+).
+    pub name: Option<String>,
+    pub span: CpuSet,
+    pub ttwu_wake_remote: u64,
+    pub ttwu_move_affine: u64,
+    pub ttwu_move_balance: u64,
+    pub other: Vec<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuStat {
+    pub cpu: u32,
+    pub yld_count: u64,
+    pub sched_count: u64,
+    pub sched_goidle: u64,
+    pub ttwu_count: u64,
+    pub ttwu_local: u64,
+    pub rq_cpu_time: u64,
+    pub run_delay: u64,
+    pub pcount: u64,
+    pub domains: Vec<DomainStat>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedstat {
+    pub version: u32,
+    /// Jiffies at the time of reading.
+    pub timestamp: u64,
+    pub cpus: Vec<CpuStat>,
+}
+
+/// Parses the kernel's `%*pb` cpumask: comma-separated 32-bit hex words, most significant first.
+pub fn parse_cpumask(s: &str) -> Option<CpuSet> {
+    let mut set = CpuSet::new();
+    for (i, w) in s.trim().split(',').rev().enumerate() {
+        let v = u32::from_str_radix(w, 16).ok()?;
+        for b in 0..32 {
+            if v & (1 << b) != 0 {
+                set.insert(i as u32 * 32 + b);
+            }
+        }
+    }
+    Some(set)
+}
+
+fn nums(line: usize, toks: &[&str]) -> Result<Vec<u64>, SchedstatError> {
+    toks.iter()
+        .map(|t| t.parse().map_err(|_| SchedstatError::Parse { line, msg: format!("expected a number, got {t:?}") }))
+        .collect()
+}
+
+/// Parses one snapshot of `/proc/schedstat`.
+pub fn parse(text: &str) -> Result<Schedstat, SchedstatError> {
+    let mut version = None;
+    let mut timestamp = 0;
+    let mut cpus: Vec<CpuStat> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let toks: Vec<&str> = raw.split_whitespace().collect();
+        let Some(&head) = toks.first() else { continue };
+        let perr = |msg: String| SchedstatError::Parse { line, msg };
+        if head == "version" {
+            let v: u32 = toks.get(1).and_then(|v| v.parse().ok()).ok_or_else(|| perr("bad version line".into()))?;
+            if !(15..=17).contains(&v) {
+                return Err(SchedstatError::UnsupportedVersion(v));
+            }
+            version = Some(v);
+        } else if head == "timestamp" {
+            timestamp = toks.get(1).and_then(|v| v.parse().ok()).ok_or_else(|| perr("bad timestamp line".into()))?;
+        } else if let Some(n) = head.strip_prefix("cpu") {
+            let cpu = n.parse().map_err(|_| perr(format!("bad cpu label {head:?}")))?;
+            let f = nums(line, &toks[1..])?;
+            if f.len() < 9 {
+                return Err(perr(format!("cpu line has {} fields, expected 9", f.len())));
+            }
+            cpus.push(CpuStat {
+                cpu,
+                yld_count: f[0],
+                sched_count: f[2],
+                sched_goidle: f[3],
+                ttwu_count: f[4],
+                ttwu_local: f[5],
+                rq_cpu_time: f[6],
+                run_delay: f[7],
+                pcount: f[8],
+                domains: Vec::new(),
+            });
+        } else if let Some(n) = head.strip_prefix("domain") {
+            let v = version.ok_or(SchedstatError::NoVersion)?;
+            let index = n.parse().map_err(|_| perr(format!("bad domain label {head:?}")))?;
+            let (name, rest) = if v >= 17 {
+                (toks.get(1).map(|s| (*s).to_string()), toks.get(2..).unwrap_or(&[]))
+            } else {
+                (None, toks.get(1..).unwrap_or(&[]))
+            };
+            let (Some(mask), Some(counters)) = (rest.first(), rest.get(1..)) else {
+                return Err(perr("domain line without cpumask".into()));
+            };
+            let span = parse_cpumask(mask).ok_or_else(|| perr(format!("bad cpumask {mask:?}")))?;
+            let f = nums(line, counters)?;
+            let expect = if v >= 17 { 45 } else { 36 };
+            if f.len() != expect {
+                return Err(perr(format!("domain line has {} counters, version {v} has {expect}", f.len())));
+            }
+            let cpu = cpus.last_mut().ok_or_else(|| perr("domain line before any cpu line".into()))?;
+            // The three try_to_wake_up() counters are the last three in every version.
+            cpu.domains.push(DomainStat {
+                index,
+                name,
+                span,
+                ttwu_wake_remote: f[expect - 3],
+                ttwu_move_affine: f[expect - 2],
+                ttwu_move_balance: f[expect - 1],
+                other: f[..expect - 3].to_vec(),
+            });
+        }
+    }
+    let version = version.ok_or(SchedstatError::NoVersion)?;
+    Ok(Schedstat { version, timestamp, cpus })
+}
+
+/// `end - start` of every counter (spans and names from `end`).
+pub fn diff(start: &Schedstat, end: &Schedstat) -> Result<Schedstat, SchedstatError> {
+    if start.version != end.version || start.cpus.len() != end.cpus.len() {
+        return Err(SchedstatError::ShapeChanged("versions or CPU counts differ".into()));
+    }
+    let d = |a: u64, b: u64| b.saturating_sub(a);
+    let mut cpus = Vec::with_capacity(end.cpus.len());
+    for (a, b) in start.cpus.iter().zip(&end.cpus) {
+        if a.cpu != b.cpu || a.domains.len() != b.domains.len() {
+            return Err(SchedstatError::ShapeChanged(format!("cpu{}", b.cpu)));
+        }
+        let domains = a
+            .domains
+            .iter()
+            .zip(&b.domains)
+            .map(|(x, y)| DomainStat {
+                index: y.index,
+                name: y.name.clone(),
+                span: y.span.clone(),
+                ttwu_wake_remote: d(x.ttwu_wake_remote, y.ttwu_wake_remote),
+                ttwu_move_affine: d(x.ttwu_move_affine, y.ttwu_move_affine),
+                ttwu_move_balance: d(x.ttwu_move_balance, y.ttwu_move_balance),
+                other: x.other.iter().zip(&y.other).map(|(p, q)| d(*p, *q)).collect(),
+            })
+            .collect();
+        cpus.push(CpuStat {
+            cpu: b.cpu,
+            yld_count: d(a.yld_count, b.yld_count),
+            sched_count: d(a.sched_count, b.sched_count),
+            sched_goidle: d(a.sched_goidle, b.sched_goidle),
+            ttwu_count: d(a.ttwu_count, b.ttwu_count),
+            ttwu_local: d(a.ttwu_local, b.ttwu_local),
+            rq_cpu_time: d(a.rq_cpu_time, b.rq_cpu_time),
+            run_delay: d(a.run_delay, b.run_delay),
+            pcount: d(a.pcount, b.pcount),
+            domains,
+        });
+    }
+    Ok(Schedstat { version: end.version, timestamp: d(start.timestamp, end.timestamp), cpus })
+}
+
+/// Disagreements above this many percent of the kernel's count are flagged.
+pub const THRESHOLD_PCT: f64 = 2.0;
+
+/// One counter of one domain level, summed over all CPUs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ComparisonRow {
+    /// Kernel domain name (v17) or the name derived from its span (v15/16); `cpu` for the
+    /// per-runqueue counters.
+    pub domain: String,
+    /// wakeviz levels this domain's new CPUs fall in.
+    pub levels: Vec<Level>,
+    pub counter: &'static str,
+    pub kernel: u64,
+    pub wakeviz: u64,
+    /// `(wakeviz - kernel) / kernel` in percent; `None` when the kernel counted nothing.
+    pub diff_pct: Option<f64>,
+    pub flagged: bool,
+    /// False where wakeviz cannot observe the counter (affine moves inside one LLC).
+    pub comparable: bool,
+    /// A level's CPUs are split over several domains of this name (several NUMA distances
+    /// inside one wakeviz level): counts were attributed to the lowest one.
+    pub approximate: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SchedstatComparison {
+    pub version: u32,
+    pub interval_jiffies: u64,
+    pub threshold_pct: f64,
+    pub flagged: usize,
+    pub rows: Vec<ComparisonRow>,
+    pub notes: Vec<&'static str>,
+}
+
+fn derived_name(t: &Topology, lowest: Level) -> &'static str {
+    match lowest {
+        Level::SameCpu | Level::SmtSibling => "SMT",
+        Level::SameLlc => "MC",
+        Level::SameNode if t.nodes_per_package() > 1 => "NODE",
+        Level::SameNode => "PKG",
+        Level::SamePackage | Level::CrossPackage => "NUMA",
+    }
+}
+
+fn row(domain: String, levels: Vec<Level>, counter: &'static str, comparable: bool) -> ComparisonRow {
+    ComparisonRow { domain, levels, counter, kernel: 0, wakeviz: 0, diff_pct: None, flagged: false, comparable, approximate: false }
+}
+
+/// Compares the kernel's wakeup counters between two `/proc/schedstat` snapshots with
+/// wakeviz's counts over the same interval.
+pub fn compare(start: &str, end: &str, topo: &Topology, ours: &OurWakeCounts) -> Result<SchedstatComparison, SchedstatError> {
+    let d = diff(&parse(start)?, &parse(end)?)?;
+    let lm = crate::topology::LevelMap::new(topo);
+    let mut rows = vec![row("cpu".into(), vec![], "ttwu_count", true), row("cpu".into(), vec![Level::SameCpu], "ttwu_local", true)];
+    let mut domain_rows: Vec<ComparisonRow> = Vec::new();
+    for c in &d.cpus {
+        let (Some(mine), Some(aff)) = (ours.by_waker.get(c.cpu as usize), ours.affine_by_waker.get(c.cpu as usize)) else {
+            continue;
+        };
+        rows[0].kernel += c.ttwu_count;
+        rows[0].wakeviz += mine.total();
+        rows[1].kernel += c.ttwu_local;
+        rows[1].wakeviz += mine.get(Level::SameCpu);
+        let mut seen: CpuSet = std::iter::once(c.cpu).collect();
+        let mut assigned = [false; 6];
+        for dom in &c.domains {
+            let mut levels: Vec<Level> = dom.span.iter().filter(|x| !seen.contains(*x)).filter_map(|x| lm.level(c.cpu, x)).collect();
+            levels.sort();
+            levels.dedup();
+            for x in dom.span.iter() {
+                seen.insert(x);
+            }
+            let Some(&lowest) = levels.first() else { continue };
+            let approximate = levels.iter().any(|l| assigned[l.index()]);
+            let fresh: Vec<Level> = levels.iter().copied().filter(|l| !assigned[l.index()]).collect();
+            for l in &fresh {
+                assigned[l.index()] = true;
+            }
+            let name = dom.name.clone().unwrap_or_else(|| derived_name(topo, lowest).into());
+            let comparable_affine = levels.iter().any(|&l| l > Level::SameLlc);
+            for (counter, kernel, wv, comparable) in [
+                ("ttwu_wake_remote", dom.ttwu_wake_remote, fresh.iter().map(|&l| mine.get(l)).sum::<u64>(), true),
+                ("ttwu_move_affine", dom.ttwu_move_affine, fresh.iter().map(|&l| aff.get(l)).sum::<u64>(), comparable_affine),
+            ] {
+                let r = match domain_rows.iter_mut().position(|r| r.domain == name && r.levels == levels && r.counter == counter) {
+                    Some(i) => &mut domain_rows[i],
+                    None => {
+                        domain_rows.push(row(name.clone(), levels.clone(), counter, comparable));
+                        let last = domain_rows.len() - 1;
+                        &mut domain_rows[last]
+                    }
+                };
+                r.kernel += kernel;
+                r.wakeviz += wv;
+                r.approximate |= approximate;
+            }
+        }
+    }
+    rows.extend(domain_rows);
+    let mut flagged = 0;
+    for r in &mut rows {
+        r.diff_pct = (r.kernel > 0).then(|| ((r.wakeviz as f64 - r.kernel as f64) / r.kernel as f64 * 1000.0).round() / 10.0);
+        r.flagged = r.comparable
+            && match r.diff_pct {
+                Some(p) => p.abs() > THRESHOLD_PCT,
+                None => r.wakeviz > 0,
+            };
+        flagged += usize::from(r.flagged);
+    }
+    Ok(SchedstatComparison {
+        version: d.version,
+        interval_jiffies: d.timestamp,
+        threshold_pct: THRESHOLD_PCT,
+        flagged,
+        rows,
+        notes: vec![
+            "the kernel also counts self-wakeups and wakeups whose sched_waking was dropped; wakeviz counts joined placements only",
+            "ttwu_move_affine inside one LLC is not observable from the outcome (see the affine definition) and is not compared",
+        ],
+    })
+}

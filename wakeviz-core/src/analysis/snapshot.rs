@@ -1,0 +1,322 @@
+//! A [`Snapshot`] is the analysis state reduced to display-ready figures (counts, percentiles,
+//! log2 buckets): what the TUI draws each frame and what the reports print, so both show the
+//! same numbers.
+use serde::{Serialize, Serializer, ser::SerializeMap};
+
+use super::{
+    Analysis,
+    latency::LatencySummary,
+    placement::{LevelCounts, PlacementCounts},
+    schedstat::SchedstatComparison,
+    window::Rolling,
+};
+use crate::{
+    event::Kind,
+    format::{ProbeStatus, ScanSource},
+    topology::{DomainRow, Group, Level},
+};
+
+/// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
+/// magnitudes); percentiles are always in nanoseconds.
+pub const SCAN_UNIT_NS: u64 = 1;
+pub const WAKE_UNIT_NS: u64 = 1_000;
+
+/// Events per kernel kind name, plus `total`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventCounts(pub [u64; 6]);
+
+impl EventCounts {
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+impl Serialize for EventCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(7))?;
+        for k in Kind::ALL {
+            m.serialize_entry(k.name(), &self.0[k.index()])?;
+        }
+        m.serialize_entry("total", &self.total())?;
+        m.end()
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Drops {
+    pub kernel_drops: u64,
+    pub user_drops: u64,
+    pub total: u64,
+    /// Offered to the ring buffer by the probes, per kind.
+    pub offered: EventCounts,
+    pub delivered: u64,
+    pub select_unpaired: u64,
+    /// `sched_wakeup`s without their `sched_waking` (dropped, or before the capture started).
+    pub unmatched_wakeups: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopologySection {
+    pub summary: String,
+    pub nr_cpus: usize,
+    pub packages: usize,
+    pub nps_mode: String,
+    pub smt: bool,
+    pub llc_level: u32,
+    pub offline: String,
+    pub nodes: Vec<Group>,
+    pub memory_only_nodes: Vec<u32>,
+    pub llcs: Vec<Group>,
+    pub distances: Vec<Vec<u32>>,
+    pub domain_rows: Vec<DomainRow>,
+}
+
+/// Placement counts of one group (a node or an LLC).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupCounts {
+    pub id: u32,
+    pub cpus: String,
+    #[serde(flatten)]
+    pub counts: PlacementCounts,
+}
+
+/// A row of the kernel-developer table (seed 000's "Wakeups on same SMT/MC/DIE/NUMA cpus").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DomainTableRow {
+    pub name: &'static str,
+    pub levels: Vec<Level>,
+    /// Wakeups whose waker -> chosen relation is one of `levels`.
+    pub wakeups: u64,
+    /// Affine wakeups whose waker -> previous relation is one of `levels`.
+    pub affine: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowSection {
+    pub span_ns: u64,
+    pub from_ns: u64,
+    pub to_ns: u64,
+    pub placement: PlacementCounts,
+    #[serde(skip)]
+    pub scan: LatencySummary,
+    #[serde(skip)]
+    pub wakeup_latency: LatencySummary,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlacementSection {
+    pub filter: Option<String>,
+    pub affine_definition: &'static str,
+    pub first_ts_ns: Option<u64>,
+    pub last_ts_ns: u64,
+    pub wakeups: PlacementCounts,
+    pub new_tasks: PlacementCounts,
+    pub per_node: Vec<GroupCounts>,
+    pub per_llc: Vec<GroupCounts>,
+    pub domain_table: Vec<DomainTableRow>,
+    pub windows: Windows<WindowSection>,
+}
+
+/// The two rolling windows, serialized as `{"1s": ..., "10s": ...}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Windows<T> {
+    pub w1s: T,
+    pub w10s: T,
+}
+
+impl<T: Serialize> Serialize for Windows<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("1s", &self.w1s)?;
+        m.serialize_entry("10s", &self.w10s)?;
+        m.end()
+    }
+}
+
+/// Values per [`Level`], serialized as a map keyed by the level names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ByLevel<T>(pub Vec<(Level, T)>);
+
+impl<T: Serialize> Serialize for ByLevel<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (l, v) in &self.0 {
+            m.serialize_entry(l.name(), v)?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LlcLatency {
+    pub id: u32,
+    pub cpus: String,
+    #[serde(flatten)]
+    pub latency: LatencySummary,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScanSection {
+    /// What is measured ([`ScanSource::label`]); shown next to every figure.
+    pub source: &'static str,
+    pub available: bool,
+    /// Why not, when `available` is false.
+    pub status: Option<&'static str>,
+    /// Unit of the `log2` bucket bounds; percentiles are in ns.
+    pub log2_unit: &'static str,
+    pub overall: LatencySummary,
+    pub per_llc: Vec<LlcLatency>,
+    pub windows: Windows<LatencySummary>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatencySection {
+    /// The placement relation used for `by_level`.
+    pub relation: &'static str,
+    pub log2_unit: &'static str,
+    pub overall: LatencySummary,
+    /// Keyed by the six level names, in order.
+    pub by_level: ByLevel<LatencySummary>,
+    pub new_task: LatencySummary,
+    pub windows: Windows<LatencySummary>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ShadowSection {
+    pub json: serde_json::Value,
+    pub text: String,
+}
+
+/// Everything the reports and the TUI show, at one moment of the stream.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub events: EventCounts,
+    pub drops: Drops,
+    pub probes: Vec<ProbeStatus>,
+    pub topology: TopologySection,
+    pub placement: PlacementSection,
+    pub scan_latency: ScanSection,
+    pub wakeup_latency: LatencySection,
+    pub schedstat: Option<SchedstatComparison>,
+    pub shadow: Option<ShadowSection>,
+}
+
+pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu shares an LLC with waker_cpu but not with prev_cpu \
+     (the outcome of wake_affine() picking the waker's side; affine picks inside one LLC are not observable)";
+
+fn window(w: &Rolling, unit_scan: u64, unit_wake: u64) -> WindowSection {
+    let (m, from_ns, to_ns) = w.merged();
+    WindowSection {
+        span_ns: w.span_ns(),
+        from_ns,
+        to_ns,
+        placement: m.placement,
+        scan: LatencySummary::of(&m.scan, unit_scan),
+        wakeup_latency: LatencySummary::of(&m.wakeup_latency, unit_wake),
+    }
+}
+
+fn sum_levels(c: &LevelCounts, levels: &[Level]) -> u64 {
+    levels.iter().map(|&l| c.get(l)).sum()
+}
+
+impl Analysis {
+    /// Reduces the current state to display figures (allocates; call per frame, not per event).
+    pub fn snapshot(&self) -> Snapshot {
+        let t = &self.header.topology;
+        let s = &self.stats;
+        let w1 = window(&self.win1, SCAN_UNIT_NS, WAKE_UNIT_NS);
+        let w10 = window(&self.win10, SCAN_UNIT_NS, WAKE_UNIT_NS);
+        let p = &self.placement;
+        let group_counts = |groups: &[Group], counts: &[PlacementCounts]| -> Vec<GroupCounts> {
+            groups
+                .iter()
+                .zip(counts)
+                .map(|(g, c)| GroupCounts { id: g.id, cpus: g.cpus.to_list(), counts: *c })
+                .collect()
+        };
+        let domain_table = t
+            .domain_rows()
+            .into_iter()
+            .map(|r| DomainTableRow {
+                wakeups: sum_levels(&p.wakeups.vs_waker, &r.levels),
+                affine: sum_levels(&p.wakeups.affine_by_waker_prev, &r.levels),
+                name: r.name,
+                levels: r.levels,
+            })
+            .collect();
+        let available = self.events[Kind::Select.index()] > 0;
+        Snapshot {
+            events: EventCounts(self.events),
+            drops: Drops {
+                kernel_drops: s.kernel_drops,
+                user_drops: s.user_drops,
+                total: s.drops(),
+                offered: EventCounts(s.offered),
+                delivered: s.delivered,
+                select_unpaired: s.select_unpaired,
+                unmatched_wakeups: self.joiner.unmatched_wakeups,
+            },
+            probes: self.header.probes.clone(),
+            topology: TopologySection {
+                summary: t.summary(),
+                nr_cpus: t.nr_cpus(),
+                packages: t.packages.len(),
+                nps_mode: t.nps_mode(),
+                smt: t.smt_active(),
+                llc_level: t.llc_level,
+                offline: t.offline.to_list(),
+                nodes: t.nodes.clone(),
+                memory_only_nodes: t.memory_only_nodes.clone(),
+                llcs: t.llcs.clone(),
+                distances: t.distances.clone(),
+                domain_rows: t.domain_rows(),
+            },
+            placement: PlacementSection {
+                filter: self.filter().map(ToString::to_string),
+                affine_definition: AFFINE_DEFINITION,
+                first_ts_ns: self.first_ts,
+                last_ts_ns: self.last_ts,
+                wakeups: p.wakeups,
+                new_tasks: p.new_tasks,
+                per_node: group_counts(&t.nodes, &p.per_node),
+                per_llc: group_counts(&t.llcs, &p.per_llc),
+                domain_table,
+                windows: Windows { w1s: w1.clone(), w10s: w10.clone() },
+            },
+            scan_latency: ScanSection {
+                source: self.header.scan_source.label(),
+                available,
+                status: (!available).then_some(match self.header.scan_source {
+                    ScanSource::None => "unavailable: tracepoint-only mode",
+                    _ => "unavailable: no select_task_rq_fair events in this stream",
+                }),
+                log2_unit: "ns",
+                overall: LatencySummary::of(&self.scan.overall, SCAN_UNIT_NS),
+                per_llc: t
+                    .llcs
+                    .iter()
+                    .zip(&self.scan.per_llc)
+                    .map(|(g, h)| LlcLatency { id: g.id, cpus: g.cpus.to_list(), latency: LatencySummary::of(h, SCAN_UNIT_NS) })
+                    .collect(),
+                windows: Windows { w1s: w1.scan.clone(), w10s: w10.scan.clone() },
+            },
+            wakeup_latency: LatencySection {
+                relation: "waker_cpu -> chosen_cpu",
+                log2_unit: "us",
+                overall: LatencySummary::of(&self.wake.overall, WAKE_UNIT_NS),
+                by_level: ByLevel(
+                    Level::ALL
+                        .iter()
+                        .zip(&self.wake.by_level)
+                        .map(|(l, h)| (*l, LatencySummary::of(h, WAKE_UNIT_NS)))
+                        .collect(),
+                ),
+                new_task: LatencySummary::of(&self.wake.new_task, WAKE_UNIT_NS),
+                windows: Windows { w1s: w1.wakeup_latency, w10s: w10.wakeup_latency },
+            },
+            schedstat: self.schedstat.clone(),
+            shadow: self.shadow.as_ref().map(|s| ShadowSection { json: s.report_json(), text: s.report_text() }),
+        }
+    }
+}

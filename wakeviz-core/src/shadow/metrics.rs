@@ -1,0 +1,189 @@
+//! Per-policy counters, all fixed-size (no per-placement allocation).
+use serde_json::{Value, json};
+
+use super::{policy::Rule, topo::ShadowTopo};
+use crate::topology::Level;
+
+/// Probe counts at or above this share the last histogram bucket (p99 then reads as this).
+pub const PROBE_HIST: usize = 1024;
+
+/// When the waker left its CPU after a sync wakeup (the test of Mel Gorman's objection to
+/// the WF_SYNC patch: "the waker does not necessarily go to sleep").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SleptHist {
+    /// Blocked (`prev_state != 0`) within 10 us, 50 us, 200 us, 1 ms, later.
+    pub slept: [u64; 5],
+    /// Next switch-out was a preemption: the waker was still runnable.
+    pub preempted: u64,
+    /// No matching switch-out seen (stream ended, IRQ-context waker, overflow).
+    pub unresolved: u64,
+}
+
+/// Upper bounds of [`SleptHist::slept`] buckets, ns (the last is open).
+pub const SLEPT_BOUNDS_NS: [u64; 4] = [10_000, 50_000, 200_000, 1_000_000];
+pub const SLEPT_NAMES: [&str; 5] = ["le_10us", "le_50us", "le_200us", "le_1ms", "gt_1ms"];
+/// "Really went to sleep right after the wakeup": blocked within this long.
+pub const SLEPT_THRESHOLD_NS: u64 = 50_000;
+
+impl SleptHist {
+    pub fn add_slept(&mut self, dt_ns: u64) {
+        let i = SLEPT_BOUNDS_NS
+            .iter()
+            .position(|&b| dt_ns <= b)
+            .unwrap_or(SLEPT_BOUNDS_NS.len());
+        self.slept[i] += 1;
+    }
+
+    pub fn merge(&mut self, o: &Self) {
+        for (a, b) in self.slept.iter_mut().zip(o.slept) {
+            *a += b;
+        }
+        self.preempted += o.preempted;
+        self.unresolved += o.unresolved;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.slept.iter().sum::<u64>() + self.preempted + self.unresolved
+    }
+
+    /// Share (percent of resolved cases) where the waker blocked within the threshold.
+    pub fn slept_within_threshold_pct(&self) -> Option<f64> {
+        let resolved = self.total() - self.unresolved;
+        (resolved > 0).then(|| pct(self.slept[0] + self.slept[1], resolved))
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for (n, v) in SLEPT_NAMES.iter().zip(self.slept) {
+            m.insert((*n).into(), v.into());
+        }
+        m.insert("preempted".into(), self.preempted.into());
+        m.insert("unresolved".into(), self.unresolved.into());
+        json!({
+            "total": self.total(),
+            "slept_within_threshold_pct": self.slept_within_threshold_pct(),
+            "buckets": m,
+        })
+    }
+}
+
+pub fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
+}
+
+/// One policy's tallies.
+#[derive(Clone, Debug)]
+pub struct PolicyMetrics {
+    pub evaluated: u64,
+    pub agree: u64,
+    pub idle: u64,
+    pub stacked: u64,
+    pub probes_sum: u64,
+    pub probes_hist: Vec<u64>,
+    pub migrations: u64,
+    pub vs_waker: [u64; 6],
+    pub vs_prev: [u64; 6],
+    pub exact: u64,
+    pub rules: [u64; Rule::COUNT],
+    /// Waker behaviour after the wakeups this policy queued behind it (`Rule::SyncLocal`).
+    pub slept: SleptHist,
+}
+
+impl Default for PolicyMetrics {
+    fn default() -> Self {
+        Self {
+            evaluated: 0,
+            agree: 0,
+            idle: 0,
+            stacked: 0,
+            probes_sum: 0,
+            probes_hist: vec![0; PROBE_HIST],
+            migrations: 0,
+            vs_waker: [0; 6],
+            vs_prev: [0; 6],
+            exact: 0,
+            rules: [0; Rule::COUNT],
+            slept: SleptHist::default(),
+        }
+    }
+}
+
+/// One evaluated decision, as recorded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub cpu: u32,
+    pub probes: u32,
+    pub rule: Rule,
+    /// The chosen CPU was idle at decision time (reconstructed state).
+    pub idle: bool,
+    /// Only probe-read kernel inputs were used (besides the reconstructed idle map).
+    pub exact: bool,
+}
+
+impl PolicyMetrics {
+    pub fn record(&mut self, t: &ShadowTopo, o: &Outcome, kernel: u32, w: u32, p: u32) {
+        self.evaluated += 1;
+        self.agree += u64::from(o.cpu == kernel);
+        if o.idle {
+            self.idle += 1;
+        } else {
+            self.stacked += 1;
+        }
+        self.probes_sum += u64::from(o.probes);
+        self.probes_hist[(o.probes as usize).min(PROBE_HIST - 1)] += 1;
+        self.migrations += u64::from(o.cpu != p);
+        if let Some(l) = t.level(o.cpu, w) {
+            self.vs_waker[l.index()] += 1;
+        }
+        if let Some(l) = t.level(o.cpu, p) {
+            self.vs_prev[l.index()] += 1;
+        }
+        self.exact += u64::from(o.exact);
+        self.rules[o.rule.index()] += 1;
+    }
+
+    pub fn agreement(&self) -> Option<f64> {
+        (self.evaluated > 0).then(|| self.agree as f64 / self.evaluated as f64)
+    }
+
+    pub fn probes_mean(&self) -> f64 {
+        if self.evaluated == 0 {
+            0.0
+        } else {
+            self.probes_sum as f64 / self.evaluated as f64
+        }
+    }
+
+    pub fn probes_quantile(&self, q: f64) -> u32 {
+        if self.evaluated == 0 {
+            return 0;
+        }
+        let want = ((self.evaluated as f64) * q).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (i, &n) in self.probes_hist.iter().enumerate() {
+            acc += n;
+            if acc >= want {
+                return i as u32;
+            }
+        }
+        (PROBE_HIST - 1) as u32
+    }
+
+    pub fn placement_json(counts: &[u64; 6]) -> Value {
+        let mut m = serde_json::Map::new();
+        for l in Level::ALL {
+            m.insert(l.name().into(), counts[l.index()].into());
+        }
+        Value::Object(m)
+    }
+
+    pub fn rules_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for r in Rule::ALL {
+            if self.rules[r.index()] > 0 {
+                m.insert(r.name().into(), self.rules[r.index()].into());
+            }
+        }
+        Value::Object(m)
+    }
+}

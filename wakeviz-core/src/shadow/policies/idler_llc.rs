@@ -1,0 +1,101 @@
+//! P8, Srikar Dronamraju's idler-LLC wake_affine (v2, May 2021, not merged; spec §4, §9.2):
+//! waker and prev in different LLCs -> `pref, try = (W, P)` if sync else `(P, W)`; pref idle ->
+//! pref; an idle core of LLC(pref) -> it; try idle -> try; an idle core of LLC(try) -> it;
+//! else the side whose LLC has the smaller busy fraction; both LLCs fully busy -> prev with no
+//! scan (patch 8/8). Same LLC: prev idle -> prev, waker idle -> waker, sync with the waker
+//! alone -> waker, else prev. Then SIS_UTIL's `select_idle_sibling` from that target.
+//!
+//! Srikar tracked the idle core's id per LLC (`idle_core`); we take it from the true idle
+//! map, i.e. model that id as always up to date, and charge one probe per lookup (reading the
+//! shared field), not a scan.
+use crate::shadow::{
+    policy::{Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling, sis_util_budget},
+    state::State,
+    topo::{ShadowTopo, count_and},
+};
+
+pub struct IdlerLlc;
+
+/// First fully idle core of `llc`, as its first SMT sibling (Srikar's `smt_id`).
+fn idle_core_of(t: &ShadowTopo, st: &State, llc: u32) -> Option<u32> {
+    t.llc_cpus(llc)
+        .iter()
+        .copied()
+        .find(|&c| t.siblings(c).first() == Some(&c) && st.core_idle(t, c))
+}
+
+impl Policy for IdlerLlc {
+    fn name(&self) -> &'static str {
+        "idler_llc"
+    }
+    fn describe(&self) -> &'static str {
+        "P8 idler-LLC wake_affine (Srikar 2021) on SIS_UTIL"
+    }
+    fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
+        let f = ctx.front();
+        let (w, p) = (ctx.w, ctx.p);
+        let mut probes = 0;
+        if f.rule == FrontRule::CurrentCpu {
+            return Decision {
+                cpu: w,
+                probes,
+                rule: Rule::CurrentCpu,
+                clear_hint: None,
+            };
+        }
+        let tg = if matches!(f.rule, FrontRule::NotAffine | FrontRule::SameCpu) {
+            f.target
+        } else if t.share_llc(w, p) {
+            probes += 1;
+            if st.is_idle(p) {
+                p
+            } else {
+                probes += 1;
+                if st.is_idle(w) || (f.sync && ctx.nr_running_w(st) <= 1) {
+                    w
+                } else {
+                    p
+                }
+            }
+        } else {
+            let (pref, tr) = if f.sync { (w, p) } else { (p, w) };
+            probes += 1;
+            if st.is_idle(pref) {
+                pref
+            } else if let Some(c) = {
+                probes += 1;
+                idle_core_of(t, st, t.llc(pref))
+            } {
+                c
+            } else if {
+                probes += 1;
+                st.is_idle(tr)
+            } {
+                tr
+            } else if let Some(c) = {
+                probes += 1;
+                idle_core_of(t, st, t.llc(tr))
+            } {
+                c
+            } else {
+                let (lp, lt) = (t.llc(pref), t.llc(tr));
+                let size = |l: u32| u64::from(t.llc_size.get(l as usize).copied().unwrap_or(0));
+                let busy = |l: u32| size(l) - u64::from(count_and(t.llc_mask(l), &st.idle));
+                let (bp, bt) = (busy(lp), busy(lt));
+                if bp == size(lp) && bt == size(lt) {
+                    return Decision {
+                        cpu: p,
+                        probes,
+                        rule: Rule::BothBusy,
+                        clear_hint: None,
+                    };
+                }
+                if bp * size(lt) <= bt * size(lp) { pref } else { tr }
+            }
+        };
+        let hic = ctx.has_idle_cores(t, st, t.llc(tg));
+        let (mut d, _) = select_idle_sibling(ctx, t, st, s, tg, hic, &mut sis_util_budget);
+        d.probes += probes;
+        d
+    }
+}

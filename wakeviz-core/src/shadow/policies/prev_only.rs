@@ -1,0 +1,28 @@
+//! P5, previous CPU only: the wakee goes back where it ran, no idle test at all. (The
+//! fallbacks of the spec for a disallowed or offline prev never apply: affinity is not
+//! captured and the select record's `prev_cpu` is always online.)
+use crate::shadow::{
+    policy::{Ctx, Decision, Policy, Rule, Scratch},
+    state::State,
+    topo::ShadowTopo,
+};
+
+pub struct PrevOnly;
+
+impl Policy for PrevOnly {
+    fn name(&self) -> &'static str {
+        "prev_only"
+    }
+    fn describe(&self) -> &'static str {
+        "P5 previous CPU only, no search"
+    }
+    fn decide(&mut self, ctx: &Ctx, _t: &ShadowTopo, _st: &State, _s: &mut Scratch) -> Decision {
+        // Reads only prev_cpu, which the select record carries exactly.
+        Decision {
+            cpu: ctx.p,
+            probes: 0,
+            rule: Rule::PrevOnly,
+            clear_hint: None,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! P0, SIS_PROP (default up to 5.19, removed in 6.7), 5.14-6.6 semantics, with its state
+//! emulated from the stream (spec §2.1, §9.4): the budget is computed on the waker's CPU from
+//! `wake_avg_idle` (half of `avg_idle` at the last wake-after-idle, halved per elapsed jiffy,
+//! minus the time of each completed scan) and the waker LLC's `avg_scan_cost` (EWMA 1/8 of
+//! modelled scan times); `nr = max(4, |LLC(T)| * wake_avg_idle / (avg_scan_cost + 1))`, at most
+//! `nr - 1` CPUs probed, and only outside idle-core mode. SIS_UTIL is off in this policy.
+//!
+//! The scan time is modelled as [`SCAN_FIXED_NS`] + [`SCAN_PROBE_NS`] per probe (the kernel
+//! measures it with `cpu_clock`; the recordings cannot). This private state evolves from this
+//! policy's own (open-loop) decisions; `avg_idle` comes from the shared reconstruction.
+use crate::shadow::{
+    policy::{Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_cpu, shortcuts},
+    state::{State, jiffies, sis_prop_budget},
+    topo::ShadowTopo,
+};
+
+/// Modelled fixed cost of one `select_idle_cpu` call (clock reads, mask setup).
+pub const SCAN_FIXED_NS: u64 = 300;
+/// Modelled cost of one idle probe (one remote runqueue's cache lines).
+pub const SCAN_PROBE_NS: u64 = 50;
+
+pub struct SisProp {
+    wake_avg_idle: Vec<u64>,
+    wake_stamp: Vec<u64>,
+    seen_gen: Vec<u32>,
+    started: Vec<bool>,
+    avg_scan_cost: Vec<u64>,
+}
+
+impl SisProp {
+    pub fn new(t: &ShadowTopo) -> Self {
+        Self {
+            wake_avg_idle: vec![0; t.bound],
+            wake_stamp: vec![0; t.bound],
+            seen_gen: vec![0; t.bound],
+            started: vec![false; t.bound],
+            avg_scan_cost: vec![0; t.n_llcs()],
+        }
+    }
+}
+
+impl Policy for SisProp {
+    fn name(&self) -> &'static str {
+        "sis_prop"
+    }
+    fn describe(&self) -> &'static str {
+        "P0 SIS_PROP: scan depth from the waker's idle time (<=6.6), emulated"
+    }
+    fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
+        let f = ctx.front();
+        if f.rule == FrontRule::CurrentCpu {
+            return Decision {
+                cpu: f.target,
+                probes: 0,
+                rule: Rule::CurrentCpu,
+                clear_hint: None,
+            };
+        }
+        let tg = f.target;
+        let hic = ctx.has_idle_cores(t, st, t.llc(tg));
+        let mut probes = f.probes;
+        if let Some((cpu, rule)) = shortcuts(ctx, t, st, tg, hic, &mut probes) {
+            return Decision {
+                cpu,
+                probes,
+                rule,
+                clear_hint: None,
+            };
+        }
+        // The SIS_PROP state is emulated, never read: always inexact.
+        ctx.mark_inexact();
+        let w = ctx.w as usize;
+        let now_j = jiffies(ctx.ts_ns);
+        if w < self.wake_avg_idle.len() {
+            if !self.started[w] || self.seen_gen[w] != st.wake_gen[w] {
+                let fresh = self.seen_gen[w] != st.wake_gen[w];
+                self.started[w] = true;
+                self.seen_gen[w] = st.wake_gen[w];
+                self.wake_avg_idle[w] = if fresh { st.avg_idle[w] / 2 } else { st.avg_idle[w] };
+                self.wake_stamp[w] = if fresh { st.wake_jiffies[w] } else { now_j };
+            }
+            let elapsed = now_j.saturating_sub(self.wake_stamp[w]);
+            self.wake_avg_idle[w] = if elapsed >= 64 {
+                0
+            } else {
+                self.wake_avg_idle[w] >> elapsed
+            };
+            self.wake_stamp[w] = self.wake_stamp[w].max(now_j);
+        }
+        let wai = self.wake_avg_idle.get(w).copied().unwrap_or(0);
+        let wllc = t.llc(ctx.w) as usize;
+        let ac = self.avg_scan_cost.get(wllc).copied().unwrap_or(0);
+        let llc = t.llc(tg);
+        let size = t.llc_size.get(llc as usize).copied().unwrap_or(0);
+        let nr = sis_prop_budget(size, wai, ac);
+        let limit = if hic {
+            None
+        } else {
+            Some(u32::try_from(nr - 1).unwrap_or(u32::MAX))
+        };
+        let scan = select_idle_cpu(t, st, s, llc, tg, hic, limit);
+        if !hic && !scan.budget_out {
+            let cost = SCAN_FIXED_NS + SCAN_PROBE_NS * u64::from(scan.probes);
+            if let Some(x) = self.wake_avg_idle.get_mut(w) {
+                *x -= (*x).min(cost);
+            }
+            if let Some(a) = self.avg_scan_cost.get_mut(wllc) {
+                let cur = *a as i64;
+                *a = (cur + (cost as i64 - cur) / 8).max(0) as u64;
+            }
+        }
+        Decision {
+            cpu: scan.cpu.unwrap_or(tg),
+            probes: probes + scan.probes,
+            rule: scan.rule,
+            clear_hint: scan.core_failed.then_some(llc),
+        }
+    }
+}

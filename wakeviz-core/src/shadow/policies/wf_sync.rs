@@ -1,0 +1,52 @@
+//! P2, Andrei Vagin's WF_SYNC wake-local patch (Oct 2022, not merged) on top of SIS_UTIL:
+//! when the wakeup is sync, the affine step settled on the waker's CPU and the waker runs
+//! alone there, skip SIS and queue the wakee behind the waker (spec §3.1).
+//!
+//! The delayed-dequeue variant (`wf_sync_delayed`) counts "alone" as `nr_running - delayed`
+//! (6.12+ kernels keep sleeping "sched_delayed" tasks on the queue). The probes do not read
+//! the delayed count, so the variant equals the plain policy on every recording so far; it is
+//! registered so the column exists once the count is captured.
+use crate::shadow::{
+    policy::{Ctx, Decision, Policy, Rule, Scratch, sis_util, wf_sync_wake_local},
+    state::State,
+    topo::ShadowTopo,
+};
+
+pub struct WfSync {
+    /// Subtract delayed-dequeue tasks from the waker CPU's count.
+    pub delayed_variant: bool,
+}
+
+impl Policy for WfSync {
+    fn name(&self) -> &'static str {
+        if self.delayed_variant {
+            "wf_sync_delayed"
+        } else {
+            "wf_sync"
+        }
+    }
+    fn describe(&self) -> &'static str {
+        if self.delayed_variant {
+            "P2b WF_SYNC wake-local, nr_running minus delayed (delayed not captured: = P2)"
+        } else {
+            "P2 WF_SYNC wake-local (Vagin 2022) on SIS_UTIL"
+        }
+    }
+    fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
+        let f = ctx.front();
+        if f.sync {
+            // Delayed tasks: not captured, counted as zero.
+            let delayed = 0;
+            let nr = ctx.nr_running_w(st).saturating_sub(delayed);
+            if wf_sync_wake_local(f.sync, f.target, ctx.w, nr) {
+                return Decision {
+                    cpu: ctx.w,
+                    probes: f.probes,
+                    rule: Rule::SyncLocal,
+                    clear_hint: None,
+                };
+            }
+        }
+        sis_util(ctx, t, st, s).0
+    }
+}

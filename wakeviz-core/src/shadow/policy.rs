@@ -1,0 +1,586 @@
+//! The `Policy` trait and the stages the kernel-like policies share (spec §9.1): FRONT (the
+//! affine target), SHORTCUTS (`select_idle_sibling` rules 2-8) and the LLC scan
+//! (`select_idle_cpu`, `select_idle_core`), parametrised by the scan budget.
+//!
+//! Modelling choices, all documented in the report notes:
+//! - the wakee's affinity mask is not captured, so every online CPU counts as allowed;
+//! - `wake_affine` applies `WA_IDLE` only: `WA_WEIGHT` needs `cpu_load()` and `task_h_load()`,
+//!   which the probes do not read, so an undecided `wake_affine_idle` keeps `prev_cpu` (the
+//!   kernel's undecided result); the fidelity buckets count the disagreements this can cause;
+//! - the per-CPU-kthread stacking rule (SHORTCUTS step 4) needs `PF_KTHREAD`,
+//!   `nr_cpus_allowed` and `in_task()` of the waker, none captured: it is not applied;
+//! - the SCHED_IDLE and core-scheduling parts of the idle predicate are ignored;
+//! - a probe is one idle test of one CPU (`available_idle_cpu`), wherever it happens (affine
+//!   step, shortcuts, scan), so counts compare with the kernel's own `available_idle_cpu` trace.
+use std::cell::Cell;
+
+use super::{
+    state::State,
+    topo::{NONE, ShadowTopo, test_bit, wrap_first, wrap_segment},
+};
+use crate::event::wf;
+
+/// Which rule produced a decision; counted per policy in the JSON report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Rule {
+    /// The kernel's own choice (the baseline).
+    #[default]
+    Observed,
+    /// `WF_CURRENT_CPU`: the waker's CPU, no search.
+    CurrentCpu,
+    /// SIS: the target was idle.
+    Target,
+    /// SIS: `prev_cpu` shares the target's LLC and was idle.
+    Prev,
+    /// SIS: `recent_used_cpu` shares the target's LLC and was idle.
+    Recent,
+    /// SIS: an idle SMT sibling of `prev_cpu` (no idle core hinted).
+    SmtOfPrev,
+    /// Scan: first idle CPU within the budget.
+    ScanIdle,
+    /// Scan in idle-core mode: a fully idle core.
+    ScanCore,
+    /// Scan in idle-core mode found no idle core but met an idle CPU on the way.
+    ScanFallback,
+    /// Nothing idle found (or the budget was zero): the target, busy.
+    Stacked,
+    /// WF_SYNC wake-local: queued behind the waker.
+    SyncLocal,
+    /// SIS_NODE: an idle CPU in another LLC of the node.
+    NodeScan,
+    /// Previous CPU only.
+    PrevOnly,
+    /// Idle-core first: a fully idle core (prev's, the target's, or one from the LLC).
+    IdleCore,
+    /// Idler-LLC: both LLCs fully busy, the target without any scan.
+    BothBusy,
+}
+
+impl Rule {
+    pub const COUNT: usize = 15;
+    pub const ALL: [Self; Self::COUNT] = [
+        Self::Observed,
+        Self::CurrentCpu,
+        Self::Target,
+        Self::Prev,
+        Self::Recent,
+        Self::SmtOfPrev,
+        Self::ScanIdle,
+        Self::ScanCore,
+        Self::ScanFallback,
+        Self::Stacked,
+        Self::SyncLocal,
+        Self::NodeScan,
+        Self::PrevOnly,
+        Self::IdleCore,
+        Self::BothBusy,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Observed => "observed",
+            Self::CurrentCpu => "current_cpu",
+            Self::Target => "target_idle",
+            Self::Prev => "prev_idle",
+            Self::Recent => "recent_used_idle",
+            Self::SmtOfPrev => "smt_sibling_of_prev",
+            Self::ScanIdle => "scan_idle_cpu",
+            Self::ScanCore => "scan_idle_core",
+            Self::ScanFallback => "scan_core_fallback_cpu",
+            Self::Stacked => "no_idle_target",
+            Self::SyncLocal => "sync_wake_local",
+            Self::NodeScan => "node_scan",
+            Self::PrevOnly => "prev_only",
+            Self::IdleCore => "idle_core",
+            Self::BothBusy => "both_llcs_busy",
+        }
+    }
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How the affine step chose the SIS target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FrontRule {
+    /// `WF_CURRENT_CPU`.
+    CurrentCpu,
+    /// `wake_wide()` said wide, or no `SD_WAKE_AFFINE` domain spans both CPUs: target = prev.
+    #[default]
+    NotAffine,
+    /// Waker and prev are the same CPU: no affine step.
+    SameCpu,
+    /// `wake_affine_idle` rule 1: the waker's CPU is idle (IRQ wakeup) and shares prev's LLC.
+    IdleWaker,
+    /// `wake_affine_idle` rule 2: sync and the waker is alone on its CPU.
+    SyncSingle,
+    /// `wake_affine_idle` rule 3: prev is idle.
+    IdlePrev,
+    /// `wake_affine_idle` undecided; `WA_WEIGHT` not modelled, prev kept.
+    Undecided,
+}
+
+/// Result of FRONT (spec §9.1), computed once per wakeup and shared by the kernel-like policies.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Front {
+    /// The SIS target T.
+    pub target: u32,
+    pub rule: FrontRule,
+    /// `WF_SYNC` and the waker not exiting (exiting is not captured; assumed not).
+    pub sync: bool,
+    pub wide: bool,
+    /// Idle tests spent in `wake_affine_idle`.
+    pub probes: u32,
+    /// The result depended on a reconstructed (not probe-read) input.
+    pub inexact: bool,
+}
+
+/// Kernel inputs read by the probes at `select_task_rq_fair` entry, when it allowed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exact {
+    pub waker_nr_running: Option<u32>,
+    /// `nr_idle_scan` / `has_idle_cores` of the waker's LLC.
+    pub w_nr_idle_scan: Option<u32>,
+    pub w_has_idle_cores: Option<bool>,
+    /// The same for the LLC of `prev_cpu`.
+    pub p_nr_idle_scan: Option<u32>,
+    pub p_has_idle_cores: Option<bool>,
+}
+
+/// Everything a policy may read about one wakeup, as of the decision.
+#[derive(Debug)]
+pub struct Ctx {
+    pub ts_ns: u64,
+    pub pid: u32,
+    pub waker_pid: u32,
+    /// Waker CPU W.
+    pub w: u32,
+    /// `prev_cpu` P.
+    pub p: u32,
+    /// `None` without the select probe (tracepoints do not carry them).
+    pub wake_flags: Option<u32>,
+    /// `p->recent_used_cpu` before this wakeup, [`NONE`] when unknown.
+    pub recent_used_cpu: u32,
+    pub exact: Exact,
+    pub front: Front,
+    /// The decision comes from a select record (not tracepoint-only).
+    pub has_select: bool,
+    inexact: Cell<bool>,
+}
+
+impl Ctx {
+    pub fn new(ts_ns: u64, pid: u32, waker_pid: u32, w: u32, p: u32) -> Self {
+        Self {
+            ts_ns,
+            pid,
+            waker_pid,
+            w,
+            p,
+            wake_flags: None,
+            recent_used_cpu: NONE,
+            exact: Exact::default(),
+            front: Front::default(),
+            has_select: false,
+            inexact: Cell::new(false),
+        }
+    }
+
+    /// Starts a policy's evaluation: clears the "used a reconstructed input" flag.
+    pub fn begin(&self) {
+        self.inexact.set(!self.has_select);
+    }
+
+    /// Whether the current evaluation used only probe-read kernel inputs (plus the stream).
+    pub fn was_exact(&self) -> bool {
+        !self.inexact.get()
+    }
+
+    pub fn mark_inexact(&self) {
+        self.inexact.set(true);
+    }
+
+    /// FRONT's result (records its inexactness in the current evaluation).
+    pub fn front(&self) -> Front {
+        if self.front.inexact {
+            self.mark_inexact();
+        }
+        self.front
+    }
+
+    pub fn sync(&self) -> bool {
+        self.wake_flags.is_some_and(|f| f & wf::SYNC != 0)
+    }
+
+    /// `cpu_rq(W)->nr_running`, exact when read by the probe.
+    pub fn nr_running_w(&self, st: &State) -> u32 {
+        match self.exact.waker_nr_running {
+            Some(n) => n,
+            None => {
+                self.mark_inexact();
+                st.nr_running(self.w)
+            }
+        }
+    }
+
+    /// `test_idle_cores()` for LLC `llc`: the probe's read for W's or P's LLC, else the
+    /// emulated hint. Always false without SMT (`sched_smt_active()` guards the read).
+    pub fn has_idle_cores(&self, t: &ShadowTopo, st: &State, llc: u32) -> bool {
+        if !t.smt {
+            return false;
+        }
+        let exact = if llc == t.llc(self.w) {
+            self.exact.w_has_idle_cores
+        } else if llc == t.llc(self.p) {
+            self.exact.p_has_idle_cores
+        } else {
+            None
+        };
+        exact.unwrap_or_else(|| {
+            self.mark_inexact();
+            st.hic.get(llc as usize).copied().unwrap_or(false)
+        })
+    }
+
+    /// `sd_llc_shared->nr_idle_scan` of LLC `llc`: the probe's read, else the emulation.
+    pub fn nr_idle_scan(&self, t: &ShadowTopo, st: &State, llc: u32) -> u32 {
+        let exact = if llc == t.llc(self.w) {
+            self.exact.w_nr_idle_scan
+        } else if llc == t.llc(self.p) {
+            self.exact.p_nr_idle_scan
+        } else {
+            None
+        };
+        exact.unwrap_or_else(|| {
+            self.mark_inexact();
+            st.nr_idle_scan.get(llc as usize).copied().unwrap_or(0)
+        })
+    }
+
+    /// FRONT (spec §1.4-1.6, §9.1) with `WA_IDLE` only. `wide` is `wake_wide()`'s answer
+    /// from the reconstructed `record_wakee` state.
+    pub fn compute_front(&mut self, t: &ShadowTopo, st: &State, wide: bool) {
+        self.begin();
+        let (w, p) = (self.w, self.p);
+        let sync = self.sync();
+        let mut f = Front {
+            target: p,
+            rule: FrontRule::NotAffine,
+            sync,
+            wide,
+            probes: 0,
+            inexact: false,
+        };
+        if self.wake_flags.is_some_and(|fl| fl & wf::CURRENT_CPU != 0) {
+            f.target = w;
+            f.rule = FrontRule::CurrentCpu;
+        } else if wide || !t.affine_domain(w, p) {
+            f.rule = FrontRule::NotAffine;
+        } else if w == p {
+            f.rule = FrontRule::SameCpu;
+        } else {
+            f.probes += 1;
+            if st.is_idle(w) && t.share_llc(w, p) {
+                f.probes += 1;
+                f.target = if st.is_idle(p) { p } else { w };
+                f.rule = FrontRule::IdleWaker;
+            } else if sync && self.nr_running_w(st) == 1 {
+                f.target = w;
+                f.rule = FrontRule::SyncSingle;
+            } else {
+                f.probes += 1;
+                f.rule = if st.is_idle(p) {
+                    FrontRule::IdlePrev
+                } else {
+                    FrontRule::Undecided
+                };
+            }
+        }
+        f.inexact = !self.was_exact();
+        self.front = f;
+    }
+}
+
+/// Reusable buffers, so no decision allocates.
+#[derive(Clone, Debug)]
+pub struct Scratch {
+    pub cand: Vec<u64>,
+}
+
+impl Scratch {
+    pub fn new(t: &ShadowTopo) -> Self {
+        Self {
+            cand: vec![0; t.nwords],
+        }
+    }
+}
+
+/// One policy's answer for one wakeup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub cpu: u32,
+    /// Idle tests spent (see the module docs).
+    pub probes: u32,
+    pub rule: Rule,
+    /// A failed idle-core scan cleared this LLC's hint (`set_idle_cores(target, false)`).
+    /// Applied to the shared state only for the policy standing for the running kernel.
+    pub clear_hint: Option<u32>,
+}
+
+/// A placement policy: re-decides one wakeup from the reconstructed state. Open loop: the
+/// decision changes nothing in `State`; a policy may keep private state of its own.
+pub trait Policy {
+    /// Registry name, used in the report and the JSON (`sis_util`, `wf_sync`, ...).
+    fn name(&self) -> &'static str;
+    /// Spec id and one line of what it is, for the report.
+    fn describe(&self) -> &'static str;
+    /// The baseline: the kernel's own choice, filled in by the evaluator at placement time.
+    fn is_observed(&self) -> bool {
+        false
+    }
+    fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision;
+}
+
+/// Outcome of `select_idle_cpu`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScanOut {
+    pub cpu: Option<u32>,
+    pub rule: Rule,
+    pub probes: u32,
+    /// Idle-core mode found no idle core (the LLC hint gets cleared).
+    pub core_failed: bool,
+    /// The scan returned early because the budget ran out (SIS_PROP accounting skips it).
+    pub budget_out: bool,
+    /// `select_idle_cpu` was called at all.
+    pub ran: bool,
+}
+
+/// `select_idle_cpu(p, sd_llc, has_idle_core, target)` on LLC `llc`: wrap order from
+/// `target + 1`. `limit` is the most CPUs probed outside idle-core mode (`None` = no limit);
+/// `Some(0)` returns at once (SIS_UTIL with `nr_idle_scan == 0`, even in idle-core mode).
+pub fn select_idle_cpu(
+    t: &ShadowTopo,
+    st: &State,
+    s: &mut Scratch,
+    llc: u32,
+    target: u32,
+    hic: bool,
+    limit: Option<u32>,
+) -> ScanOut {
+    let mut out = ScanOut {
+        ran: true,
+        rule: Rule::Stacked,
+        ..ScanOut::default()
+    };
+    if limit == Some(0) {
+        out.budget_out = true;
+        return out;
+    }
+    let mask = t.llc_mask(llc);
+    let start = target.wrapping_add(1);
+    if hic {
+        s.cand.clear();
+        s.cand.extend_from_slice(mask);
+        let (core, fallback, probes) = core_scan(t, st, &mut s.cand, mask, start);
+        out.probes = probes;
+        if let Some(c) = core {
+            out.cpu = Some(c);
+            out.rule = Rule::ScanCore;
+        } else {
+            out.core_failed = true;
+            if let Some(c) = fallback {
+                out.cpu = Some(c);
+                out.rule = Rule::ScanFallback;
+            }
+        }
+    } else {
+        let lim = limit.unwrap_or(u32::MAX);
+        let (hit, probes) = wrap_first(mask, &st.idle, start, lim);
+        out.probes = probes;
+        match hit {
+            Some(c) => {
+                out.cpu = Some(c);
+                out.rule = Rule::ScanIdle;
+            }
+            None => out.budget_out = probes >= lim && lim < count_set(mask),
+        }
+    }
+    out
+}
+
+fn count_set(m: &[u64]) -> u32 {
+    m.iter().map(|w| w.count_ones()).sum()
+}
+
+/// Idle-core mode of `select_idle_cpu`: visits each core once, at its first sibling in wrap
+/// order, walking its siblings like `select_idle_core` (a busy sibling ends the walk once a
+/// fallback idle CPU is known). Returns (idle core's iterated CPU, fallback idle CPU, probes).
+/// `cand` is consumed.
+pub fn core_scan(
+    t: &ShadowTopo,
+    st: &State,
+    cand: &mut [u64],
+    span: &[u64],
+    start: u32,
+) -> (Option<u32>, Option<u32>, u32) {
+    let nw = cand.len();
+    let mut probes = 0;
+    let mut fallback = None;
+    let mut k = 0;
+    while let Some((w, mask)) = wrap_segment(nw, start, k) {
+        k += 1;
+        loop {
+            let m = cand[w] & mask;
+            if m == 0 {
+                break;
+            }
+            let b = m.trailing_zeros();
+            cand[w] &= !(1u64 << b);
+            let c = w as u32 * 64 + b;
+            let mut all = true;
+            for &sib in t.siblings(c) {
+                probes += 1;
+                if !st.is_idle(sib) {
+                    all = false;
+                    if fallback.is_some() {
+                        break;
+                    }
+                    continue;
+                }
+                if fallback.is_none() && test_bit(span, sib) {
+                    fallback = Some(sib);
+                }
+            }
+            if all {
+                return (Some(c), fallback, probes);
+            }
+            for &sib in t.siblings(c) {
+                super::topo::set_bit(cand, sib, false);
+            }
+        }
+    }
+    (None, fallback, probes)
+}
+
+/// SHORTCUTS (spec §1.7 steps 2-8) for target `tg` with idle-core hint `hic`. Returns the
+/// CPU and rule, or `None` when the scan must run.
+pub fn shortcuts(
+    ctx: &Ctx,
+    t: &ShadowTopo,
+    st: &State,
+    tg: u32,
+    hic: bool,
+    probes: &mut u32,
+) -> Option<(u32, Rule)> {
+    let p = ctx.p;
+    *probes += 1;
+    if st.is_idle(tg) {
+        return Some((tg, Rule::Target));
+    }
+    if p != tg && t.share_llc(p, tg) {
+        *probes += 1;
+        if st.is_idle(p) {
+            return Some((p, Rule::Prev));
+        }
+    }
+    let r = ctx.recent_used_cpu;
+    if r != NONE && r != p && r != tg && t.share_llc(r, tg) {
+        *probes += 1;
+        if st.is_idle(r) {
+            return Some((r, Rule::Recent));
+        }
+    }
+    if t.smt && !hic && t.share_llc(p, tg) {
+        let llc = t.llc(tg);
+        for &sib in t.siblings(p) {
+            if sib == p || t.llc(sib) != llc {
+                continue;
+            }
+            *probes += 1;
+            if st.is_idle(sib) {
+                return Some((sib, Rule::SmtOfPrev));
+            }
+        }
+    }
+    None
+}
+
+/// How a kernel-like policy bounds the scan, given the target LLC and the idle-core hint.
+pub type BudgetFn<'a> = &'a mut dyn FnMut(&Ctx, &ShadowTopo, &State, u32, bool) -> Option<u32>;
+
+/// `select_idle_sibling` from target `tg`: SHORTCUTS, then `select_idle_cpu` bounded by
+/// `budget`, then the target. `hic` comes from the caller (kernel hint or ground truth).
+pub fn select_idle_sibling(
+    ctx: &Ctx,
+    t: &ShadowTopo,
+    st: &State,
+    s: &mut Scratch,
+    tg: u32,
+    hic: bool,
+    budget: BudgetFn<'_>,
+) -> (Decision, ScanOut) {
+    let mut probes = 0;
+    if let Some((cpu, rule)) = shortcuts(ctx, t, st, tg, hic, &mut probes) {
+        return (
+            Decision {
+                cpu,
+                probes,
+                rule,
+                clear_hint: None,
+            },
+            ScanOut::default(),
+        );
+    }
+    let llc = t.llc(tg);
+    let limit = budget(ctx, t, st, llc, hic);
+    let scan = select_idle_cpu(t, st, s, llc, tg, hic, limit);
+    (
+        Decision {
+            cpu: scan.cpu.unwrap_or(tg),
+            probes: probes + scan.probes,
+            rule: scan.rule,
+            clear_hint: scan.core_failed.then_some(llc),
+        },
+        scan,
+    )
+}
+
+/// SIS_UTIL's budget: `nr_idle_scan` of the target LLC bounds the plain scan; zero skips
+/// the scan even in idle-core mode; idle-core mode is otherwise unbounded.
+pub fn sis_util_budget(ctx: &Ctx, t: &ShadowTopo, st: &State, llc: u32, hic: bool) -> Option<u32> {
+    let nis = ctx.nr_idle_scan(t, st, llc);
+    if nis == 0 {
+        Some(0)
+    } else if hic {
+        None
+    } else {
+        Some(nis)
+    }
+}
+
+/// P1 in full: FRONT, SHORTCUTS, SIS_UTIL-bounded scan. Shared by the policies layered on it.
+pub fn sis_util(ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> (Decision, ScanOut) {
+    let f = ctx.front();
+    if f.rule == FrontRule::CurrentCpu {
+        return (
+            Decision {
+                cpu: f.target,
+                probes: 0,
+                rule: Rule::CurrentCpu,
+                clear_hint: None,
+            },
+            ScanOut::default(),
+        );
+    }
+    let hic = ctx.has_idle_cores(t, st, t.llc(f.target));
+    let (mut d, scan) = select_idle_sibling(ctx, t, st, s, f.target, hic, &mut sis_util_budget);
+    d.probes += f.probes;
+    (d, scan)
+}
+
+/// Vagin's WF_SYNC condition (spec §3.1): skip SIS and queue on the waker's CPU when the
+/// wakeup is sync, the affine step settled on the waker's CPU, and the waker runs alone.
+pub const fn wf_sync_wake_local(sync: bool, new_cpu: u32, waker_cpu: u32, nr_running: u32) -> bool {
+    sync && new_cpu == waker_cpu && nr_running == 1
+}

@@ -1,0 +1,455 @@
+//! Reconstruction of the scheduler state every policy reads, from the event stream alone
+//! (`sched_switch`, `sched_wakeup[_new]`, `sched_migrate_task`, the waking and select records).
+//!
+//! What is modelled, and how (spec §9.3/§9.4):
+//! - per CPU: the current task (`sched_switch.next_pid`, pid 0 = idle), the number of other
+//!   runnable tasks queued there, and the number of in-flight wakeups that claimed it. A CPU is
+//!   idle when it runs the idle task, nothing is queued and nothing claimed it — the kernel's
+//!   `idle_rq()` = `curr == idle && nr_running == 0 && !ttwu_pending`; the claim models
+//!   `ttwu_pending`, held from the decision (select exit, or `sched_waking` without function
+//!   probes) to that task's `sched_wakeup`;
+//! - per task: runnable or sleeping, and on which CPU, plus `recent_used_cpu` (the `prev_cpu`
+//!   of its previous placement: SIS sets `p->recent_used_cpu = prev` on every pass) and the
+//!   `record_wakee()` state (`wakee_flips`, `last_wakee`, decay stamp) for `wake_wide()`;
+//! - per LLC: the `has_idle_cores` hint, set when a CPU switches to idle while all its SMT
+//!   siblings are idle (`__update_idle_core`), cleared only by a failed idle-core scan of the
+//!   policy that stands for the running kernel (closed loop with the kernel, spec §9.3);
+//! - per LLC: SIS_UTIL's `nr_idle_scan`, recomputed with the kernel's formula (§2.2) every
+//!   [`NR_IDLE_SCAN_PERIOD_NS`] from per-CPU utilisation estimates: the busy fraction of each
+//!   CPU with a PELT-like exponential decay of [`UTIL_HALF_LIFE_NS`] (util_est is not modelled);
+//! - per CPU, for SIS_PROP emulation (§9.4): `avg_idle` (EWMA 1/8 of idle periods ended by a
+//!   wakeup, start 1 ms, capped at 2 x 500 us) and the moment of the last wake-after-idle.
+//!
+//! Kernel inputs read exactly by the probes (the select record) override these per event; the
+//! reconstruction is the fallback. Events naming CPUs outside the topology are ignored.
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
+};
+
+use super::topo::{NONE, ShadowTopo, set_bit, test_bit};
+
+/// `CONFIG_HZ` assumed for jiffies-based rules (`record_wakee` decay, SIS_PROP ageing): the
+/// recording header does not carry it; 250 is the distribution default on x86-64.
+pub const HZ: u64 = 250;
+pub const JIFFY_NS: u64 = 1_000_000_000 / HZ;
+/// PELT's half-life: a CPU's utilisation estimate moves half-way to its current busy/idle
+/// state in this time.
+pub const UTIL_HALF_LIFE_NS: f64 = 32_000_000.0;
+/// How often the emulated `nr_idle_scan` is recomputed. The kernel updates it from periodic
+/// load balancing (every `|LLC|` ms on a partly idle LLC, far less often when busy); 4 ms keeps
+/// the emulation slightly fresher than the kernel's own value and costs nothing.
+pub const NR_IDLE_SCAN_PERIOD_NS: u64 = 4_000_000;
+/// `sd->imbalance_pct` of the LLC (MC) domain.
+pub const LLC_IMBALANCE_PCT: u64 = 117;
+pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+/// `sysctl_sched_migration_cost`: SIS_PROP's `max_idle_balance_cost` floor.
+pub const MIGRATION_COST_NS: u64 = 500_000;
+
+/// Fast, non-cryptographic hasher for pid keys (pids are not attacker-chosen here and the
+/// default SipHash costs more than the rest of an event's processing).
+#[derive(Default, Clone, Copy)]
+pub struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
+
+/// Where a task is, as far as the stream told us.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Run {
+    /// Not seen since the capture started.
+    #[default]
+    Unknown,
+    Sleeping,
+    /// Runnable, waiting on this CPU's queue.
+    Queued(u32),
+    /// Currently running on this CPU.
+    Running(u32),
+}
+
+/// `record_wakee()` state of one waker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Flips {
+    pub flips: u32,
+    pub last_wakee: u32,
+    pub decay_jiffies: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    run: Run,
+    recent_used: u32,
+    claim: u32,
+    flips: Flips,
+}
+
+impl Default for Task {
+    fn default() -> Self {
+        Self {
+            run: Run::Unknown,
+            recent_used: NONE,
+            claim: NONE,
+            flips: Flips::default(),
+        }
+    }
+}
+
+/// `cpu_util_cfs`-based SIS_UTIL budget (`update_idle_cpu_scan`, spec §2.2): how many CPUs of
+/// an LLC of `llc_size` CPUs a wakeup may probe when the LLC's summed utilisation is
+/// `sum_util` (each CPU 0..1024). Integer arithmetic as in the kernel.
+pub fn sis_util_nr_idle_scan(llc_size: u32, sum_util: u64, imbalance_pct: u64) -> u32 {
+    let w = u64::from(llc_size.max(1));
+    let x = sum_util / w;
+    let tmp = (x * x)
+        .saturating_mul(imbalance_pct * imbalance_pct)
+        .checked_div(10_000 * SCHED_CAPACITY_SCALE)
+        .unwrap_or(0)
+        .min(SCHED_CAPACITY_SCALE);
+    let y = SCHED_CAPACITY_SCALE - tmp;
+    (y * w / SCHED_CAPACITY_SCALE) as u32
+}
+
+/// SIS_PROP budget `nr` (spec §2.1, 5.14-6.6): `|LLC(T)| * avg_idle / (avg_scan_cost + 1)`
+/// when that exceeds 4, else 4. The scan then probes at most `nr - 1` CPUs.
+pub fn sis_prop_budget(llc_size: u32, wake_avg_idle_ns: u64, avg_scan_cost_ns: u64) -> u64 {
+    let ac = avg_scan_cost_ns.saturating_add(1);
+    let span_avg = u64::from(llc_size).saturating_mul(wake_avg_idle_ns);
+    if span_avg > ac.saturating_mul(4) {
+        span_avg / ac
+    } else {
+        4
+    }
+}
+
+pub const fn jiffies(ts_ns: u64) -> u64 {
+    ts_ns / JIFFY_NS
+}
+
+/// The reconstructed scheduler state.
+#[derive(Clone, Debug)]
+pub struct State {
+    /// Idle CPUs (the SIS predicate), one bit per CPU number.
+    pub idle: Vec<u64>,
+    curr: Vec<u32>,
+    queued: Vec<u32>,
+    claims: Vec<u32>,
+    tasks: PidMap<Task>,
+    /// `record_wakee` state of each CPU's idle task: IRQ-context wakeups are charged to
+    /// whatever `current` is, and the idle tasks all have pid 0.
+    idle_flips: Vec<Flips>,
+    /// Emulated `sd_llc_shared->has_idle_cores`, per LLC.
+    pub hic: Vec<bool>,
+    util: Vec<f32>,
+    util_ts: Vec<u64>,
+    /// Emulated `sd_llc_shared->nr_idle_scan`, per LLC.
+    pub nr_idle_scan: Vec<u32>,
+    scan_refreshed_ns: Option<u64>,
+    /// SIS_PROP per-CPU state.
+    pub avg_idle: Vec<u64>,
+    idle_stamp: Vec<u64>,
+    /// Bumped on every wake-after-idle of the CPU; SIS_PROP reseeds its `wake_avg_idle` then.
+    pub wake_gen: Vec<u32>,
+    pub wake_jiffies: Vec<u64>,
+    pub now_ns: u64,
+}
+
+impl State {
+    pub fn new(t: &ShadowTopo) -> Self {
+        let n = t.bound;
+        let mut idle = t.online.clone();
+        idle.truncate(t.nwords);
+        Self {
+            idle,
+            curr: vec![0; n],
+            queued: vec![0; n],
+            claims: vec![0; n],
+            tasks: PidMap::default(),
+            idle_flips: vec![Flips::default(); n],
+            hic: vec![t.smt; t.n_llcs()],
+            util: vec![0.0; n],
+            util_ts: vec![0; n],
+            nr_idle_scan: t.llc_size.clone(),
+            scan_refreshed_ns: None,
+            avg_idle: vec![2 * MIGRATION_COST_NS; n],
+            idle_stamp: vec![0; n],
+            wake_gen: vec![0; n],
+            wake_jiffies: vec![0; n],
+            now_ns: 0,
+        }
+    }
+
+    #[inline]
+    pub fn is_idle(&self, cpu: u32) -> bool {
+        test_bit(&self.idle, cpu)
+    }
+
+    /// `rq->nr_running`: queued tasks plus the running one.
+    #[inline]
+    pub fn nr_running(&self, cpu: u32) -> u32 {
+        let i = cpu as usize;
+        match (self.queued.get(i), self.curr.get(i)) {
+            (Some(&q), Some(&c)) => q + u32::from(c != 0),
+            _ => 0,
+        }
+    }
+
+    /// Whether every SMT sibling of `cpu` (itself included) is idle.
+    #[inline]
+    pub fn core_idle(&self, t: &ShadowTopo, cpu: u32) -> bool {
+        t.siblings(cpu).iter().all(|&s| self.is_idle(s))
+    }
+
+    pub fn run_of(&self, pid: u32) -> Run {
+        self.tasks.get(&pid).map_or(Run::Unknown, |t| t.run)
+    }
+
+    /// `p->recent_used_cpu` before this placement updates it.
+    pub fn recent_used(&self, pid: u32) -> u32 {
+        self.tasks.get(&pid).map_or(NONE, |t| t.recent_used)
+    }
+
+    pub fn set_recent_used(&mut self, pid: u32, cpu: u32) {
+        self.tasks.entry(pid).or_default().recent_used = cpu;
+    }
+
+    fn refresh(&mut self, t: &ShadowTopo, cpu: u32) {
+        let i = cpu as usize;
+        if i >= self.curr.len() || !t.valid(cpu) {
+            return;
+        }
+        let idle = self.curr[i] == 0 && self.queued[i] == 0 && self.claims[i] == 0;
+        set_bit(&mut self.idle, cpu, idle);
+    }
+
+    /// Marks `cpu` busy for everybody else until `pid`'s `sched_wakeup` (`ttwu_pending`).
+    /// A second claim by the same task replaces the first.
+    pub fn claim(&mut self, t: &ShadowTopo, pid: u32, cpu: u32) {
+        self.release(t, pid);
+        if !t.valid(cpu) {
+            return;
+        }
+        self.claims[cpu as usize] += 1;
+        self.tasks.entry(pid).or_default().claim = cpu;
+        self.refresh(t, cpu);
+    }
+
+    fn release(&mut self, t: &ShadowTopo, pid: u32) {
+        let Some(task) = self.tasks.get_mut(&pid) else {
+            return;
+        };
+        let c = std::mem::replace(&mut task.claim, NONE);
+        if c != NONE
+            && let Some(n) = self.claims.get_mut(c as usize)
+        {
+            *n = n.saturating_sub(1);
+            self.refresh(t, c);
+        }
+    }
+
+    /// Moves an in-flight claim (tracepoint-only mode learns the destination from
+    /// `sched_migrate_task`, which ttwu emits before enqueueing).
+    fn move_claim(&mut self, t: &ShadowTopo, pid: u32, dest: u32) {
+        let c = self.tasks.get(&pid).map_or(NONE, |x| x.claim);
+        if c != NONE && c != dest {
+            self.claim(t, pid, dest);
+        }
+    }
+
+    /// Applies `record_wakee()` for `waker` (on `waker_cpu`) waking `wakee` and returns
+    /// (waker flips, wakee flips) as `wake_wide()` then reads them. Once per second (HZ
+    /// jiffies) the waker's count is halved; each change of wakee counts one flip.
+    pub fn record_wakee(&mut self, waker: u32, waker_cpu: u32, wakee: u32, ts_ns: u64) -> (u32, u32) {
+        let j = jiffies(ts_ns);
+        let f = if waker == 0 {
+            match self.idle_flips.get_mut(waker_cpu as usize) {
+                Some(f) => f,
+                None => return (0, self.flips_of(wakee)),
+            }
+        } else {
+            &mut self.tasks.entry(waker).or_default().flips
+        };
+        if j > f.decay_jiffies + HZ {
+            f.flips >>= 1;
+            f.decay_jiffies = j;
+        }
+        if f.last_wakee != wakee {
+            f.last_wakee = wakee;
+            f.flips = f.flips.saturating_add(1);
+        }
+        let wf = f.flips;
+        (wf, self.flips_of(wakee))
+    }
+
+    fn flips_of(&self, pid: u32) -> u32 {
+        if pid == 0 {
+            return 0;
+        }
+        self.tasks.get(&pid).map_or(0, |t| t.flips.flips)
+    }
+
+    fn decay_util(&mut self, cpu: usize, ts: u64) {
+        let last = self.util_ts[cpu];
+        if ts <= last {
+            return;
+        }
+        let d = (-((ts - last) as f64) / UTIL_HALF_LIFE_NS).exp2() as f32;
+        let target = if self.curr[cpu] != 0 { SCHED_CAPACITY_SCALE as f32 } else { 0.0 };
+        self.util[cpu] = target + (self.util[cpu] - target) * d;
+        self.util_ts[cpu] = ts;
+    }
+
+    /// Utilisation estimate of `cpu` (0..1024) as of the last update.
+    pub fn util(&self, cpu: u32) -> f32 {
+        self.util.get(cpu as usize).copied().unwrap_or(0.0)
+    }
+
+    /// Recomputes every LLC's emulated `nr_idle_scan` if [`NR_IDLE_SCAN_PERIOD_NS`] passed.
+    pub fn refresh_nr_idle_scan(&mut self, t: &ShadowTopo, now: u64) {
+        if self
+            .scan_refreshed_ns
+            .is_some_and(|last| now < last + NR_IDLE_SCAN_PERIOD_NS)
+        {
+            return;
+        }
+        self.scan_refreshed_ns = Some(now);
+        for l in 0..t.n_llcs() {
+            let mut sum = 0.0f64;
+            for &c in t.llc_cpus(l as u32) {
+                self.decay_util(c as usize, now);
+                sum += f64::from(self.util[c as usize]);
+            }
+            self.nr_idle_scan[l] =
+                sis_util_nr_idle_scan(t.llc_size[l], sum as u64, LLC_IMBALANCE_PCT);
+        }
+    }
+
+    /// Adjusts the emulated idle-core hint (a failed core scan, or an exact kernel read).
+    pub fn set_hic(&mut self, llc: u32, v: bool) {
+        if let Some(h) = self.hic.get_mut(llc as usize) {
+            *h = v;
+        }
+    }
+
+    pub fn on_switch(&mut self, t: &ShadowTopo, s: &crate::event::Switch) {
+        self.now_ns = self.now_ns.max(s.ts_ns);
+        let c = s.cpu;
+        if !t.valid(c) {
+            return;
+        }
+        let ci = c as usize;
+        self.decay_util(ci, s.ts_ns);
+        if s.prev_pid != 0 {
+            let task = self.tasks.entry(s.prev_pid).or_default();
+            if s.prev_state == 0 {
+                if !matches!(task.run, Run::Queued(_)) {
+                    task.run = Run::Queued(c);
+                    self.queued[ci] += 1;
+                }
+            } else {
+                if let Run::Queued(x) = task.run
+                    && let Some(q) = self.queued.get_mut(x as usize)
+                {
+                    *q = q.saturating_sub(1);
+                }
+                task.run = Run::Sleeping;
+            }
+        }
+        if s.next_pid != 0 {
+            let task = self.tasks.entry(s.next_pid).or_default();
+            if let Run::Queued(x) = task.run
+                && let Some(q) = self.queued.get_mut(x as usize)
+            {
+                *q = q.saturating_sub(1);
+                if x != c {
+                    self.refresh(t, x);
+                }
+            }
+            task.run = Run::Running(c);
+            self.idle_stamp[ci] = 0;
+        } else {
+            // About to idle: SIS_PROP's idle period starts (`idle_stamp`).
+            self.idle_stamp[ci] = s.ts_ns.max(1);
+        }
+        self.curr[ci] = s.next_pid;
+        self.refresh(t, c);
+        if s.next_pid == 0
+            && t.smt
+            && t.siblings(c).iter().all(|&x| x == c || self.is_idle(x))
+        {
+            self.set_hic(t.llc(c), true);
+        }
+    }
+
+    /// `sched_wakeup` / `sched_wakeup_new`: the task is enqueued on `target_cpu`.
+    pub fn on_wakeup(&mut self, t: &ShadowTopo, w: &crate::event::Wake) {
+        self.now_ns = self.now_ns.max(w.ts_ns);
+        self.release(t, w.pid);
+        let c = w.target_cpu;
+        if !t.valid(c) {
+            return;
+        }
+        let ci = c as usize;
+        let task = self.tasks.entry(w.pid).or_default();
+        match task.run {
+            Run::Queued(x) if x != c => {
+                if let Some(q) = self.queued.get_mut(x as usize) {
+                    *q = q.saturating_sub(1);
+                }
+                self.queued[ci] += 1;
+                task.run = Run::Queued(c);
+                self.refresh(t, x);
+            }
+            Run::Queued(_) | Run::Running(_) => {}
+            Run::Unknown | Run::Sleeping => {
+                self.queued[ci] += 1;
+                task.run = Run::Queued(c);
+            }
+        }
+        // SIS_PROP: a wakeup that ends an idle period feeds `avg_idle` (ttwu_do_activate).
+        let stamp = self.idle_stamp[ci];
+        if stamp != 0 && w.ts_ns >= stamp {
+            let delta = w.ts_ns - stamp;
+            let a = self.avg_idle[ci] as i64;
+            let a = a + (delta as i64 - a) / 8;
+            self.avg_idle[ci] = (a.max(0) as u64).min(2 * MIGRATION_COST_NS);
+            self.wake_gen[ci] = self.wake_gen[ci].wrapping_add(1);
+            self.wake_jiffies[ci] = jiffies(w.ts_ns);
+            self.idle_stamp[ci] = 0;
+        }
+        self.refresh(t, c);
+    }
+
+    pub fn on_migrate(&mut self, t: &ShadowTopo, m: &crate::event::Migrate) {
+        self.now_ns = self.now_ns.max(m.ts_ns);
+        let d = m.dest_cpu;
+        if !t.valid(d) {
+            return;
+        }
+        let task = self.tasks.entry(m.pid).or_default();
+        if let Run::Queued(x) = task.run
+            && x != d
+        {
+            if let Some(q) = self.queued.get_mut(x as usize) {
+                *q = q.saturating_sub(1);
+            }
+            self.queued[d as usize] += 1;
+            task.run = Run::Queued(d);
+            self.refresh(t, x);
+            self.refresh(t, d);
+        }
+        self.move_claim(t, m.pid, d);
+    }
+}

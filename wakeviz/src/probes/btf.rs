@@ -1,0 +1,132 @@
+//! Field offsets of the running kernel, from `/sys/kernel/btf/vmlinux`. Aya's Rust programs get
+//! no CO-RE relocations, so the probes read `task_struct` & co. at offsets computed here and
+//! handed over as load-time globals; a kernel with another layout just gets other numbers.
+use std::path::Path;
+
+use btf_rs::{Btf, Type};
+
+/// Byte offsets the probes need; `None` where this kernel lacks the field.
+#[derive(Debug, Default, Clone)]
+pub struct Offsets {
+    pub task_pid: Option<u64>,
+    pub task_prio: Option<u64>,
+    pub task_comm: Option<u64>,
+    pub task_cpu: Option<u64>,
+    pub task_se_cfs_rq: Option<u64>,
+    pub cfs_rq_rq: Option<u64>,
+    pub rq_nr_running: Option<u64>,
+    pub rq_sd: Option<u64>,
+    pub rq_cpu: Option<u64>,
+    pub sd_parent: Option<u64>,
+    pub sd_shared: Option<u64>,
+    pub sds_has_idle_cores: Option<u64>,
+    pub sds_nr_idle_scan: Option<u64>,
+}
+
+impl Offsets {
+    /// The task fields every tracepoint program needs.
+    pub fn task_ok(&self) -> bool {
+        self.task_pid.is_some() && self.task_comm.is_some() && self.task_cpu.is_some()
+    }
+
+    /// All fields for the run-queue reads in the select probe.
+    pub fn rq_ok(&self) -> bool {
+        self.task_se_cfs_rq.is_some()
+            && self.cfs_rq_rq.is_some()
+            && self.rq_nr_running.is_some()
+            && self.rq_sd.is_some()
+            && self.sd_parent.is_some()
+            && self.sd_shared.is_some()
+            && self.sds_has_idle_cores.is_some()
+            && self.sds_nr_idle_scan.is_some()
+    }
+}
+
+/// vmlinux BTF plus the lookups wakeviz does on it.
+pub struct KernelBtf {
+    btf: Btf,
+}
+
+impl KernelBtf {
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let btf = Btf::from_file(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(Self { btf })
+    }
+
+    fn struct_named(&self, name: &str) -> Option<btf_rs::Struct> {
+        let types = self.btf.resolve_types_by_name(name).ok()?;
+        types.into_iter().find_map(|t| match t {
+            Type::Struct(s) if !s.members.is_empty() => Some(s),
+            _ => None,
+        })
+    }
+
+    /// Offset in bytes of `field` among `members`, descending into anonymous structs/unions.
+    fn member_offset(&self, members: &[btf_rs::Member], field: &str) -> Option<(u64, Type)> {
+        for m in members {
+            let name = self.btf.resolve_name(m).unwrap_or_default();
+            let Ok(ty) = self.btf.resolve_chained_type(m) else {
+                continue;
+            };
+            if name == field {
+                return Some((u64::from(m.bit_offset() / 8), ty));
+            }
+            if name.is_empty() {
+                let inner = match &ty {
+                    Type::Struct(inner) => self.member_offset(&inner.members, field),
+                    Type::Union(u) => self.member_offset(&u.members, field),
+                    _ => None,
+                };
+                if let Some((off, t)) = inner {
+                    return Some((u64::from(m.bit_offset() / 8) + off, t));
+                }
+            }
+        }
+        None
+    }
+
+    /// `struct_name.a.b` style path offsets.
+    pub fn offset(&self, struct_name: &str, path: &[&str]) -> Option<u64> {
+        let mut s = self.struct_named(struct_name)?;
+        let mut total = 0;
+        for (i, field) in path.iter().enumerate() {
+            let (off, ty) = self.member_offset(&s.members, field)?;
+            total += off;
+            if i + 1 < path.len() {
+                s = match ty {
+                    Type::Struct(inner) => inner,
+                    _ => return None,
+                };
+            }
+        }
+        Some(total)
+    }
+
+    /// True if BTF describes a function of that exact name.
+    pub fn has_func(&self, name: &str) -> bool {
+        self.btf
+            .resolve_types_by_name(name)
+            .is_ok_and(|v| v.iter().any(|t| matches!(t, Type::Func(_))))
+    }
+
+    pub fn offsets(&self) -> Offsets {
+        let task_cpu = self
+            .offset("task_struct", &["thread_info", "cpu"])
+            .or_else(|| self.offset("task_struct", &["cpu"]));
+        Offsets {
+            task_pid: self.offset("task_struct", &["pid"]),
+            task_prio: self.offset("task_struct", &["prio"]),
+            task_comm: self.offset("task_struct", &["comm"]),
+            task_cpu,
+            task_se_cfs_rq: self.offset("task_struct", &["se", "cfs_rq"]),
+            cfs_rq_rq: self.offset("cfs_rq", &["rq"]),
+            rq_nr_running: self.offset("rq", &["nr_running"]),
+            rq_sd: self.offset("rq", &["sd"]),
+            rq_cpu: self.offset("rq", &["cpu"]),
+            sd_parent: self.offset("sched_domain", &["parent"]),
+            sd_shared: self.offset("sched_domain", &["shared"]),
+            sds_has_idle_cores: self.offset("sched_domain_shared", &["has_idle_cores"]),
+            sds_nr_idle_scan: self.offset("sched_domain_shared", &["nr_idle_scan"]),
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! Loading and attaching the probes: the only module that talks to the kernel through aya.
+//!
+//! Every probe point is attached on its own, best mode first, and the outcome (mode, or the
+//! reason it failed, and the modes tried before) is recorded, so wakeviz runs on whatever the
+//! kernel allows and says exactly what is degraded.
+pub mod btf;
+pub mod tracefs;
+
+use std::{fmt::Write as _, path::Path};
+
+use aya::{
+    Btf, Ebpf, EbpfLoader,
+    programs::{BtfTracePoint, FEntry, FExit, RawTracePoint, TracePoint},
+};
+use wakeviz_core::format::{ProbeMode, ProbeState, ProbeStatus, ScanSource};
+
+pub const TRACEPOINTS: [&str; 5] = [
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_switch",
+    "sched_migrate_task",
+];
+
+#[derive(Clone, Debug)]
+pub struct ProbeConfig {
+    pub ringbuf_bytes: u32,
+    /// Try fentry/fexit on select_task_rq_fair / select_idle_cpu.
+    pub function_probes: bool,
+}
+
+/// Loaded programs plus what happened to each probe point.
+pub struct Probes {
+    pub ebpf: Ebpf,
+    pub status: Vec<ProbeStatus>,
+    pub scan_source: ScanSource,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(
+        "loading eBPF needs root (CAP_BPF and CAP_PERFMON): {0}; run with sudo, or read a recording with `wakeviz --replay FILE` (try `wakeviz --demo`)"
+    )]
+    NotPermitted(String),
+    #[error("the kernel refused the wakeviz probes: {0}; `wakeviz --replay FILE` works without BPF")]
+    Refused(String),
+    #[error("no sched tracepoint could be attached ({0}); nothing to capture")]
+    NothingAttached(String),
+}
+
+/// The error chain flattened into one line; EPERM is spelt out, since it is the usual reason.
+fn reason(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            let _ = write!(s, ": {t}");
+        }
+        src = inner.source();
+    }
+    if s.contains("os error 1)") || s.contains("Operation not permitted") {
+        s = format!("EPERM ({s})");
+    }
+    s
+}
+
+fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.raw_os_error() == Some(libc::EPERM)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    reason(e).starts_with("EPERM")
+}
+
+/// Symbols of the running kernel (names are listed even when addresses are hidden).
+fn kallsyms_has(name: &str) -> Option<bool> {
+    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    Some(text.lines().any(|l| l.split_whitespace().nth(2) == Some(name)))
+}
+
+fn raise_memlock() {
+    let rlim = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: setrlimit with a valid pointer to an initialised struct. Needed on kernels before
+    // 5.11, which charge BPF maps to RLIMIT_MEMLOCK (https://lwn.net/Articles/837122/).
+    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) };
+}
+
+/// Globals handed to the programs (offsets; 0 = unknown, do not read).
+fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'static str, u64)> {
+    let g = |o: Option<u64>| o.unwrap_or(0);
+    let mut v = vec![
+        ("OFF_TASK_PID", g(off.task_pid)),
+        ("OFF_TASK_PRIO", g(off.task_prio)),
+        ("OFF_TASK_COMM", g(off.task_comm)),
+        ("OFF_TASK_CPU", g(off.task_cpu)),
+        ("OFF_TASK_SE_CFS_RQ", g(off.task_se_cfs_rq)),
+        ("OFF_CFS_RQ_RQ", g(off.cfs_rq_rq)),
+        ("OFF_RQ_NR_RUNNING", g(off.rq_nr_running)),
+        ("OFF_RQ_SD", g(off.rq_sd)),
+        ("OFF_RQ_CPU", g(off.rq_cpu)),
+        ("OFF_SD_PARENT", g(off.sd_parent)),
+        ("OFF_SD_SHARED", g(off.sd_shared)),
+        ("OFF_SDS_HAS_IDLE_CORES", g(off.sds_has_idle_cores)),
+        ("OFF_SDS_NR_IDLE_SCAN", g(off.sds_nr_idle_scan)),
+        ("READ_RQ", u64::from(off.rq_ok())),
+    ];
+    let field = |f: &std::collections::HashMap<String, tracefs::Field>, name: &str| {
+        f.get(name).filter(|x| !x.data_loc).map_or(0, |x| x.offset)
+    };
+    if let Some(f) = tracefs::read_format("sched_waking") {
+        v.extend([
+            ("TP_WAKE_PID", field(&f, "pid")),
+            ("TP_WAKE_PRIO", field(&f, "prio")),
+            ("TP_WAKE_COMM", field(&f, "comm")),
+            ("TP_WAKE_TARGET_CPU", field(&f, "target_cpu")),
+        ]);
+    }
+    if let Some(f) = tracefs::read_format("sched_switch") {
+        v.extend([
+            ("TP_SW_PREV_PID", field(&f, "prev_pid")),
+            ("TP_SW_PREV_PRIO", field(&f, "prev_prio")),
+            ("TP_SW_PREV_STATE", field(&f, "prev_state")),
+            ("TP_SW_NEXT_PID", field(&f, "next_pid")),
+            ("TP_SW_NEXT_PRIO", field(&f, "next_prio")),
+            ("TP_SW_NEXT_COMM", field(&f, "next_comm")),
+        ]);
+    }
+    if let Some(f) = tracefs::read_format("sched_migrate_task") {
+        v.extend([
+            ("TP_MIG_PID", field(&f, "pid")),
+            ("TP_MIG_ORIG_CPU", field(&f, "orig_cpu")),
+            ("TP_MIG_DEST_CPU", field(&f, "dest_cpu")),
+        ]);
+    }
+    if !off.task_ok() {
+        notes.push("task_struct offsets not found in BTF: tp_btf/raw_tp modes disabled".into());
+    }
+    v
+}
+
+fn attach_tracepoint(
+    ebpf: &mut Ebpf,
+    btf: Option<&Btf>,
+    task_ok: bool,
+    name: &str,
+) -> ProbeStatus {
+    let mut fallbacks = Vec::new();
+    if let (Some(btf), true) = (btf, task_ok) {
+        let prog: Option<&mut BtfTracePoint> = ebpf
+            .program_mut(&format!("btf_{name}"))
+            .and_then(|p| p.try_into().ok());
+        match prog.map(|p| p.load(name, btf).and_then(|()| p.attach().map(|_| ()))) {
+            Some(Ok(())) => return status(name, ProbeMode::TpBtf, fallbacks),
+            Some(Err(e)) => fallbacks.push(format!("tp_btf: {}", reason(&e))),
+            None => fallbacks.push("tp_btf: program missing".into()),
+        }
+    } else {
+        fallbacks.push("tp_btf: no vmlinux BTF offsets".into());
+    }
+    if task_ok {
+        let prog: Option<&mut RawTracePoint> = ebpf
+            .program_mut(&format!("raw_{name}"))
+            .and_then(|p| p.try_into().ok());
+        match prog.map(|p| p.load().and_then(|()| p.attach(name).map(|_| ()))) {
+            Some(Ok(())) => return status(name, ProbeMode::RawTp, fallbacks),
+            Some(Err(e)) => fallbacks.push(format!("raw_tp: {}", reason(&e))),
+            None => fallbacks.push("raw_tp: program missing".into()),
+        }
+    }
+    let prog: Option<&mut TracePoint> = ebpf
+        .program_mut(&format!("tp_{name}"))
+        .and_then(|p| p.try_into().ok());
+    match prog.map(|p| p.load().and_then(|()| p.attach("sched", name).map(|_| ()))) {
+        Some(Ok(())) => status(name, ProbeMode::Tracepoint, fallbacks),
+        Some(Err(e)) => ProbeStatus {
+            name: name.into(),
+            mode: None,
+            state: ProbeState::Failed(format!("tracepoint: {}", reason(&e))),
+            fallbacks,
+        },
+        None => ProbeStatus {
+            name: name.into(),
+            mode: None,
+            state: ProbeState::Failed("tracepoint program missing".into()),
+            fallbacks,
+        },
+    }
+}
+
+fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
+    ProbeStatus {
+        name: name.into(),
+        mode: Some(mode),
+        state: ProbeState::Attached,
+        fallbacks,
+    }
+}
+
+/// fentry + fexit on `func`, as one probe point.
+fn attach_function(ebpf: &mut Ebpf, btf: Option<&Btf>, func: &str, has_btf_func: bool) -> ProbeStatus {
+    let unavailable = |why: String| ProbeStatus {
+        name: func.into(),
+        mode: None,
+        state: ProbeState::Unavailable(why),
+        fallbacks: Vec::new(),
+    };
+    match kallsyms_has(func) {
+        Some(false) => {
+            return unavailable(format!(
+                "inlined: {func} is not in /proc/kallsyms (a static function the compiler inlined)"
+            ));
+        }
+        None => {}
+        Some(true) => {}
+    }
+    let Some(btf) = btf else {
+        return unavailable("no vmlinux BTF: fentry impossible".into());
+    };
+    if !has_btf_func {
+        return unavailable(format!("not in kernel BTF: {func} cannot be an fentry target"));
+    }
+    let entry_name = format!("fentry_{func}");
+    let exit_name = format!("fexit_{func}");
+    let r = (|| -> Result<(), Box<dyn std::error::Error>> {
+        let p: &mut FEntry = ebpf
+            .program_mut(&entry_name)
+            .ok_or("program missing")?
+            .try_into()?;
+        p.load(func, btf)?;
+        let x: &mut FExit = ebpf
+            .program_mut(&exit_name)
+            .ok_or("program missing")?
+            .try_into()?;
+        x.load(func, btf)?;
+        // Attach exit first: an entry without exit would only leave stale slots.
+        x.attach()?;
+        let p: &mut FEntry = ebpf
+            .program_mut(&entry_name)
+            .ok_or("program missing")?
+            .try_into()?;
+        p.attach()?;
+        Ok(())
+    })();
+    match r {
+        Ok(()) => status(func, ProbeMode::Fentry, Vec::new()),
+        Err(e) => {
+            let why = if is_eperm(e.as_ref()) {
+                "EPERM: the kernel refused to load fentry/fexit (BPF_PROG_LOAD: Operation not permitted); usual where ftrace trampolines are forbidden".to_string()
+            } else {
+                format!("fentry: {}", reason(e.as_ref()))
+            };
+            ProbeStatus {
+                name: func.into(),
+                mode: None,
+                state: ProbeState::Failed(why),
+                fallbacks: Vec::new(),
+            }
+        }
+    }
+}
+
+/// The probe object, built from source by build.rs.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/wakeviz"));
+
+pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
+    raise_memlock();
+    let mut notes = Vec::new();
+    if let Some(n) = tracefs::ensure_mounted() {
+        notes.push(n);
+    }
+    let vmlinux = Path::new("/sys/kernel/btf/vmlinux");
+    let kbtf = btf::KernelBtf::open(vmlinux).ok();
+    if kbtf.is_none() {
+        notes.push("no /sys/kernel/btf/vmlinux: classic tracepoints only".into());
+    }
+    let offsets = kbtf.as_ref().map(btf::KernelBtf::offsets).unwrap_or_default();
+    let aya_btf = Btf::from_sys_fs().ok();
+    let globals = globals(&offsets, &mut notes);
+    let mut loader = EbpfLoader::new();
+    loader.btf(aya_btf.as_ref());
+    loader.map_max_entries("EVENTS", cfg.ringbuf_bytes);
+    for (name, value) in &globals {
+        loader.override_global(name, value, false);
+    }
+    let mut ebpf = loader.load(OBJECT).map_err(|e| {
+        if is_eperm(&e) {
+            LoadError::NotPermitted(reason(&e))
+        } else {
+            LoadError::Refused(reason(&e))
+        }
+    })?;
+
+    let mut status = Vec::new();
+    for tp in TRACEPOINTS {
+        status.push(attach_tracepoint(&mut ebpf, aya_btf.as_ref(), offsets.task_ok(), tp));
+    }
+    if status.iter().all(|s| !s.attached()) {
+        let all_eperm = status.iter().all(|s| s.state.reason().is_some_and(|r| r.contains("EPERM")));
+        let why = status
+            .iter()
+            .filter_map(|s| s.state.reason())
+            .next()
+            .unwrap_or("unknown")
+            .to_string();
+        return Err(if all_eperm {
+            LoadError::NotPermitted(why)
+        } else {
+            LoadError::NothingAttached(why)
+        });
+    }
+    for func in ["select_task_rq_fair", "select_idle_cpu"] {
+        if cfg.function_probes {
+            let has = kbtf.as_ref().is_some_and(|b| b.has_func(func));
+            status.push(attach_function(&mut ebpf, aya_btf.as_ref(), func, has));
+        } else {
+            status.push(ProbeStatus {
+                name: func.into(),
+                mode: None,
+                state: ProbeState::Unavailable("disabled by --no-function-probes".into()),
+                fallbacks: Vec::new(),
+            });
+        }
+    }
+    let attached = |n: &str| status.iter().any(|s| s.name == n && s.attached());
+    let scan_source = if attached("select_idle_cpu") {
+        ScanSource::SelectIdleCpu
+    } else if attached("select_task_rq_fair") {
+        ScanSource::SelectTaskRqFair
+    } else {
+        ScanSource::None
+    };
+    if attached("select_task_rq_fair") && !offsets.rq_ok() {
+        notes.push("run-queue offsets not in BTF: kernel inputs (nr_running, nr_idle_scan, has_idle_cores) not captured".into());
+    }
+    Ok(Probes {
+        ebpf,
+        status,
+        scan_source,
+        notes,
+    })
+}
+
+/// A table of probe outcomes for the terminal.
+pub fn describe(status: &[ProbeStatus]) -> String {
+    let mut s = String::new();
+    for p in status {
+        let mode = p.mode.map_or("-".to_string(), |m| {
+            serde_json::to_value(m)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        });
+        let state = match &p.state {
+            ProbeState::Attached => "attached".to_string(),
+            ProbeState::Failed(r) => format!("FAILED: {r}"),
+            ProbeState::Unavailable(r) => format!("unavailable: {r}"),
+        };
+        let _ = writeln!(s, "  {:<20} {:<10} {}", p.name, mode, state);
+        for f in &p.fallbacks {
+            let _ = writeln!(s, "  {:<20} {:<10} (tried {f})", "", "");
+        }
+    }
+    s
+}

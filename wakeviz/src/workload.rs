@@ -1,0 +1,183 @@
+//! Small, known workloads for tests and the VM suite: wakeups whose waker, wakee and CPUs are
+//! known in advance, so a capture can be checked against them.
+use std::{
+    io::{Read, Write},
+    os::fd::FromRawFd,
+};
+
+use anyhow::{Context as _, bail};
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Workload {
+    /// Two threads ping-pong one byte over a pair of pipes (pipe wakeups are WF_SYNC).
+    Pingpong {
+        /// Pin the first thread (the one that starts) to this CPU.
+        #[arg(long)]
+        waker_cpu: Option<usize>,
+        /// Pin the second thread to this CPU.
+        #[arg(long)]
+        wakee_cpu: Option<usize>,
+        #[arg(long, default_value_t = 10_000)]
+        iterations: u64,
+        /// Task name of both threads (15 bytes at most, as the kernel keeps it).
+        #[arg(long, default_value = "wvz-pingpong")]
+        comm: String,
+    },
+    /// hackbench-like fan-out: in each group one sender writes to R receivers, L loops.
+    Fanout {
+        #[arg(long, default_value_t = 2)]
+        groups: usize,
+        #[arg(long, default_value_t = 4)]
+        receivers: usize,
+        #[arg(long, default_value_t = 2_000)]
+        loops: u64,
+        #[arg(long, default_value = "wvz-fanout")]
+        comm: String,
+    },
+}
+
+/// Names the calling thread (`comm`), as the kernel's tracepoints will report it.
+pub fn set_comm(name: &str) -> anyhow::Result<()> {
+    let mut buf = [0u8; 16];
+    let n = name.len().min(15);
+    buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from a valid buffer.
+    let r = unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    if r != 0 {
+        bail!("prctl(PR_SET_NAME): {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin(cpu: usize) -> anyhow::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; CPU_SET ignores CPUs beyond the set's size.
+    unsafe {
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+    }
+    // SAFETY: valid pointer and size for the calling thread (pid 0).
+    let r = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        bail!("cannot pin to CPU {cpu}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn pipe() -> anyhow::Result<(std::fs::File, std::fs::File)> {
+    let mut fds = [0; 2];
+    // SAFETY: valid pointer to two ints.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        bail!("pipe: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (std::fs::File::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) })
+}
+
+/// Runs the ping-pong; returns the thread ids (waker, wakee) so tests can find them.
+pub fn pingpong(
+    waker_cpu: Option<usize>,
+    wakee_cpu: Option<usize>,
+    iterations: u64,
+    comm: &str,
+) -> anyhow::Result<(u32, u32)> {
+    let (mut a_rx, mut a_tx) = pipe()?;
+    let (mut b_rx, mut b_tx) = pipe()?;
+    let comm2 = comm.to_string();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let peer = std::thread::spawn(move || -> anyhow::Result<()> {
+        set_comm(&comm2)?;
+        if let Some(c) = wakee_cpu {
+            pin(c)?;
+        }
+        // SAFETY: gettid has no preconditions.
+        let _ = tid_tx.send(unsafe { libc::gettid() } as u32);
+        let mut byte = [0u8; 1];
+        for _ in 0..iterations {
+            a_rx.read_exact(&mut byte)?;
+            b_tx.write_all(&byte)?;
+        }
+        Ok(())
+    });
+    set_comm(comm)?;
+    if let Some(c) = waker_cpu {
+        pin(c)?;
+    }
+    let wakee = tid_rx.recv().context("ping-pong peer thread died")?;
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() } as u32;
+    let mut byte = [1u8; 1];
+    for _ in 0..iterations {
+        a_tx.write_all(&byte)?;
+        b_rx.read_exact(&mut byte)?;
+    }
+    match peer.join() {
+        Ok(r) => r?,
+        Err(_) => bail!("ping-pong peer thread panicked"),
+    }
+    Ok((me, wakee))
+}
+
+pub fn fanout(groups: usize, receivers: usize, loops: u64, comm: &str) -> anyhow::Result<()> {
+    let mut handles = Vec::new();
+    for _ in 0..groups {
+        let mut txs = Vec::new();
+        for _ in 0..receivers {
+            let (mut rx, tx) = pipe()?;
+            txs.push(tx);
+            let c = comm.to_string();
+            handles.push(std::thread::spawn(move || -> anyhow::Result<()> {
+                set_comm(&c)?;
+                let mut buf = [0u8; 64];
+                for _ in 0..loops {
+                    rx.read_exact(&mut buf)?;
+                }
+                Ok(())
+            }));
+        }
+        let c = comm.to_string();
+        handles.push(std::thread::spawn(move || -> anyhow::Result<()> {
+            set_comm(&c)?;
+            let buf = [7u8; 64];
+            for _ in 0..loops {
+                for tx in &mut txs {
+                    tx.write_all(&buf)?;
+                }
+            }
+            Ok(())
+        }));
+    }
+    for h in handles {
+        match h.join() {
+            Ok(r) => r?,
+            Err(_) => bail!("fan-out thread panicked"),
+        }
+    }
+    Ok(())
+}
+
+pub fn run(w: &Workload) -> anyhow::Result<()> {
+    match w {
+        Workload::Pingpong {
+            waker_cpu,
+            wakee_cpu,
+            iterations,
+            comm,
+        } => {
+            let (a, b) = pingpong(*waker_cpu, *wakee_cpu, *iterations, comm)?;
+            println!("pingpong done: waker tid {a}, wakee tid {b}, {iterations} round trips");
+        }
+        Workload::Fanout {
+            groups,
+            receivers,
+            loops,
+            comm,
+        } => {
+            fanout(*groups, *receivers, *loops, comm)?;
+            println!("fanout done: {groups} groups x {receivers} receivers x {loops} loops");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! Runs one guest: qemu TCG with the serial console in a file and one virtio-serial port (also a
+//! file) for the results, a hard timeout, and unpacking of what the guest sent.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+
+pub const QEMU: &str = "qemu-system-x86_64";
+
+/// `Ok(version)` when qemu runs here, `Err(reason)` when it cannot.
+pub fn probe() -> std::result::Result<String, String> {
+    match Command::new(QEMU).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned()),
+        Ok(o) => Err(format!(
+            "{QEMU} --version failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "{QEMU} not runnable ({e}); install Debian's qemu-system-x86 (scripts/setup.sh does)"
+        )),
+    }
+}
+
+pub struct Boot<'a> {
+    pub work: &'a Path,
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    pub machine: Vec<String>,
+    pub timeout: Duration,
+}
+
+pub struct Outcome {
+    pub wall: Duration,
+    pub console: PathBuf,
+}
+
+/// Last `n` meaningful lines of the guest console, for error messages.
+pub fn console_tail(path: &Path, n: usize) -> String {
+    let text = fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let start = lines.len().saturating_sub(n);
+    if lines.is_empty() {
+        return "    (console empty: the kernel printed nothing)".into();
+    }
+    lines[start..]
+        .iter()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Boot<'_> {
+    /// Boots, waits for power-off (or kills qemu at the timeout) and unpacks the guest's archive
+    /// into `results`.
+    pub fn run(&self, results: &Path) -> Result<Outcome> {
+        let console = self.work.join("console.log");
+        let port = self.work.join("out.bin");
+        let qemu_log = self.work.join("qemu.log");
+        for f in [&console, &port] {
+            let _ = fs::remove_file(f);
+        }
+        let mut cmd = Command::new(QEMU);
+        cmd.args(&self.machine)
+            .args(["-nodefaults", "-display", "none", "-no-reboot"])
+            .arg("-kernel")
+            .arg(self.kernel)
+            .arg("-initrd")
+            .arg(self.initrd)
+            .args([
+                "-append",
+                "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off",
+            ])
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .args(["-device", "virtio-serial"])
+            .arg("-chardev")
+            .arg(format!("file,id=out,path={}", port.display()))
+            .args(["-device", "virtserialport,chardev=out,name=out"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                fs::File::create(&qemu_log)
+                    .with_context(|| format!("creating {}", qemu_log.display()))?,
+            );
+        fs::write(self.work.join("qemu.cmdline"), format!("{cmd:?}\n"))?;
+        let start = Instant::now();
+        let mut child = cmd.spawn().with_context(|| format!("starting {QEMU}"))?;
+        let status = loop {
+            if let Some(st) = child.try_wait().context("waiting for qemu")? {
+                break st;
+            }
+            if start.elapsed() > self.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "the guest did not power off within {} s; qemu killed. Last console lines \
+                     ({}):\n{}",
+                    self.timeout.as_secs(),
+                    console.display(),
+                    console_tail(&console, 25)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let wall = start.elapsed();
+        if !status.success() {
+            let err = fs::read_to_string(&qemu_log).unwrap_or_default();
+            let err: Vec<&str> = err
+                .lines()
+                .filter(|l| !l.contains("TCG doesn't support requested feature"))
+                .collect();
+            bail!(
+                "qemu exited with {status}: {}\nLast console lines:\n{}",
+                err.join("\n"),
+                console_tail(&console, 25)
+            );
+        }
+        unpack(&port, results, self.work).map_err(|e| {
+            e.context(format!(
+                "the guest sent no usable results; last console lines ({}):\n{}",
+                console.display(),
+                console_tail(&console, 25)
+            ))
+        })?;
+        Ok(Outcome { wall, console })
+    }
+}
+
+/// Finds "WAKEVIZ-VM-TAR <len>\n" in the port's byte stream and extracts the archive after it.
+fn unpack(port: &Path, results: &Path, work: &Path) -> Result<()> {
+    let bytes = fs::read(port).with_context(|| format!("reading {}", port.display()))?;
+    let tag = b"WAKEVIZ-VM-TAR ";
+    let at = bytes
+        .windows(tag.len())
+        .position(|w| w == tag)
+        .with_context(|| {
+            format!(
+                "no WAKEVIZ-VM-TAR frame on the virtio-serial port ({} bytes received)",
+                bytes.len()
+            )
+        })?;
+    let rest = &bytes[at + tag.len()..];
+    let nl = rest
+        .iter()
+        .position(|&b| b == b'\n')
+        .context("truncated frame header")?;
+    let len: usize = std::str::from_utf8(&rest[..nl])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .context("bad frame length")?;
+    let body = &rest[nl + 1..];
+    if body.len() < len {
+        bail!(
+            "results archive truncated: {} of {len} bytes arrived",
+            body.len()
+        );
+    }
+    let tar = work.join("out.tar");
+    fs::write(&tar, &body[..len])?;
+    fs::create_dir_all(results)?;
+    let o = Command::new("tar")
+        .arg("-xf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(results)
+        .output()
+        .context("running tar")?;
+    if !o.status.success() {
+        bail!(
+            "tar -xf {} failed: {}",
+            tar.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(())
+}
