@@ -40,14 +40,27 @@ pub fn header(kind: EventKind, pid: u32) -> EventHeader {
     }
 }
 
+const BPF_RB_NO_WAKEUP: u64 = 1;
+const BPF_RB_FORCE_WAKEUP: u64 = 2;
+const BPF_RB_AVAIL_DATA: u64 = 0;
+
 /// Offers one record; a full ring buffer is counted, never silent.
+///
+/// Records are submitted without waking the reader: a wakeup per event would make the drain
+/// thread itself a scheduler workload (every traced wakeup causing one more). The reader polls
+/// on a short timer and is only woken early when the buffer fills past `WAKEUP_BYTES`.
 #[inline(always)]
 pub fn send<T: 'static>(kind: EventKind, val: T) {
     bump(kind as u32);
     match EVENTS.reserve::<T>(0) {
         Some(mut e) => {
             e.write(val);
-            e.submit(0);
+            let flags = if EVENTS.query(BPF_RB_AVAIL_DATA) > WAKEUP_BYTES.load() {
+                BPF_RB_FORCE_WAKEUP
+            } else {
+                BPF_RB_NO_WAKEUP
+            };
+            e.submit(flags);
         }
         None => bump(stat::RINGBUF_DROPS),
     }

@@ -32,7 +32,7 @@ const BATCH_EVENTS: usize = 8192;
 /// Batches in flight before the drain task starts dropping.
 const CHANNEL_BATCHES: usize = 256;
 /// Longest time a partial batch waits in the drain task.
-const HOLD: Duration = Duration::from_millis(20);
+const HOLD: Duration = Duration::from_millis(10);
 
 struct Shared {
     stop: AtomicBool,
@@ -269,7 +269,13 @@ async fn drain_task(ring: RingBuf<MapData>, tx: SyncSender<Batch>, sh: Arc<Share
                 log::error!("ring buffer poll failed: {e}");
                 return;
             }
-            Err(_) => {} // timeout: check the stop flag
+            // Timeout: the probes do not wake us for every record (see the eBPF `send`), so
+            // read whatever accumulated.
+            Err(_) => {
+                if !drain_ring(fd.get_mut(), &tx, &sh, &mut names, &mut batch) {
+                    return;
+                }
+            }
         }
     }
 }

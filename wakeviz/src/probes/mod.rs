@@ -27,6 +27,17 @@ pub struct ProbeConfig {
     pub ringbuf_bytes: u32,
     /// Try fentry/fexit on select_task_rq_fair / select_idle_cpu.
     pub function_probes: bool,
+    /// Skip tracepoint modes better than this one (tests exercise every fallback).
+    pub tracepoint_mode: TracepointMode,
+}
+
+/// Best tracepoint attach mode wakeviz may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum TracepointMode {
+    /// tp_btf, then raw_tp, then classic.
+    Auto,
+    RawTp,
+    Tracepoint,
 }
 
 /// Loaded programs plus what happened to each probe point.
@@ -153,9 +164,12 @@ fn attach_tracepoint(
     btf: Option<&Btf>,
     task_ok: bool,
     name: &str,
+    best: TracepointMode,
 ) -> ProbeStatus {
     let mut fallbacks = Vec::new();
-    if let (Some(btf), true) = (btf, task_ok) {
+    if best > TracepointMode::Auto {
+        fallbacks.push("tp_btf: skipped (--tracepoint-mode)".into());
+    } else if let (Some(btf), true) = (btf, task_ok) {
         let prog: Option<&mut BtfTracePoint> = ebpf
             .program_mut(&format!("btf_{name}"))
             .and_then(|p| p.try_into().ok());
@@ -167,7 +181,9 @@ fn attach_tracepoint(
     } else {
         fallbacks.push("tp_btf: no vmlinux BTF offsets".into());
     }
-    if task_ok {
+    if best > TracepointMode::RawTp {
+        fallbacks.push("raw_tp: skipped (--tracepoint-mode)".into());
+    } else if task_ok {
         let prog: Option<&mut RawTracePoint> = ebpf
             .program_mut(&format!("raw_{name}"))
             .and_then(|p| p.try_into().ok());
@@ -292,6 +308,9 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     for (name, value) in &globals {
         loader.override_global(name, value, false);
     }
+    // Wake the reader early once an eighth of the buffer is waiting (it also polls every few ms).
+    let wakeup_bytes = u64::from(cfg.ringbuf_bytes / 8);
+    loader.override_global("WAKEUP_BYTES", &wakeup_bytes, true);
     let mut ebpf = loader.load(OBJECT).map_err(|e| {
         if is_eperm(&e) {
             LoadError::NotPermitted(reason(&e))
@@ -302,7 +321,13 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
 
     let mut status = Vec::new();
     for tp in TRACEPOINTS {
-        status.push(attach_tracepoint(&mut ebpf, aya_btf.as_ref(), offsets.task_ok(), tp));
+        status.push(attach_tracepoint(
+            &mut ebpf,
+            aya_btf.as_ref(),
+            offsets.task_ok(),
+            tp,
+            cfg.tracepoint_mode,
+        ));
     }
     if status.iter().all(|s| !s.attached()) {
         let all_eperm = status.iter().all(|s| s.state.reason().is_some_and(|r| r.contains("EPERM")));

@@ -12,8 +12,14 @@ pub fn ensure_mounted() -> Option<String> {
     if probe.exists() {
         return None;
     }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(format!("tracefs is not readable on {TRACEFS} (not root)"));
+    }
     let status = std::process::Command::new("mount")
         .args(["-t", "tracefs", "nodev", TRACEFS])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status();
     match status {
         Ok(s) if s.success() && probe.exists() => Some(format!("mounted tracefs on {TRACEFS}")),

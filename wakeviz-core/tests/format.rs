@@ -1,0 +1,328 @@
+//! Recording format: round trips, and every kind of damage a file can suffer.
+use std::{io::Write as _, path::Path};
+
+use wakeviz_core::{
+    event::{Comm, Event, Kind, Migrate, Select, Switch, TaskName, Wake},
+    format::{
+        CaptureStats, ChunkPayload, FORMAT_VERSION, FormatError, Header, ProbeMode, ProbeState,
+        ProbeStatus, Reader, Recorder, RecorderConfig, ScanSource, read_all,
+    },
+    source::{EventSource, Poll, ReplaySource},
+    topology::Topology,
+};
+
+fn topo() -> Topology {
+    // Four CPUs, no SMT, one LLC/node/package; built through serde like a recording header.
+    let cpus: Vec<_> = (0..4)
+        .map(|c| serde_json::json!({"cpu": c, "package": 0, "die": 0, "core_id": c, "node": 0, "llc": 0, "core": c}))
+        .collect();
+    let cores: Vec<_> = (0..4)
+        .map(|c| serde_json::json!({"id": c, "cpus": c.to_string()}))
+        .collect();
+    let t: Topology = serde_json::from_value(serde_json::json!({
+        "cpus": cpus, "offline": "", "cores": cores,
+        "llcs": [{"id": 0, "cpus": "0-3"}], "llc_level": 3,
+        "nodes": [{"id": 0, "cpus": "0-3"}], "distances": [[10]],
+        "packages": [{"id": 0, "cpus": "0-3"}]
+    }))
+    .unwrap();
+    t.finish()
+}
+
+fn header() -> Header {
+    Header {
+        format_version: FORMAT_VERSION,
+        abi_version: wakeviz_common::ABI_VERSION,
+        tool_version: "test".into(),
+        kernel_release: "6.18.0-test".into(),
+        hostname: "h".into(),
+        realtime_offset_ns: 0,
+        start_ts_ns: 0,
+        probes: vec![ProbeStatus {
+            name: "sched_waking".into(),
+            mode: Some(ProbeMode::TpBtf),
+            state: ProbeState::Attached,
+            fallbacks: vec![],
+        }],
+        scan_source: ScanSource::None,
+        topology: topo(),
+        ringbuf_bytes: 1 << 20,
+        comm_redacted: false,
+        notes: vec![],
+    }
+}
+
+/// A varied stream: every kind, backwards timestamps across CPUs, big values.
+fn events(n: u64) -> Vec<Event> {
+    (0..n)
+        .map(|i| {
+            let ts = 1_000_000 + i * 700 - (i % 3) * 50;
+            let cpu = (i % 4) as u32;
+            match i % 6 {
+                0 => Event::Waking(Wake {
+                    ts_ns: ts,
+                    cpu,
+                    pid: 100 + (i % 7) as u32,
+                    target_cpu: 3,
+                    waker_pid: 99,
+                    prio: 120,
+                }),
+                1 => Event::Wakeup(Wake {
+                    ts_ns: ts,
+                    cpu,
+                    pid: 100 + (i % 7) as u32,
+                    target_cpu: 2,
+                    waker_pid: 0,
+                    prio: -1,
+                }),
+                2 => Event::WakeupNew(Wake {
+                    ts_ns: ts,
+                    cpu,
+                    pid: u32::MAX - 1,
+                    target_cpu: 1,
+                    waker_pid: 5,
+                    prio: 139,
+                }),
+                3 => Event::Switch(Switch {
+                    ts_ns: ts,
+                    cpu,
+                    prev_pid: 0,
+                    next_pid: 100,
+                    prev_state: 1,
+                    prev_prio: 120,
+                    next_prio: 98,
+                }),
+                4 => Event::Migrate(Migrate {
+                    ts_ns: ts,
+                    cpu,
+                    pid: 101,
+                    orig_cpu: 0,
+                    dest_cpu: 3,
+                }),
+                _ => Event::Select(Select {
+                    ts_ns: ts,
+                    entry_ts_ns: ts - 1500,
+                    cpu,
+                    pid: 102,
+                    prev_cpu: 1,
+                    wake_flags: 0x18,
+                    chosen_cpu: 2,
+                    waker_pid: 99,
+                    waker_nr_running: (i % 2 == 0).then_some(1),
+                    nr_idle_scan: Some(16),
+                    has_idle_cores: (i % 4 == 1).then_some(true),
+                    prev_nr_idle_scan: None,
+                    prev_has_idle_cores: Some(false),
+                    idle_scan_ns: (i % 3 == 0).then_some(812),
+                }),
+            }
+        })
+        .collect()
+}
+
+fn write(path: &Path, evs: &[Event], chunk_events: u32, finish: bool) -> CaptureStats {
+    let f = std::fs::File::create(path).unwrap();
+    let cfg = RecorderConfig {
+        chunk_events,
+        ..RecorderConfig::default()
+    };
+    let mut r = Recorder::new(f, &header(), cfg).unwrap();
+    r.learn_task(TaskName {
+        pid: 100,
+        comm: Comm::new("pingpong"),
+    });
+    r.learn_task(TaskName {
+        pid: 100,
+        comm: Comm::new("pingpong"),
+    });
+    let mut stats = CaptureStats::default();
+    for e in evs {
+        stats.offered[e.kind().index()] += 1;
+        r.push(e).unwrap();
+    }
+    stats.kernel_drops = 3;
+    stats.delivered = evs.len() as u64;
+    if finish {
+        r.finish(&stats).unwrap();
+    } else {
+        r.flush().unwrap();
+    }
+    stats
+}
+
+fn replay_events(path: &Path) -> (Vec<Event>, Vec<String>) {
+    let mut src = ReplaySource::open(path).unwrap();
+    let mut out = Vec::new();
+    loop {
+        match src.poll(std::time::Duration::ZERO).unwrap() {
+            Poll::Batch(b) => out.extend(b.events),
+            Poll::Pending => {}
+            Poll::End => break,
+        }
+    }
+    (out, src.warnings().to_vec())
+}
+
+#[test]
+fn round_trip_every_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let evs = events(10_000);
+    let stats = write(&p, &evs, 1000, true);
+    let (h, chunks, err) = read_all(&p).unwrap();
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(h.topology.nr_cpus(), 4);
+    assert_eq!(h.topology.level(0, 1), topo().level(0, 1));
+    let got: Vec<Event> = chunks
+        .iter()
+        .filter_map(|c| match c {
+            ChunkPayload::Events(e) => Some(e.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(got, evs);
+    // The task name appears once even though it was learnt twice.
+    let names: Vec<_> = chunks
+        .iter()
+        .filter_map(|c| match c {
+            ChunkPayload::Tasks(t) => Some(t.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(names.len(), 1);
+    assert_eq!(names[0].comm.as_str(), "pingpong");
+    assert_eq!(chunks.last(), Some(&ChunkPayload::End(stats)));
+    let (replayed, warnings) = replay_events(&p);
+    assert_eq!(replayed.len(), evs.len());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        replayed.iter().filter(|e| e.kind() == Kind::Select).count(),
+        evs.len() / 6
+    );
+}
+
+#[test]
+fn bytes_per_event_is_small_on_a_regular_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let evs = events(60_000);
+    write(&p, &evs, 1 << 16, true);
+    let size = std::fs::metadata(&p).unwrap().len();
+    let per = size as f64 / evs.len() as f64;
+    assert!(per < 16.0, "{per} bytes/event");
+}
+
+/// Damage at every offset of the chunk area: never a panic; what is returned before the
+/// damage is exactly a prefix of the events written.
+#[test]
+fn truncation_anywhere_keeps_an_exact_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let evs = events(3_000);
+    write(&p, &evs, 500, true);
+    let full = std::fs::read(&p).unwrap();
+    let q = dir.path().join("cut.wvz");
+    for cut in (0..full.len()).step_by(97) {
+        std::fs::write(&q, &full[..cut]).unwrap();
+        match Reader::open(&q) {
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(msg.contains("cut.wvz"), "{msg}");
+                assert!(
+                    matches!(
+                        e,
+                        FormatError::Truncated { .. } | FormatError::NotWakeviz { .. }
+                    ),
+                    "{msg}"
+                );
+            }
+            Ok(mut r) => {
+                let mut got = Vec::new();
+                while let Some(c) = r.next_chunk() {
+                    if let Ok(ChunkPayload::Events(e)) = c {
+                        got.extend(e);
+                    }
+                }
+                assert_eq!(got[..], evs[..got.len()]);
+            }
+        }
+    }
+}
+
+#[test]
+fn flipped_byte_in_a_chunk_is_detected_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let evs = events(3_000);
+    write(&p, &evs, 500, true);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x40;
+    std::fs::write(&p, &bytes).unwrap();
+    let (_, chunks, err) = read_all(&p).unwrap();
+    let err = err.expect("damage must be reported");
+    let msg = err.to_string();
+    assert!(msg.contains("chunk") && msg.contains("offset"), "{msg}");
+    let got: usize = chunks
+        .iter()
+        .map(|c| match c {
+            ChunkPayload::Events(e) => e.len(),
+            _ => 0,
+        })
+        .sum();
+    assert!(got > 0 && got < evs.len());
+    // Replay uses the intact chunks and warns.
+    let (replayed, warnings) = replay_events(&p);
+    assert_eq!(replayed.len(), got);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+}
+
+#[test]
+fn unfinished_recording_replays_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let evs = events(2_000);
+    write(&p, &evs, 500, false);
+    let (replayed, warnings) = replay_events(&p);
+    assert_eq!(replayed, evs);
+    assert!(warnings[0].contains("cut short"), "{warnings:?}");
+}
+
+#[test]
+fn foreign_newer_and_missing_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("perf.data");
+    std::fs::write(&foreign, b"PERFILE2 and more bytes to be long enough").unwrap();
+    let e = Reader::open(&foreign).err().unwrap();
+    assert!(matches!(e, FormatError::NotWakeviz { .. }));
+    assert!(e.to_string().contains("perf.data") && !e.to_string().contains('\n'));
+
+    let p = dir.path().join("t.wvz");
+    write(&p, &events(10), 500, true);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    std::fs::write(&p, &bytes).unwrap();
+    let e = Reader::open(&p).err().unwrap();
+    assert!(matches!(e, FormatError::NewerVersion { .. }), "{e}");
+
+    let e = Reader::open(&dir.path().join("missing.wvz")).err().unwrap();
+    assert!(e.to_string().contains("missing.wvz"));
+
+    let empty = dir.path().join("empty.wvz");
+    std::fs::File::create(&empty).unwrap().flush().unwrap();
+    assert!(Reader::open(&empty).is_err());
+}
+
+#[test]
+fn header_corruption_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    write(&p, &events(10), 500, true);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[40] ^= 1;
+    std::fs::write(&p, &bytes).unwrap();
+    let e = Reader::open(&p).err().unwrap();
+    assert!(matches!(e, FormatError::BadHeader { .. }), "{e}");
+}

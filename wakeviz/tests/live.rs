@@ -1,0 +1,190 @@
+//! Live capture on the running kernel (needs root; CI runs as root). A pinned ping-pong with a
+//! known comm runs while `wakeviz --record` captures; the recording is then replayed and checked
+//! against what the workload did.
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Command, Stdio},
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn nr_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+struct Capture {
+    printed: std::collections::BTreeMap<String, u64>,
+    stderr: String,
+    lines: Vec<serde_json::Value>,
+    waker_tid: u32,
+    wakee_tid: u32,
+}
+
+/// Records while the ping-pong runs; returns the printed summary and the replayed dump.
+fn capture(mode: &str, iterations: u64, comm: &str) -> Capture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.wvz");
+    let mut rec = Command::new(BIN)
+        .args(["--record"])
+        .arg(&path)
+        // The cap only guards against a hang: the test stops the capture with SIGINT once the
+        // workload is done, which also exercises the signal path that finalises the file.
+        .args(["--duration", "120s", "--headless", "--tracepoint-mode", mode])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(rec.stderr.take().unwrap());
+    let mut stderr = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "wakeviz exited early:\n{stderr}");
+        stderr.push_str(&line);
+        if line.contains("capturing") {
+            break;
+        }
+    }
+    let (a, b) = if nr_cpus() >= 2 { ("0", "1") } else { ("0", "0") };
+    let out = Command::new(BIN)
+        .args(["workload", "pingpong", "--waker-cpu", a, "--wakee-cpu", b])
+        .args(["--iterations", &iterations.to_string(), "--comm", comm])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let tid = |key: &str| -> u32 {
+        so.split(key)
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).find(|s| !s.is_empty()))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {so}"))
+    };
+    let (waker_tid, wakee_tid) = (tid("waker tid"), tid("wakee tid"));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    stderr.push_str(&rest);
+    assert!(rec.wait().unwrap().success(), "{stderr}");
+    let mut printed = std::collections::BTreeMap::new();
+    for l in stderr.lines() {
+        let mut it = l.split_whitespace();
+        if let (Some(k), Some(v), None) = (it.next(), it.next(), it.next())
+            && (k.starts_with("sched_") || k.starts_with("select_"))
+            && let Ok(v) = v.parse()
+        {
+            printed.insert(k.to_string(), v);
+        }
+    }
+    let dump = Command::new(BIN)
+        .arg("--replay")
+        .arg(&path)
+        .args(["--dump", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(dump.status.success());
+    let lines = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    Capture {
+        printed,
+        stderr,
+        lines,
+        waker_tid,
+        wakee_tid,
+    }
+}
+
+/// Live captures run one at a time: they share the machine's two CPUs.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn check(mode: &str, comm: &str) {
+    if !is_root() {
+        eprintln!("SKIPPED live test ({mode}): needs root to load BPF");
+        return;
+    }
+    let _guard = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let iterations = 10_000;
+    let c = capture(mode, iterations, comm);
+    let facts = format!("mode={mode} waker={} wakee={}\n{}", c.waker_tid, c.wakee_tid, c.stderr);
+    // Replayed counts equal the counts printed at the end of recording.
+    let mut replayed = std::collections::BTreeMap::new();
+    for l in &c.lines {
+        *replayed.entry(l["kind"].as_str().unwrap().to_string()).or_insert(0u64) += 1;
+    }
+    for (k, v) in &c.printed {
+        assert_eq!(replayed.get(k).copied().unwrap_or(0), *v, "{k}: {facts}");
+    }
+    // Every round trip wakes each side once (a read that finds its byte already there does
+    // not sleep, so allow a little slack), all under the workload's comm.
+    let wakings = |pid: u32, waker: u32| {
+        c.lines
+            .iter()
+            .filter(|l| {
+                l["kind"] == "sched_waking"
+                    && l["pid"] == pid
+                    && l["waker_pid"] == waker
+                    && l["comm"] == comm
+            })
+            .collect::<Vec<_>>()
+    };
+    let of_wakee = wakings(c.wakee_tid, c.waker_tid);
+    let of_waker = wakings(c.waker_tid, c.wakee_tid);
+    let min = iterations * 9 / 10;
+    assert!(of_wakee.len() as u64 >= min, "{} wakings of the wakee: {facts}", of_wakee.len());
+    assert!(of_waker.len() as u64 >= min, "{} wakings of the waker: {facts}", of_waker.len());
+    // The waker CPU is the CPU the waker was pinned to, never the wakee's.
+    let (a, b) = if nr_cpus() >= 2 { (0, 1) } else { (0, 0) };
+    assert!(of_wakee.iter().all(|l| l["cpu"] == a), "{facts}");
+    assert!(of_waker.iter().all(|l| l["cpu"] == b), "{facts}");
+    // And each sched_wakeup of the pinned wakee reports its own CPU as the target.
+    assert!(
+        c.lines
+            .iter()
+            .filter(|l| l["kind"] == "sched_wakeup" && l["pid"] == c.wakee_tid)
+            .all(|l| l["target_cpu"] == b),
+        "{facts}"
+    );
+    assert!(c.stderr.contains("drops: 0 in the kernel"), "{facts}");
+}
+
+#[test]
+fn live_pingpong_tp_btf() {
+    check("auto", "wvz-live-btf");
+}
+
+#[test]
+fn live_pingpong_raw_tp() {
+    check("raw-tp", "wvz-live-raw");
+}
+
+#[test]
+fn live_pingpong_classic_tracepoint() {
+    check("tracepoint", "wvz-live-tp");
+}
+
+#[test]
+fn without_privileges_the_error_names_them_and_points_to_replay() {
+    if !is_root() {
+        eprintln!("SKIPPED: dropping privileges needs root");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(BIN)
+        .args(["--headless", "--duration", "1s"])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("SKIPPED: setpriv not available");
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("root") && err.contains("--replay"), "{err}");
+}
