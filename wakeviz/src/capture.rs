@@ -51,8 +51,8 @@ pub struct LiveSource {
     last_stats: Instant,
     ended: bool,
     warnings: Vec<String>,
-    /// Keeps programs and links alive for as long as we capture.
-    _probes: Probes,
+    /// Keeps programs and links alive for as long as we capture; dropped by `stop`.
+    probes: Option<Probes>,
 }
 
 impl LiveSource {
@@ -96,12 +96,15 @@ impl LiveSource {
             last_stats: Instant::now(),
             ended: false,
             warnings: Vec::new(),
-            _probes: probes,
+            probes: Some(probes),
         })
     }
 
-    /// Asks the drain task to empty the ring buffer one last time and stop.
+    /// Detaches the probes, then asks the drain task to empty the ring buffer one last time
+    /// and stop. Detaching first makes the accounting exact: every event the probes offered is
+    /// then either delivered or counted as a drop.
     pub fn stop(&mut self) {
+        self.probes = None;
         self.shared.stop.store(true, Ordering::SeqCst);
     }
 

@@ -36,6 +36,9 @@ pub struct Cli {
     /// Ring buffer size in MiB (rounded up to a power of two).
     #[arg(long, default_value_t = 16)]
     pub ringbuf_mb: u32,
+    /// Exact ring buffer size in bytes (a power of two, at least one page); for drop tests.
+    #[arg(long, hide = true)]
+    pub ringbuf_bytes: Option<u32>,
     /// Read the CPU topology from a saved sysfs `devices/system` tree.
     #[arg(long, value_name = "DIR")]
     pub topology: Option<PathBuf>,

@@ -1,6 +1,7 @@
 //! `--record FILE` without a terminal UI: capture, stream to disk, print the figures at the end.
 use std::{
     fs::{File, OpenOptions},
+    ops::ControlFlow,
     os::unix::fs::OpenOptionsExt as _,
     path::Path,
     time::{Duration, Instant},
@@ -53,6 +54,13 @@ impl Outcome {
             "\n  drops: {} in the kernel (ring buffer full), {} in userspace (consumer behind)",
             self.stats.kernel_drops, self.stats.user_drops
         ));
+        let offered: u64 = self.stats.offered.iter().sum();
+        s.push_str(&format!(
+            "\n  accounting: offered {offered} = delivered {} + dropped {} + undecodable {}",
+            self.events,
+            self.stats.drops(),
+            self.stats.decode_errors
+        ));
         if let Some(p) = path {
             s.push_str(&format!(
                 "\n  wrote {} bytes to {} ({:.2} bytes/event)",
@@ -65,14 +73,16 @@ impl Outcome {
     }
 }
 
-/// Feeds every batch to `on_batch` and, when recording, to the recorder; stops at the
-/// deadline, on SIGINT/SIGTERM, or on a write error (keeping what was written valid).
+/// Feeds every batch to `on_batch` (`Some`; `None` on an idle poll, so a dashboard can redraw
+/// and read keys) and, when recording, to the recorder; stops at the deadline, on
+/// SIGINT/SIGTERM, when `on_batch` says `Break` (the dashboard's `q`), or on a write error
+/// (keeping what was written valid).
 pub fn run(
     src: &mut LiveSource,
     mut rec: Option<&mut Recorder<File>>,
     duration: Option<Duration>,
     redact: bool,
-    mut on_batch: impl FnMut(&Batch),
+    mut on_batch: impl FnMut(Option<&Batch>) -> ControlFlow<()>,
 ) -> Outcome {
     let start = Instant::now();
     let mut out = Outcome::default();
@@ -88,6 +98,10 @@ pub fn run(
             Ok(Poll::Batch(b)) => b,
             Ok(Poll::Pending) => {
                 tick(&mut rec, &mut out, src);
+                if on_batch(None).is_break() && !stopping {
+                    src.stop();
+                    stopping = true;
+                }
                 continue;
             }
             Ok(Poll::End) => break,
@@ -109,7 +123,10 @@ pub fn run(
         if let Some(s) = &batch.stats {
             out.stats = s.clone();
         }
-        on_batch(&batch);
+        if on_batch(Some(&batch)).is_break() && !stopping {
+            src.stop();
+            stopping = true;
+        }
         if let Some(r) = rec.as_deref_mut()
             && out.write_error.is_none()
         {

@@ -1,0 +1,229 @@
+//! What happens to a recording when things go wrong: kill -9, a full disk, signals, a ring
+//! buffer too small for the load. Needs root (BPF, tmpfs); CI runs as root.
+use std::{
+    io::{BufRead as _, BufReader, Read as _},
+    os::unix::fs::PermissionsExt as _,
+    path::Path,
+    process::{Child, Command, Output, Stdio},
+    sync::Mutex,
+    time::Duration,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let r = unsafe { libc::geteuid() } == 0;
+    if !r {
+        eprintln!("SKIPPED: needs root to load BPF");
+    }
+    r
+}
+
+/// Starts `wakeviz --record path ...` and waits until it captures. Returns the child and the
+/// stderr read so far (the rest stays in the pipe).
+fn start(path: &Path, extra: &[&str]) -> (Child, BufReader<std::process::ChildStderr>, String) {
+    let mut c = Command::new(BIN)
+        .arg("--record")
+        .arg(path)
+        .args(["--headless", "--duration", "120s"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(c.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut l = String::new();
+        if err.read_line(&mut l).unwrap() == 0 {
+            panic!("wakeviz exited before capturing:\n{seen}");
+        }
+        seen.push_str(&l);
+        if l.contains("capturing") {
+            return (c, err, seen);
+        }
+    }
+}
+
+fn finish(mut c: Child, mut err: BufReader<std::process::ChildStderr>, mut seen: String) -> (bool, String) {
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    (c.wait().unwrap().success(), seen)
+}
+
+fn signal(c: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(c.id() as i32, sig) };
+}
+
+fn workload(args: &[&str]) {
+    let out = Command::new(BIN).arg("workload").args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn replay(path: &Path, args: &[&str]) -> Output {
+    Command::new(BIN).arg("--replay").arg(path).args(args).output().unwrap()
+}
+
+fn total_events(o: &Output) -> u64 {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Parses "accounting: offered A = delivered B + dropped C + undecodable D".
+fn accounting(stderr: &str) -> (u64, u64, u64, u64) {
+    let l = stderr
+        .lines()
+        .find(|l| l.contains("accounting:"))
+        .unwrap_or_else(|| panic!("no accounting line:\n{stderr}"));
+    let n: Vec<u64> = l
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    (n[0], n[1], n[2], n[3])
+}
+
+#[test]
+fn sigterm_and_sigint_finalize_the_file_and_accounting_is_exact() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.wvz");
+        let (c, err, seen) = start(&p, &[]);
+        workload(&["pingpong", "--iterations", "3000"]);
+        signal(&c, sig);
+        let (ok, stderr) = finish(c, err, seen);
+        assert!(ok, "{stderr}");
+        let (offered, delivered, dropped, bad) = accounting(&stderr);
+        assert_eq!(offered, delivered + dropped + bad, "{stderr}");
+        assert_eq!(bad, 0, "{stderr}");
+        let r = replay(&p, &[]);
+        assert!(r.status.success());
+        // A finalized file has its END chunk: no "cut short" warning.
+        assert!(r.stderr.is_empty(), "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(total_events(&r), delivered);
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "recordings are private by default");
+    }
+}
+
+#[test]
+fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let (c, _err, _seen) = start(&p, &[]);
+    workload(&["pingpong", "--iterations", "5000"]);
+    // Chunks are flushed at least every second: wait for one more flush, then kill.
+    std::thread::sleep(Duration::from_millis(1500));
+    let size_before_kill = std::fs::metadata(&p).unwrap().len();
+    signal(&c, libc::SIGKILL);
+    let mut c = c;
+    let _ = c.wait();
+    assert!(size_before_kill > 1000, "nothing was flushed within 1.5 s");
+    let r = replay(&p, &[]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(err.contains("cut short") || err.contains("damaged") || err.contains("truncated"), "{err}");
+    assert!(total_events(&r) > 5000, "{}", String::from_utf8_lossy(&r.stdout));
+    // The dump of the same file works too.
+    assert!(replay(&p, &["--dump", "jsonl"]).status.success());
+}
+
+#[test]
+fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: cannot mount a tmpfs here");
+        return;
+    }
+    let p = mnt.join("t.wvz");
+    let (c, err, seen) = start(&p, &[]);
+    // A first chunk fits and is flushed; then far more events than 256 KiB can hold.
+    workload(&["pingpong", "--iterations", "2000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    workload(&["fanout", "--groups", "2", "--receivers", "4", "--loops", "40000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&c, libc::SIGINT);
+    let (ok, stderr) = finish(c, err, seen);
+    let r = replay(&p, &[]);
+    let _ = Command::new("umount").arg(&mnt).status();
+    assert!(!ok, "a full disk must fail the capture:\n{stderr}");
+    let last = stderr.trim().lines().last().unwrap_or("");
+    assert!(last.contains("No space left") && last.contains("valid up to"), "{stderr}");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(total_events(&r) > 0);
+}
+
+#[test]
+fn tiny_ring_buffer_counts_drops_and_loses_nothing_else() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let (c, err, seen) = start(&p, &["--ringbuf-bytes", "4096"]);
+    workload(&["fanout", "--groups", "4", "--receivers", "8", "--loops", "3000"]);
+    signal(&c, libc::SIGINT);
+    let (ok, stderr) = finish(c, err, seen);
+    assert!(ok, "{stderr}");
+    let (offered, delivered, dropped, bad) = accounting(&stderr);
+    assert!(dropped > 0, "a one-page ring buffer under fan-out load must drop:\n{stderr}");
+    assert_eq!(offered, delivered + dropped + bad, "{stderr}");
+    let r = replay(&p, &[]);
+    assert_eq!(total_events(&r), delivered);
+    // Drops are in the recording, for every later report.
+    let dump_ok = replay(&p, &["--dump", "jsonl"]).status.success();
+    assert!(dump_ok);
+}
+
+#[test]
+fn redact_comm_keeps_names_out_of_the_file() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wvz");
+    let (c, err, seen) = start(&p, &["--redact-comm"]);
+    workload(&["pingpong", "--iterations", "2000", "--comm", "secret-name"]);
+    signal(&c, libc::SIGINT);
+    let (ok, stderr) = finish(c, err, seen);
+    assert!(ok, "{stderr}");
+    let d = replay(&p, &["--dump", "jsonl"]);
+    let text = String::from_utf8_lossy(&d.stdout);
+    assert!(!text.contains("secret-name"));
+    // Stable hash: the same name maps to the same stand-in everywhere.
+    let stand_ins: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"sched_waking\""))
+        .filter_map(|l| l.split("\"comm\":\"").nth(1))
+        .filter_map(|r| r.split('"').next())
+        .filter(|c| c.starts_with("t-"))
+        .collect();
+    assert!(!stand_ins.is_empty());
+}
