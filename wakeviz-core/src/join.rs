@@ -62,7 +62,7 @@ impl Joiner {
 
     pub fn on_event(&mut self, e: &Event) -> Option<Placement> {
         self.seen += 1;
-        if self.seen % (1 << 16) == 0 {
+        if self.seen.is_multiple_of(1 << 16) {
             let now = e.ts_ns();
             self.pending.retain(|_, p| {
                 let t = p.waking.map_or(0, |w| w.ts_ns).max(p.select.map_or(0, |s| s.ts_ns));

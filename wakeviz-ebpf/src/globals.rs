@@ -41,10 +41,6 @@ globals!(
     TP_MIG_DEST_CPU,
 );
 
-/// Unread bytes in the ring buffer beyond which a submit wakes the reader.
-#[unsafe(no_mangle)]
-pub static WAKEUP_BYTES: Global<u64> = Global::new(1 << 20);
-
 /// 1 when the function probes may read run-queue state (all rq/sd offsets resolved).
 #[unsafe(no_mangle)]
 pub static READ_RQ: Global<u64> = Global::new(0);

@@ -21,3 +21,28 @@ pub fn at0<T: Copy>(base: u64, off: u64) -> Option<T> {
     // SAFETY: as in `at`.
     unsafe { bpf_probe_read_kernel((base + off) as *const T) }.ok()
 }
+
+/// How task fields are read: `Probe` through `bpf_probe_read_kernel` (raw tracepoints), or
+/// `Direct` loads, which tp_btf programs may do on BTF-typed pointers. Direct loads save one
+/// helper call per field; the verifier accepts them only because the offsets are load-time
+/// constants (frozen .rodata) and checks each access against the kernel's BTF layout.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Probe,
+    Direct,
+}
+
+#[inline(always)]
+pub fn field<T: Copy>(how: Access, base: u64, off: u64) -> Option<T> {
+    match how {
+        Access::Probe => at(base, off),
+        Access::Direct => {
+            if base == 0 || off == 0 {
+                return None;
+            }
+            // SAFETY: `base` is a BTF-typed kernel pointer handed to a tp_btf program and `off`
+            // a field offset from that kernel's BTF; the verifier checks the access.
+            Some(unsafe { core::ptr::read_volatile((base + off) as *const T) })
+        }
+    }
+}

@@ -18,38 +18,39 @@ use aya_ebpf::{
         BtfTracePointContext, FEntryContext, FExitContext, RawTracePointContext, TracePointContext,
     },
 };
+use kread::Access;
 use wakeviz_common::EventKind;
 
 // ---- sched_waking / sched_wakeup / sched_wakeup_new ------------------------------------------
 
 #[btf_tracepoint(function = "sched_waking")]
 pub fn btf_sched_waking(ctx: BtfTracePointContext) -> i32 {
-    emit::wake_from_task(EventKind::Waking, ctx.arg(0))
+    emit::wake_from_task(Access::Direct, EventKind::Waking, ctx.arg(0))
 }
 
 #[btf_tracepoint(function = "sched_wakeup")]
 pub fn btf_sched_wakeup(ctx: BtfTracePointContext) -> i32 {
-    emit::wake_from_task(EventKind::Wakeup, ctx.arg(0))
+    emit::wake_from_task(Access::Direct, EventKind::Wakeup, ctx.arg(0))
 }
 
 #[btf_tracepoint(function = "sched_wakeup_new")]
 pub fn btf_sched_wakeup_new(ctx: BtfTracePointContext) -> i32 {
-    emit::wake_from_task(EventKind::WakeupNew, ctx.arg(0))
+    emit::wake_from_task(Access::Direct, EventKind::WakeupNew, ctx.arg(0))
 }
 
 #[raw_tracepoint(tracepoint = "sched_waking")]
 pub fn raw_sched_waking(ctx: RawTracePointContext) -> i32 {
-    emit::wake_from_task(EventKind::Waking, ctx.arg(0))
+    emit::wake_from_task(Access::Probe, EventKind::Waking, ctx.arg(0))
 }
 
 #[raw_tracepoint(tracepoint = "sched_wakeup")]
 pub fn raw_sched_wakeup(ctx: RawTracePointContext) -> i32 {
-    emit::wake_from_task(EventKind::Wakeup, ctx.arg(0))
+    emit::wake_from_task(Access::Probe, EventKind::Wakeup, ctx.arg(0))
 }
 
 #[raw_tracepoint(tracepoint = "sched_wakeup_new")]
 pub fn raw_sched_wakeup_new(ctx: RawTracePointContext) -> i32 {
-    emit::wake_from_task(EventKind::WakeupNew, ctx.arg(0))
+    emit::wake_from_task(Access::Probe, EventKind::WakeupNew, ctx.arg(0))
 }
 
 #[tracepoint(category = "sched", name = "sched_waking")]
@@ -71,12 +72,12 @@ pub fn tp_sched_wakeup_new(ctx: TracePointContext) -> i32 {
 
 #[btf_tracepoint(function = "sched_switch")]
 pub fn btf_sched_switch(ctx: BtfTracePointContext) -> i32 {
-    emit::switch_from_tasks(ctx.arg(1), ctx.arg(2), ctx.arg(3))
+    emit::switch_from_tasks(Access::Direct, ctx.arg(1), ctx.arg(2), ctx.arg(3))
 }
 
 #[raw_tracepoint(tracepoint = "sched_switch")]
 pub fn raw_sched_switch(ctx: RawTracePointContext) -> i32 {
-    emit::switch_from_tasks(ctx.arg(1), ctx.arg(2), ctx.arg(3))
+    emit::switch_from_tasks(Access::Probe, ctx.arg(1), ctx.arg(2), ctx.arg(3))
 }
 
 #[tracepoint(category = "sched", name = "sched_switch")]
@@ -88,12 +89,12 @@ pub fn tp_sched_switch(ctx: TracePointContext) -> i32 {
 
 #[btf_tracepoint(function = "sched_migrate_task")]
 pub fn btf_sched_migrate_task(ctx: BtfTracePointContext) -> i32 {
-    emit::migrate_from_task(ctx.arg(0), ctx.arg(1))
+    emit::migrate_from_task(Access::Direct, ctx.arg(0), ctx.arg(1))
 }
 
 #[raw_tracepoint(tracepoint = "sched_migrate_task")]
 pub fn raw_sched_migrate_task(ctx: RawTracePointContext) -> i32 {
-    emit::migrate_from_task(ctx.arg(0), ctx.arg(1))
+    emit::migrate_from_task(Access::Probe, ctx.arg(0), ctx.arg(1))
 }
 
 #[tracepoint(category = "sched", name = "sched_migrate_task")]

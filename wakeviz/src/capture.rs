@@ -25,7 +25,7 @@ use wakeviz_core::{
     source::{Batch, EventSource, Poll, SourceError},
 };
 
-use crate::probes::Probes;
+use crate::probes::{Probes, RunStat};
 
 /// Most events per batch handed to the consumer.
 const BATCH_EVENTS: usize = 8192;
@@ -53,6 +53,7 @@ pub struct LiveSource {
     warnings: Vec<String>,
     /// Keeps programs and links alive for as long as we capture; dropped by `stop`.
     probes: Option<Probes>,
+    run_stats: Vec<RunStat>,
 }
 
 impl LiveSource {
@@ -97,6 +98,7 @@ impl LiveSource {
             ended: false,
             warnings: Vec::new(),
             probes: Some(probes),
+            run_stats: Vec::new(),
         })
     }
 
@@ -104,7 +106,9 @@ impl LiveSource {
     /// and stop. Detaching first makes the accounting exact: every event the probes offered is
     /// then either delivered or counted as a drop.
     pub fn stop(&mut self) {
-        self.probes = None;
+        if let Some(p) = self.probes.take() {
+            self.run_stats = p.run_stats();
+        }
         self.shared.stop.store(true, Ordering::SeqCst);
     }
 
@@ -121,6 +125,11 @@ impl LiveSource {
         s.decode_errors = self.shared.decode_errors.load(Ordering::Relaxed);
         self.stats = s;
         self.last_stats = Instant::now();
+    }
+
+    /// Per-program BPF cost, taken when the probes were detached.
+    pub fn run_stats(&self) -> &[RunStat] {
+        &self.run_stats
     }
 
     pub fn stats(&self) -> &CaptureStats {

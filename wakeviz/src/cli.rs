@@ -48,6 +48,9 @@ pub struct Cli {
     /// Replace task names with stable hashes in the recording.
     #[arg(long)]
     pub redact_comm: bool,
+    /// Measure each probe's cost with the kernel's BPF run-time statistics and print it.
+    #[arg(long)]
+    pub bpf_stats: bool,
     /// Best tracepoint attach mode to try (lower modes are the fallbacks); for tests.
     #[arg(long, value_enum, default_value = "auto", hide = true)]
     pub tracepoint_mode: crate::probes::TracepointMode,

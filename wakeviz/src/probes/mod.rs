@@ -29,6 +29,8 @@ pub struct ProbeConfig {
     pub function_probes: bool,
     /// Skip tracepoint modes better than this one (tests exercise every fallback).
     pub tracepoint_mode: TracepointMode,
+    /// Turn on the kernel's BPF run-time statistics (BPF_ENABLE_STATS) for per-program cost.
+    pub bpf_stats: bool,
 }
 
 /// Best tracepoint attach mode wakeviz may use.
@@ -43,6 +45,8 @@ pub enum TracepointMode {
 /// Loaded programs plus what happened to each probe point.
 pub struct Probes {
     pub ebpf: Ebpf,
+    /// Keeps BPF_ENABLE_STATS on while it lives.
+    _stats_fd: Option<std::os::fd::OwnedFd>,
     pub status: Vec<ProbeStatus>,
     pub scan_source: ScanSource,
     pub notes: Vec<String>,
@@ -291,6 +295,17 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/wa
 pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     raise_memlock();
     let mut notes = Vec::new();
+    let stats_fd = if cfg.bpf_stats {
+        match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                notes.push(format!("BPF run-time statistics unavailable: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     if let Some(n) = tracefs::ensure_mounted() {
         notes.push(n);
     }
@@ -308,9 +323,6 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     for (name, value) in &globals {
         loader.override_global(name, value, false);
     }
-    // Wake the reader early once an eighth of the buffer is waiting (it also polls every few ms).
-    let wakeup_bytes = u64::from(cfg.ringbuf_bytes / 8);
-    loader.override_global("WAKEUP_BYTES", &wakeup_bytes, true);
     let mut ebpf = loader.load(OBJECT).map_err(|e| {
         if is_eperm(&e) {
             LoadError::NotPermitted(reason(&e))
@@ -369,10 +381,71 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     }
     Ok(Probes {
         ebpf,
+        _stats_fd: stats_fd,
         status,
         scan_source,
         notes,
     })
+}
+
+/// Kernel-measured cost of one program (BPF_ENABLE_STATS), as bpftop reads it.
+#[derive(Clone, Debug)]
+pub struct RunStat {
+    pub program: String,
+    pub run_count: u64,
+    pub run_time_ns: u64,
+}
+
+impl Probes {
+    /// Run counts and times of the attached programs (zero unless stats were enabled).
+    pub fn run_stats(&self) -> Vec<RunStat> {
+        self.ebpf
+            .programs()
+            .filter_map(|(name, p)| {
+                let info = p.info().ok()?;
+                (info.run_count() > 0).then(|| RunStat {
+                    program: name.to_string(),
+                    run_count: info.run_count(),
+                    run_time_ns: u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Per-program cost lines plus the cost of one wakeup's whole path (every program that runs
+/// for a wakeup: waking, select entry/exit, migrate, wakeup), as `bpf: ...` lines.
+pub fn describe_run_stats(stats: &[RunStat]) -> String {
+    let mut s = String::new();
+    for r in stats {
+        let _ = writeln!(
+            s,
+            "bpf: {:<32} {:>10} runs {:>8.1} ns/run",
+            r.program,
+            r.run_count,
+            r.run_time_ns as f64 / r.run_count.max(1) as f64
+        );
+    }
+    let on_path = |n: &str| {
+        ["sched_waking", "sched_wakeup", "select_task_rq_fair", "sched_migrate_task"]
+            .iter()
+            .any(|p| n.ends_with(p))
+            && !n.ends_with("sched_wakeup_new")
+    };
+    let path_ns: u64 = stats.iter().filter(|r| on_path(&r.program)).map(|r| r.run_time_ns).sum();
+    let wakeups: u64 = stats
+        .iter()
+        .filter(|r| r.program.ends_with("_sched_wakeup"))
+        .map(|r| r.run_count)
+        .sum();
+    if wakeups > 0 {
+        let _ = writeln!(
+            s,
+            "bpf: per wakeup path {:.1} ns (waking + select + migrate + wakeup programs over {wakeups} wakeups)",
+            path_ns as f64 / wakeups as f64
+        );
+    }
+    s
 }
 
 /// A table of probe outcomes for the terminal.
