@@ -30,10 +30,14 @@
 //! `select_idle_cpu` wrap scan over the target's LLC, idle-core mode while the LLC hint is set).
 //! `nr_idle_scan` comes from an LLC utilisation average refreshed every 4 ms, like the kernel's
 //! periodic load balance. Pinned tasks (`nr_cpus_allowed == 1`) skip `select_task_rq_fair`
-//! entirely, as in the kernel, so their wakeups carry no `Select` event. A CPU that goes idle pulls
-//! a queued task (newidle balance: its LLC, sometimes one CPU of its node, rarely one anywhere), which is
-//! the only source of `sched_migrate_task` outside wakeups. No forks: `sched_wakeup_new` never
-//! occurs.
+//! entirely, as in the kernel, so their wakeups carry no `Select` event. A CPU that goes idle
+//! pulls a queued task (newidle balance: its LLC, sometimes one CPU of its node, rarely one
+//! anywhere), the only source of `sched_migrate_task` outside wakeups. No forks:
+//! `sched_wakeup_new` never occurs.
+//!
+//! Time is simulated: a timer heap (burst ends, interrupt kicks, phase and balance ticks) drives
+//! the run queues, each task burst lasts a few to tens of microseconds, and a 256-CPU machine
+//! produces about 12 million events per simulated second.
 //!
 //! # Consistency
 //!
@@ -42,10 +46,10 @@
 //! CPU), `select_task_rq_fair` (unpinned tasks only; exact inputs), `sched_migrate_task` if the CPU
 //! changes, `sched_wakeup` (on the chosen CPU for the wake-list path, i.e. across LLCs or onto an
 //! idle remote CPU, as `ttwu_queue_cond` decides; else on the waker CPU), and later the
-//! `sched_switch` that runs the wakee. Timestamps strictly increase per CPU and never put a switch-in
-//! before its wakeup; across CPUs they are ordered within a few tens of microseconds, like a
-//! multi-CPU ring buffer. Everything derives from one seeded xoshiro256++ generator and integer
-//! arithmetic, so a seed and a topology determine the output byte for byte.
+//! `sched_switch` that runs the wakee. Timestamps strictly increase per CPU and never put a
+//! switch-in before its wakeup; across CPUs they are ordered within a few tens of microseconds,
+//! like a multi-CPU ring buffer. Everything derives from one seeded xoshiro256++ generator and
+//! integer arithmetic, so a seed and a topology determine the output byte for byte.
 use std::{
     cmp::Reverse,
     collections::{BinaryHeap, VecDeque},
@@ -74,12 +78,17 @@ const PRIO_NORMAL: i32 = 120;
 const PRIO_KWORKER: i32 = 100;
 /// Longest newidle-balance probe within the LLC (bounds the cost on huge LLCs).
 const PULL_SCAN: usize = 16;
+/// Most tasks a workload may have (pids stay far below `u32::MAX`).
+const MAX_TASKS: usize = 1 << 22;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SynthError {
     /// The topology cannot host a simulation (no CPUs, or indexes that point nowhere).
     #[error("topology unusable for synthesis: {0}")]
     Topology(String),
+    /// Task counts beyond what pids and memory sensibly allow.
+    #[error("workload too large: {0}")]
+    Config(String),
     #[error(transparent)]
     Format(#[from] FormatError),
 }
@@ -254,11 +263,19 @@ struct Cpu {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     /// The running task's burst is over: it acts (wakes others, blocks).
-    BurstEnd { cpu: u32, epoch: u32 },
+    BurstEnd {
+        cpu: u32,
+        epoch: u32,
+    },
     /// An idle CPU with queued work switches to it (after IPI / idle exit).
-    Resched { cpu: u32 },
+    Resched {
+        cpu: u32,
+    },
     /// Interrupt-context wakeup of a sleeping task on `cpu`.
-    Kick { task: u32, cpu: u32 },
+    Kick {
+        task: u32,
+        cpu: u32,
+    },
     Phase,
     Balance,
 }
@@ -303,12 +320,19 @@ impl Synth {
         if n == 0 {
             return Err(SynthError::Topology("no online CPUs".into()));
         }
-        let bound = topo.cpus.iter().map(|c| c.cpu as usize + 1).max().unwrap_or(0);
+        let bound = topo
+            .cpus
+            .iter()
+            .map(|c| c.cpu as usize + 1)
+            .max()
+            .unwrap_or(0);
         let mut map = vec![u32::MAX; bound];
         for (i, c) in topo.cpus.iter().enumerate() {
             map[c.cpu as usize] = i as u32;
         }
-        let bad = |what: &str, cpu: u32| SynthError::Topology(format!("CPU {cpu}: {what} index out of range"));
+        let bad = |what: &str, cpu: u32| {
+            SynthError::Topology(format!("CPU {cpu}: {what} index out of range"))
+        };
         let mut cpu_llc = Vec::with_capacity(n);
         let mut cpu_core = Vec::with_capacity(n);
         let mut cpu_node = Vec::with_capacity(n);
@@ -381,9 +405,11 @@ impl Synth {
             remaining: cfg.events,
             truth: None,
         };
-        s.spawn_tasks(cfg);
+        s.spawn_tasks(cfg)?;
         if s.tasks.is_empty() {
-            return Err(SynthError::Topology("the workload has no tasks (all counts are zero)".into()));
+            return Err(SynthError::Topology(
+                "the workload has no tasks (all counts are zero)".into(),
+            ));
         }
         s.flips = vec![Flips::default(); s.tasks.len() + n];
         s.arm(START_TS_NS, Timer::Phase);
@@ -393,7 +419,13 @@ impl Synth {
                 if s.tasks[t].role == Role::Kworker {
                     let at = START_TS_NS + s.rng.range(100_000, 4_000_000);
                     let cpu = s.tasks[t].cpu;
-                    s.arm(at, Timer::Kick { task: t as u32, cpu });
+                    s.arm(
+                        at,
+                        Timer::Kick {
+                            task: t as u32,
+                            cpu,
+                        },
+                    );
                 }
             }
         }
@@ -418,7 +450,11 @@ impl Synth {
     fn add_task(&mut self, name: &str, role: Role, group: u32, pinned: bool, cpu: u32) -> u32 {
         let i = self.tasks.len() as u32;
         let pid = FIRST_PID + i;
-        let prio = if role == Role::Kworker { PRIO_KWORKER } else { PRIO_NORMAL };
+        let prio = if role == Role::Kworker {
+            PRIO_KWORKER
+        } else {
+            PRIO_NORMAL
+        };
         self.tasks.push(Task {
             pid,
             role,
@@ -442,20 +478,39 @@ impl Synth {
         set.get(self.rng.idx(set.len())).copied().unwrap_or(0)
     }
 
-    fn spawn_tasks(&mut self, cfg: &SynthConfig) {
+    fn spawn_tasks(&mut self, cfg: &SynthConfig) -> Result<(), SynthError> {
         let n = self.cpus.len();
         let pairs = cfg.pipe_pairs.unwrap_or((n / 4).max(1));
         let groups = cfg.fanout_groups.unwrap_or((n / 16).max(1));
         let llc_max = self.llc_cpus.iter().map(Vec::len).max().unwrap_or(1);
         let width = cfg.fanout_width.unwrap_or((llc_max / 2).clamp(2, 8)).max(1);
+        // pids are u32 and every task costs memory: refuse absurd counts instead of wrapping.
+        let total = pairs
+            .checked_mul(2)
+            .and_then(|p| groups.checked_mul(width.saturating_add(1))?.checked_add(p))
+            .and_then(|t| t.checked_add(n))
+            .filter(|&t| t <= MAX_TASKS);
+        if total.is_none() {
+            return Err(SynthError::Config(format!(
+                "{pairs} pipe pairs and {groups} groups of {width} receivers exceed {MAX_TASKS} tasks"
+            )));
+        }
         for i in 0..pairs {
             let home = self.rng.idx(n) as u32;
             let llc = self.llc_cpus[self.cpu_llc[home as usize] as usize].clone();
             let pinned = i % 8 == 7;
-            let other = if pinned { home } else { self.random_cpu_in(&llc) };
+            let other = if pinned {
+                home
+            } else {
+                self.random_cpu_in(&llc)
+            };
             let g = self.groups.len() as u32;
             let a = self.tasks.len() as u32;
-            let name = if pinned { format!("pipepin-{i}") } else { format!("pipe-{i}") };
+            let name = if pinned {
+                format!("pipepin-{i}")
+            } else {
+                format!("pipe-{i}")
+            };
             self.add_task(&name, Role::Pipe { partner: a + 1 }, g, pinned, home);
             self.add_task(&name, Role::Pipe { partner: a }, g, pinned, other);
             self.groups.push(GroupState {
@@ -497,6 +552,7 @@ impl Synth {
                 self.add_task(&name, Role::Kworker, u32::MAX, true, c as u32);
             }
         }
+        Ok(())
     }
 
     fn arm(&mut self, at: u64, t: Timer) {
@@ -513,11 +569,19 @@ impl Synth {
     }
 
     fn pid_of(&self, task: u32) -> u32 {
-        if task == IDLE { 0 } else { self.tasks[task as usize].pid }
+        if task == IDLE {
+            0
+        } else {
+            self.tasks[task as usize].pid
+        }
     }
 
     fn prio_of(&self, task: u32) -> i32 {
-        if task == IDLE { PRIO_NORMAL } else { self.tasks[task as usize].prio }
+        if task == IDLE {
+            PRIO_NORMAL
+        } else {
+            self.tasks[task as usize].prio
+        }
     }
 
     fn idle(&self, cpu: u32) -> bool {
@@ -530,16 +594,27 @@ impl Synth {
     }
 
     fn distance(&self, a: u32, b: u32) -> u32 {
-        let (na, nb) = (self.cpu_node[a as usize] as usize, self.cpu_node[b as usize] as usize);
+        let (na, nb) = (
+            self.cpu_node[a as usize] as usize,
+            self.cpu_node[b as usize] as usize,
+        );
         if na == nb {
             return 10;
         }
-        self.distances.get(na).and_then(|r| r.get(nb)).copied().unwrap_or(20)
+        self.distances
+            .get(na)
+            .and_then(|r| r.get(nb))
+            .copied()
+            .unwrap_or(20)
     }
 
     fn flips_slot(&self, cpu: u32) -> usize {
         let curr = self.cpus[cpu as usize].curr;
-        if curr == IDLE { self.tasks.len() + cpu as usize } else { curr as usize }
+        if curr == IDLE {
+            self.tasks.len() + cpu as usize
+        } else {
+            curr as usize
+        }
     }
 
     /// `record_wakee`: the waker's flip count, halved once per simulated second.
@@ -582,7 +657,12 @@ impl Synth {
     }
 
     /// `select_idle_cpu`: `(cpu, probes)`.
-    fn select_idle_cpu(&mut self, llc: usize, has_idle_core: bool, target: u32) -> (Option<u32>, u32) {
+    fn select_idle_cpu(
+        &mut self,
+        llc: usize,
+        has_idle_core: bool,
+        target: u32,
+    ) -> (Option<u32>, u32) {
         let nr0 = self.nr_idle_scan[llc] + 1;
         if nr0 == 1 {
             return (None, 0);
@@ -592,6 +672,11 @@ impl Synth {
         let mut probes = 0;
         if has_idle_core {
             self.scan_gen = self.scan_gen.wrapping_add(1);
+            if self.scan_gen == 0 {
+                // Wrapped: old stamps could match again.
+                self.core_seen.fill(0);
+                self.scan_gen = 1;
+            }
             let mut fallback = None;
             for k in 0..len {
                 let cpu = self.llc_cpus[llc][(start + k) % len];
@@ -647,7 +732,8 @@ impl Synth {
         }
         let recent = self.tasks[p as usize].recent_used;
         self.tasks[p as usize].recent_used = prev;
-        if recent != prev && recent != target && self.share_llc(recent, target) && self.idle(recent) {
+        if recent != prev && recent != target && self.share_llc(recent, target) && self.idle(recent)
+        {
             return (recent, 3);
         }
         let llc = self.cpu_llc[target as usize] as usize;
@@ -727,7 +813,10 @@ impl Synth {
             return;
         }
         let core = self.cpu_core[cpu as usize] as usize;
-        if self.core_cpus[core].iter().all(|&s| s == cpu || self.idle(s)) {
+        if self.core_cpus[core]
+            .iter()
+            .all(|&s| s == cpu || self.idle(s))
+        {
             self.has_idle_cores[llc] = true;
         }
     }
@@ -759,10 +848,10 @@ impl Synth {
             if c.curr == IDLE {
                 continue;
             }
-            if let Some(&t) = c.queue.back() {
-                if !self.tasks[t as usize].pinned {
-                    return Some((v, t));
-                }
+            if let Some(&t) = c.queue.back()
+                && !self.tasks[t as usize].pinned
+            {
+                return Some((v, t));
             }
         }
         None
@@ -830,7 +919,10 @@ impl Synth {
             prev
         } else {
             self.record_wakee(w, p, t0);
-            let (wl, pl) = (self.cpu_llc[w as usize] as usize, self.cpu_llc[prev as usize] as usize);
+            let (wl, pl) = (
+                self.cpu_llc[w as usize] as usize,
+                self.cpu_llc[prev as usize] as usize,
+            );
             let inputs = (
                 self.cpus[w as usize].nr,
                 self.nr_idle_scan[wl],
@@ -841,7 +933,11 @@ impl Synth {
             let (chosen, probes) = self.select(p, prev, w, sync);
             let d = self.rng.range(100, 300);
             let entry = self.stamp(w, t0 + d);
-            let remote = if self.cpu_node[prev as usize] == self.cpu_node[w as usize] { 0 } else { 300 };
+            let remote = if self.cpu_node[prev as usize] == self.cpu_node[w as usize] {
+                0
+            } else {
+                300
+            };
             let dur = 400 + 80 * u64::from(probes) + remote + self.rng.below(400);
             let exit = self.stamp(w, entry + dur);
             self.emit(Event::Select(Select {
@@ -876,10 +972,16 @@ impl Synth {
             }));
         }
         // ttwu_queue_cond: the wake list across LLCs, or onto another CPU with nothing queued.
-        let wake_list = !self.share_llc(w, chosen) || (chosen != w && self.cpus[chosen as usize].nr == 0);
+        let wake_list =
+            !self.share_llc(w, chosen) || (chosen != w && self.cpus[chosen as usize].nr == 0);
         let target_idle = self.cpus[chosen as usize].curr == IDLE;
         let tw = if wake_list {
-            let lat = self.rng.range(1_000, 3_000) + if target_idle { self.rng.range(500, 8_000) } else { 0 };
+            let lat = self.rng.range(1_000, 3_000)
+                + if target_idle {
+                    self.rng.range(500, 8_000)
+                } else {
+                    0
+                };
             self.stamp(chosen, t + lat)
         } else {
             let d = self.rng.range(200, 600);
@@ -934,9 +1036,9 @@ impl Synth {
     }
 
     fn set_phase_activity(&mut self, now: u64) {
-        let busy = self.phase % 2 == 0;
+        let busy = self.phase.is_multiple_of(2);
         for g in 0..self.groups.len() {
-            let active = busy || (g as u64 + self.phase / 2) % 8 == 0;
+            let active = busy || (g as u64 + self.phase / 2).is_multiple_of(8);
             let grp = &mut self.groups[g];
             grp.active = active;
             if active && grp.parked {
@@ -963,7 +1065,10 @@ impl Synth {
     fn balance(&mut self) {
         for l in 0..self.llc_cpus.len() {
             let len = self.llc_cpus[l].len() as u64;
-            let busy = self.llc_cpus[l].iter().filter(|&&c| self.cpus[c as usize].curr != IDLE).count() as u64;
+            let busy = self.llc_cpus[l]
+                .iter()
+                .filter(|&&c| self.cpus[c as usize].curr != IDLE)
+                .count() as u64;
             let inst = busy * 1024 / len.max(1);
             let x = (u64::from(self.llc_util[l]) * 7 + inst) / 8;
             self.llc_util[l] = x as u32;
@@ -998,7 +1103,10 @@ impl Synth {
                 }
             }
             Timer::Kick { task, cpu } => {
-                let (role, state) = (self.tasks[task as usize].role, self.tasks[task as usize].state);
+                let (role, state) = (
+                    self.tasks[task as usize].role,
+                    self.tasks[task as usize].state,
+                );
                 if role == Role::Kworker {
                     let at = now + self.rng.range(2_000_000, 6_000_000);
                     self.arm(at, Timer::Kick { task, cpu });
@@ -1134,7 +1242,11 @@ pub fn header(topo: &Topology, cfg: &SynthConfig, synth: &Synth) -> Header {
 }
 
 /// Writes a complete recording of `cfg.events` synthetic events to `out`.
-pub fn generate<W: Write>(topo: &Topology, cfg: &SynthConfig, out: W) -> Result<SynthSummary, SynthError> {
+pub fn generate<W: Write>(
+    topo: &Topology,
+    cfg: &SynthConfig,
+    out: W,
+) -> Result<SynthSummary, SynthError> {
     let mut synth = Synth::new(topo, cfg)?;
     let hdr = header(topo, cfg, &synth);
     let rcfg = RecorderConfig {

@@ -36,13 +36,24 @@ impl FromStr for Filter {
             return Err(FilterError::Empty);
         }
         if let Some(p) = s.strip_prefix("pid:") {
-            return p.trim().parse().map(Self::Pid).map_err(|_| FilterError::BadPid(p.into()));
+            return p
+                .trim()
+                .parse()
+                .map(Self::Pid)
+                .map_err(|_| FilterError::BadPid(p.into()));
         }
         if let Some(c) = s.strip_prefix("comm:") {
-            return if c.is_empty() { Err(FilterError::Empty) } else { Ok(Self::Comm(c.into())) };
+            return if c.is_empty() {
+                Err(FilterError::Empty)
+            } else {
+                Ok(Self::Comm(c.into()))
+            };
         }
         if s.bytes().all(|b| b.is_ascii_digit()) {
-            return s.parse().map(Self::Pid).map_err(|_| FilterError::BadPid(s.into()));
+            return s
+                .parse()
+                .map(Self::Pid)
+                .map_err(|_| FilterError::BadPid(s.into()));
         }
         Ok(Self::Comm(s.into()))
     }
@@ -86,10 +97,11 @@ impl FilterState {
         match &self.filter {
             None => true,
             Some(Filter::Pid(p)) => *p == pid,
-            Some(Filter::Comm(c)) => *self
-                .cache
-                .entry(pid)
-                .or_insert_with(|| tasks.get(pid).is_some_and(|n| n.as_str().contains(c.as_str()))),
+            Some(Filter::Comm(c)) => *self.cache.entry(pid).or_insert_with(|| {
+                tasks
+                    .get(pid)
+                    .is_some_and(|n| n.as_str().contains(c.as_str()))
+            }),
         }
     }
 }
@@ -108,11 +120,17 @@ mod tests {
         assert_eq!("".parse::<Filter>(), Err(FilterError::Empty));
         assert!("pid:x".parse::<Filter>().is_err());
         let mut t = TaskTable::default();
-        t.learn(TaskName { pid: 5, comm: Comm::new("nginx: worker") });
+        t.learn(TaskName {
+            pid: 5,
+            comm: Comm::new("nginx: worker"),
+        });
         let mut s = FilterState::default();
         s.set(Some(Filter::Comm("worker".into())));
         assert!(s.matches(5, &t) && !s.matches(6, &t));
-        t.learn(TaskName { pid: 6, comm: Comm::new("worker2") });
+        t.learn(TaskName {
+            pid: 6,
+            comm: Comm::new("worker2"),
+        });
         s.renamed(6);
         assert!(s.matches(6, &t));
     }

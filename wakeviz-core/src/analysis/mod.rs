@@ -20,8 +20,8 @@ use std::{
 pub use filter::{Filter, FilterError};
 use hdrhistogram::Histogram;
 pub use snapshot::{
-    ByLevel, Drops, EventCounts, LatencySection, PlacementSection, ScanSection, ShadowSection, Snapshot, TopologySection,
-    WindowSection,
+    ByLevel, Drops, EventCounts, LatencySection, PlacementSection, ScanSection, ShadowSection,
+    Snapshot, TopologySection, WindowSection,
 };
 
 use self::{
@@ -59,7 +59,8 @@ impl Hasher for PidHasher {
     }
 }
 
-pub(crate) type PidBuild = BuildHasherDefault<PidHasher>;
+/// `HashMap<u32, V, PidBuild>`: the hasher for pid-keyed maps on the per-event path.
+pub type PidBuild = BuildHasherDefault<PidHasher>;
 
 /// Shadow-policy evaluation plugged into the fold (implemented by `shadow::ShadowEval`); kept
 /// as a trait so this module does not depend on how the shadow policies are built.
@@ -68,6 +69,24 @@ pub trait ShadowSink {
     fn on_placement(&mut self, p: &Placement);
     fn report_json(&self) -> serde_json::Value;
     fn report_text(&self) -> String;
+}
+
+impl ShadowSink for crate::shadow::ShadowEval {
+    fn on_event(&mut self, e: &Event) {
+        Self::on_event(self, e);
+    }
+
+    fn on_placement(&mut self, p: &Placement) {
+        Self::on_placement(self, p);
+    }
+
+    fn report_json(&self) -> serde_json::Value {
+        Self::report_json(self)
+    }
+
+    fn report_text(&self) -> String {
+        Self::report_text(self)
+    }
 }
 
 /// Wakeups whose switch-in never came (dropped events) are forgotten after this long.
@@ -106,13 +125,14 @@ pub struct Analysis {
     pub(crate) win1: Rolling,
     pub(crate) win10: Rolling,
     pub(crate) schedstat: Option<SchedstatComparison>,
-    pub(crate) shadow: Option<Box<dyn ShadowSink + Send>>,
+    pub(crate) shadow: Option<Box<dyn ShadowSink>>,
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: u64,
     seen: u64,
 }
 
 impl Analysis {
+    /// Shadow-policy evaluation (`shadow::ShadowEval`) is on; see [`Analysis::set_shadow`].
     pub fn new(header: &Header) -> Self {
         let t = &header.topology;
         Self {
@@ -135,9 +155,10 @@ impl Analysis {
                 new_task: latency::coarse(),
             },
             win1: Rolling::new(100_000_000, 10),
-            win10: Rolling::new(1_000_000_000, 10),
+            // Fed by win1's expiring slots: together they cover the last 10 s.
+            win10: Rolling::new(1_000_000_000, 9),
             schedstat: None,
-            shadow: None,
+            shadow: Some(Box::new(crate::shadow::ShadowEval::new(header))),
             first_ts: None,
             last_ts: 0,
             seen: 0,
@@ -175,7 +196,9 @@ impl Analysis {
         self.win10.reset();
     }
 
-    pub fn set_shadow(&mut self, s: Option<Box<dyn ShadowSink + Send>>) {
+    /// Replaces the shadow-policy evaluation, which [`Analysis::new`] turns on; `None` turns it
+    /// off (the fold is several times faster without it, and the JSON `shadow` is then null).
+    pub fn set_shadow(&mut self, s: Option<Box<dyn ShadowSink>>) {
         self.shadow = s;
     }
 
@@ -186,7 +209,11 @@ impl Analysis {
 
     /// Runs the `/proc/schedstat` cross-check on two snapshots taken at the start and the end
     /// of a live run and keeps the result for the reports.
-    pub fn compare_schedstat(&mut self, start: &str, end: &str) -> Result<&SchedstatComparison, SchedstatError> {
+    pub fn compare_schedstat(
+        &mut self,
+        start: &str,
+        end: &str,
+    ) -> Result<&SchedstatComparison, SchedstatError> {
         let c = schedstat::compare(start, end, &self.header.topology, &self.ours)?;
         Ok(self.schedstat.insert(c))
     }
@@ -210,28 +237,34 @@ impl Analysis {
         self.events[e.kind().index()] += 1;
         self.first_ts.get_or_insert(ts);
         self.last_ts = self.last_ts.max(ts);
-        self.win1.advance(ts);
-        self.win10.advance(ts);
+        self.win1.advance(ts, Some(&mut self.win10));
         self.seen += 1;
-        if self.seen % (1 << 16) == 0 {
+        if self.seen.is_multiple_of(1 << 16) {
             let now = self.last_ts;
-            self.wake.pending.retain(|_, (t, _)| now.saturating_sub(*t) < STALE_NS);
+            self.wake
+                .pending
+                .retain(|_, (t, _)| now.saturating_sub(*t) < STALE_NS);
         }
         if let Some(s) = self.shadow.as_mut() {
             s.on_event(e);
         }
         match e {
-            Event::Select(s) if s.wake_flags & (wf::FORK | wf::EXEC) == 0 => {
-                if self.filter.matches(s.pid, &self.tasks) {
-                    // select_idle_cpu time when probed, else the whole select_task_rq_fair.
-                    let v = s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from);
-                    self.scan.overall.saturating_record(v);
-                    if let Some(h) = self.levels.llc(s.chosen_cpu).and_then(|l| self.scan.per_llc.get_mut(l as usize)) {
-                        h.saturating_record(v);
-                    }
-                    self.win1.head().scan.saturating_record(v);
-                    self.win10.head().scan.saturating_record(v);
+            // Fork/exec placements take the slow path (find_idlest_cpu), not the idle scan.
+            Event::Select(s)
+                if s.wake_flags & (wf::FORK | wf::EXEC) == 0
+                    && self.filter.matches(s.pid, &self.tasks) =>
+            {
+                // select_idle_cpu time when probed, else the whole select_task_rq_fair.
+                let v = s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from);
+                self.scan.overall.saturating_record(v);
+                if let Some(h) = self
+                    .levels
+                    .llc(s.chosen_cpu)
+                    .and_then(|l| self.scan.per_llc.get_mut(l as usize))
+                {
+                    h.saturating_record(v);
                 }
+                self.win1.head().scan.saturating_record(v);
             }
             Event::Switch(sw) => {
                 // A task switching out was running: a wakeup recorded for it meanwhile (the
@@ -251,7 +284,6 @@ impl Analysis {
                             h.saturating_record(v);
                         }
                         self.win1.head().wakeup_latency.saturating_record(v);
-                        self.win10.head().wakeup_latency.saturating_record(v);
                     }
                 }
             }
@@ -279,12 +311,12 @@ impl Analysis {
         if !self.filter.matches(p.pid, &self.tasks) {
             return;
         }
-        self.placement.add(&self.levels, &c, p.waker_cpu, p.chosen_cpu, p.new_task);
+        self.placement
+            .add(&self.levels, &c, p.waker_cpu, p.chosen_cpu, p.new_task);
         let lvl = if p.new_task {
             NEW_TASK
         } else {
             self.win1.head().placement.add(&c);
-            self.win10.head().placement.add(&c);
             c.vs_waker.map_or(NO_LEVEL, |l| l.index() as u8)
         };
         self.wake.pending.insert(p.pid, (p.wakeup_ts_ns, lvl));

@@ -158,7 +158,10 @@ impl PlacementStats {
             return;
         }
         self.wakeups.add(c);
-        if let Some(n) = m.node(waker).and_then(|n| self.per_node.get_mut(n as usize)) {
+        if let Some(n) = m
+            .node(waker)
+            .and_then(|n| self.per_node.get_mut(n as usize))
+        {
             n.add(c);
         }
         if let Some(l) = m.llc(chosen).and_then(|l| self.per_llc.get_mut(l as usize)) {

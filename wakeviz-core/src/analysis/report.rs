@@ -13,8 +13,17 @@ use super::{
 use crate::{event::Kind, format::ProbeState, topology::Level};
 
 /// The top-level keys of [`json`], in order.
-pub const JSON_KEYS: [&str; 9] =
-    ["events", "drops", "probes", "topology", "placement", "scan_latency", "wakeup_latency", "schedstat", "shadow"];
+pub const JSON_KEYS: [&str; 9] = [
+    "events",
+    "drops",
+    "probes",
+    "topology",
+    "placement",
+    "scan_latency",
+    "wakeup_latency",
+    "schedstat",
+    "shadow",
+];
 
 /// Width of log2 histogram bars, as bpftrace's.
 pub const BAR_WIDTH: usize = 52;
@@ -35,20 +44,28 @@ pub fn json(s: &Snapshot) -> Value {
 }
 
 fn pct(n: u64, d: u64) -> String {
-    if d == 0 { "-".into() } else { format!("{:.1}%", n as f64 * 100.0 / d as f64) }
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", n as f64 * 100.0 / d as f64)
+    }
 }
 
 fn quantile_line(out: &mut String, label: &str, l: &LatencySummary) {
     let q = &l.quantiles;
     let _ = writeln!(
         out,
-        "  {label:<16} n={:<9} p50={:<9} p90={:<9} p99={:<9} p99.9={:<9} max={}",
+        "  {label:<22} n={:<9} p50={:<9} p90={:<9} p99={:<9} p99.9={:<9} max={}",
         q.count, q.p50, q.p90, q.p99, q.p999, q.max
     );
 }
 
 fn level_table(out: &mut String, c: &PlacementCounts) {
-    let _ = writeln!(out, "  {:<14} {:>12} {:>8} {:>12} {:>8}", "level", "vs waker", "", "vs prev", "");
+    let _ = writeln!(
+        out,
+        "  {:<14} {:>12} {:>8} {:>12} {:>8}",
+        "level", "vs waker", "", "vs prev", ""
+    );
     for l in Level::ALL {
         let _ = writeln!(
             out,
@@ -70,12 +87,21 @@ fn level_table(out: &mut String, c: &PlacementCounts) {
         c.unclassified
     );
     if c.migrations > 0 {
-        let _ = writeln!(out, "  migrations by level: {}", levels_inline(&c.migrations_by_level));
+        let _ = writeln!(
+            out,
+            "  migrations by level: {}",
+            levels_inline(&c.migrations_by_level)
+        );
     }
 }
 
 fn levels_inline(c: &LevelCounts) -> String {
-    Level::ALL.iter().filter(|l| **l != Level::SameCpu).map(|l| format!("{} {}", l.name(), c.get(*l))).collect::<Vec<_>>().join(", ")
+    Level::ALL
+        .iter()
+        .filter(|l| **l != Level::SameCpu)
+        .map(|l| format!("{} {}", l.name(), c.get(*l)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn schedstat_text(out: &mut String, c: &SchedstatComparison) {
@@ -84,17 +110,35 @@ fn schedstat_text(out: &mut String, c: &SchedstatComparison) {
         "schedstat v{} over {} jiffies: {} row(s) disagree by more than {}%",
         c.version, c.interval_jiffies, c.flagged, c.threshold_pct
     );
-    let _ = writeln!(out, "  {:<22} {:<18} {:>12} {:>12} {:>8}", "domain", "counter", "kernel", "wakeviz", "diff");
+    let _ = writeln!(
+        out,
+        "  {:<22} {:<18} {:>12} {:>12} {:>8}",
+        "domain", "counter", "kernel", "wakeviz", "diff"
+    );
     for r in &c.rows {
         let levels: Vec<&str> = r.levels.iter().map(|l| l.name()).collect();
-        let name = if levels.is_empty() { r.domain.clone() } else { format!("{} ({})", r.domain, levels.join("+")) };
+        let name = if levels.is_empty() {
+            r.domain.clone()
+        } else {
+            format!("{} ({})", r.domain, levels.join("+"))
+        };
         let diff = match (r.comparable, r.diff_pct) {
             (false, _) => "n/a".to_string(),
             (true, Some(p)) => format!("{p:+.1}%"),
             (true, None) => "-".into(),
         };
-        let mark = if r.flagged { "  <-- disagree" } else if r.approximate { "  (approx.)" } else { "" };
-        let _ = writeln!(out, "  {name:<22} {:<18} {:>12} {:>12} {diff:>8}{mark}", r.counter, r.kernel, r.wakeviz);
+        let mark = if r.flagged {
+            "  <-- disagree"
+        } else if r.approximate {
+            "  (approx.)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  {name:<22} {:<18} {:>12} {:>12} {diff:>8}{mark}",
+            r.counter, r.kernel, r.wakeviz
+        );
     }
     for n in &c.notes {
         let _ = writeln!(out, "  note: {n}");
@@ -106,8 +150,18 @@ pub fn text(s: &Snapshot) -> String {
     let t = &s.topology;
     let _ = writeln!(o, "== topology\n{}", t.summary);
     for (i, n) in t.nodes.iter().enumerate() {
-        let d: Vec<String> = t.distances.get(i).map(|r| r.iter().map(u32::to_string).collect()).unwrap_or_default();
-        let _ = writeln!(o, "  node{:<3} cpus {:<24} distances {}", n.id, n.cpus.to_list(), d.join(" "));
+        let d: Vec<String> = t
+            .distances
+            .get(i)
+            .map(|r| r.iter().map(u32::to_string).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  node{:<3} cpus {:<24} distances {}",
+            n.id,
+            n.cpus.to_list(),
+            d.join(" ")
+        );
     }
     if !t.memory_only_nodes.is_empty() {
         let _ = writeln!(o, "  memory-only nodes: {:?}", t.memory_only_nodes);
@@ -118,22 +172,28 @@ pub fn text(s: &Snapshot) -> String {
 
     let _ = writeln!(o, "\n== events");
     for k in Kind::ALL {
-        let _ = writeln!(o, "  {:<20} {:>12}", k.name(), s.events.0[k.index()]);
+        let _ = writeln!(o, "  {:<22} {:>12}", k.name(), s.events.0[k.index()]);
     }
-    let _ = writeln!(o, "  {:<20} {:>12}", "total", s.events.total());
+    let _ = writeln!(o, "  {:<22} {:>12}", "total", s.events.total());
     let d = &s.drops;
-    let _ = writeln!(
-        o,
-        "  drops: kernel {}, userspace {} ({} of {} offered); wakeups without sched_waking {}",
-        d.kernel_drops,
-        d.user_drops,
-        pct(d.total, d.offered.total()),
-        d.offered.total(),
-        d.unmatched_wakeups
-    );
+    if d.offered.total() == 0 && d.total == 0 {
+        let _ = writeln!(o, "  drops: no capture counters in this stream");
+    } else {
+        let _ = writeln!(
+            o,
+            "  drops: kernel {}, userspace {} ({} of {} offered)",
+            d.kernel_drops,
+            d.user_drops,
+            pct(d.total, d.offered.total()),
+            d.offered.total(),
+        );
+    }
+    let _ = writeln!(o, "  wakeups without sched_waking: {}", d.unmatched_wakeups);
     let _ = writeln!(o, "\n== probes");
     for p in &s.probes {
-        let mode = p.mode.map_or_else(|| "-".to_string(), |m| format!("{m:?}").to_lowercase());
+        let mode = p
+            .mode
+            .map_or_else(|| "-".to_string(), |m| format!("{m:?}").to_lowercase());
         let state = match &p.state {
             ProbeState::Attached => "attached".to_string(),
             ProbeState::Failed(r) => format!("failed: {r}"),
@@ -152,35 +212,71 @@ pub fn text(s: &Snapshot) -> String {
     level_table(&mut o, &p.wakeups);
     let _ = writeln!(o, "  affine = {}", p.affine_definition);
     let _ = writeln!(o, "\n  wakeup info (as the schedstat comparisons on LKML):");
-    let _ = writeln!(o, "  {:<44}: {:>12}", "Wakeups on the waker cpu", p.wakeups.vs_waker.get(Level::SameCpu));
+    let _ = writeln!(
+        o,
+        "  {:<52}: {:>12}",
+        "Wakeups on the waker cpu",
+        p.wakeups.vs_waker.get(Level::SameCpu)
+    );
     for r in &p.domain_table {
-        let _ = writeln!(o, "  {:<44}: {:>12}", format!("Wakeups on same         {} cpus", r.name), r.wakeups);
+        let _ = writeln!(
+            o,
+            "  {:<52}: {:>12}",
+            format!("Wakeups on same         {} cpus", r.name),
+            r.wakeups
+        );
     }
     for r in &p.domain_table {
-        let _ = writeln!(o, "  {:<44}: {:>12}", format!("Affine wakeups on same  {} cpus", r.name), r.affine);
+        let v = if r.affine_observable {
+            r.affine.to_string()
+        } else {
+            "n/a".into()
+        };
+        let _ = writeln!(
+            o,
+            "  {:<52}: {:>12}",
+            format!("Affine wakeups on same  {} cpus", r.name),
+            v
+        );
     }
-    let _ = writeln!(o, "\n  new tasks (fork placement, sched_wakeup_new): {}", p.new_tasks.count);
+    if p.domain_table.iter().any(|r| !r.affine_observable) {
+        let _ = writeln!(
+            o,
+            "  (n/a: an affine pick inside one LLC is not observable from the outcome)"
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n  new tasks (fork placement, sched_wakeup_new): {}",
+        p.new_tasks.count
+    );
     if p.new_tasks.count > 0 {
         level_table(&mut o, &p.new_tasks);
     }
     let _ = writeln!(o, "\n  per waker node:");
     for g in &p.per_node {
-        let _ = writeln!(o, "    node{:<3} {:>10} wakeups  vs waker: {}", g.id, g.counts.count, levels_short(&g.counts.vs_waker));
+        let _ = writeln!(
+            o,
+            "    node{:<3} {:>10} wakeups  vs waker: {}",
+            g.id,
+            g.counts.count,
+            levels_short(&g.counts.vs_waker)
+        );
     }
     let _ = writeln!(o, "  per chosen LLC:");
-    for g in &p.per_llc {
+    for (i, g) in p.per_llc.iter().enumerate() {
         let _ = writeln!(
             o,
             "    llc{:<4} {:<22} {:>10} wakeups, {:>8} affine, {:>8} migrated",
-            g.id, g.cpus, g.counts.count, g.counts.affine, g.counts.migrations
+            i, g.cpus, g.counts.count, g.counts.affine, g.counts.migrations
         );
     }
     for (name, w) in [("1s", &p.windows.w1s), ("10s", &p.windows.w10s)] {
         let _ = writeln!(
             o,
-            "  last {name:<3} (stream time {}..{}): {} wakeups, vs waker: {}",
-            w.from_ns,
-            w.to_ns,
+            "  last {name:<3} (stream time {:.3}..{:.3} s): {} wakeups, vs waker: {}",
+            w.from_ns as f64 / 1e9,
+            w.to_ns as f64 / 1e9,
             w.placement.count,
             levels_short(&w.placement.vs_waker)
         );
@@ -195,15 +291,21 @@ pub fn text(s: &Snapshot) -> String {
         None => latency_block(&mut o, &sc.overall, "@nsecs"),
     }
     if sc.available {
-        for l in sc.per_llc.iter().filter(|l| l.latency.quantiles.count > 0) {
-            quantile_line(&mut o, &format!("llc{} ", l.id), &l.latency);
+        for (i, l) in sc.per_llc.iter().enumerate() {
+            if l.latency.quantiles.count > 0 {
+                quantile_line(&mut o, &format!("llc{i} {}", l.cpus), &l.latency);
+            }
         }
         quantile_line(&mut o, "last 1s", &sc.windows.w1s);
         quantile_line(&mut o, "last 10s", &sc.windows.w10s);
     }
 
     let wl = &s.wakeup_latency;
-    let _ = writeln!(o, "\n== wakeup-to-run latency (ns), by level of {}", wl.relation);
+    let _ = writeln!(
+        o,
+        "\n== wakeup-to-run latency (ns), by level of {}",
+        wl.relation
+    );
     latency_block(&mut o, &wl.overall, "@usecs");
     for (l, q) in &wl.by_level.0 {
         quantile_line(&mut o, l.name(), q);
@@ -216,7 +318,10 @@ pub fn text(s: &Snapshot) -> String {
     match &s.schedstat {
         Some(c) => schedstat_text(&mut o, c),
         None => {
-            let _ = writeln!(o, "  not compared (needs a live run with CONFIG_SCHEDSTATS and kernel.sched_schedstats=1)");
+            let _ = writeln!(
+                o,
+                "  not compared (needs a live run with CONFIG_SCHEDSTATS and kernel.sched_schedstats=1)"
+            );
         }
     }
     let _ = writeln!(o, "\n== shadow policies");
@@ -231,7 +336,11 @@ pub fn text(s: &Snapshot) -> String {
 
 fn levels_short(c: &LevelCounts) -> String {
     let total = c.total();
-    Level::ALL.iter().map(|l| format!("{} {}", l.name(), pct(c.get(*l), total))).collect::<Vec<_>>().join(", ")
+    Level::ALL
+        .iter()
+        .map(|l| format!("{} {}", l.name(), pct(c.get(*l), total)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn latency_block(o: &mut String, l: &LatencySummary, unit_label: &str) {

@@ -79,7 +79,12 @@ pub fn parse_cpumask(s: &str) -> Option<CpuSet> {
 
 fn nums(line: usize, toks: &[&str]) -> Result<Vec<u64>, SchedstatError> {
     toks.iter()
-        .map(|t| t.parse().map_err(|_| SchedstatError::Parse { line, msg: format!("expected a number, got {t:?}") }))
+        .map(|t| {
+            t.parse().map_err(|_| SchedstatError::Parse {
+                line,
+                msg: format!("expected a number, got {t:?}"),
+            })
+        })
         .collect()
 }
 
@@ -94,15 +99,24 @@ pub fn parse(text: &str) -> Result<Schedstat, SchedstatError> {
         let Some(&head) = toks.first() else { continue };
         let perr = |msg: String| SchedstatError::Parse { line, msg };
         if head == "version" {
-            let v: u32 = toks.get(1).and_then(|v| v.parse().ok()).ok_or_else(|| perr("bad version line".into()))?;
+            let v: u32 = toks
+                .get(1)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| perr("bad version line".into()))?;
             if !(15..=17).contains(&v) {
                 return Err(SchedstatError::UnsupportedVersion(v));
             }
             version = Some(v);
         } else if head == "timestamp" {
-            timestamp = toks.get(1).and_then(|v| v.parse().ok()).ok_or_else(|| perr("bad timestamp line".into()))?;
+            timestamp = toks
+                .get(1)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| perr("bad timestamp line".into()))?;
         } else if let Some(n) = head.strip_prefix("cpu") {
-            let cpu = n.parse().map_err(|_| perr(format!("bad cpu label {head:?}")))?;
+            version.ok_or(SchedstatError::NoVersion)?;
+            let cpu = n
+                .parse()
+                .map_err(|_| perr(format!("bad cpu label {head:?}")))?;
             let f = nums(line, &toks[1..])?;
             if f.len() < 9 {
                 return Err(perr(format!("cpu line has {} fields, expected 9", f.len())));
@@ -121,9 +135,14 @@ pub fn parse(text: &str) -> Result<Schedstat, SchedstatError> {
             });
         } else if let Some(n) = head.strip_prefix("domain") {
             let v = version.ok_or(SchedstatError::NoVersion)?;
-            let index = n.parse().map_err(|_| perr(format!("bad domain label {head:?}")))?;
+            let index = n
+                .parse()
+                .map_err(|_| perr(format!("bad domain label {head:?}")))?;
             let (name, rest) = if v >= 17 {
-                (toks.get(1).map(|s| (*s).to_string()), toks.get(2..).unwrap_or(&[]))
+                (
+                    toks.get(1).map(|s| (*s).to_string()),
+                    toks.get(2..).unwrap_or(&[]),
+                )
             } else {
                 (None, toks.get(1..).unwrap_or(&[]))
             };
@@ -134,9 +153,14 @@ pub fn parse(text: &str) -> Result<Schedstat, SchedstatError> {
             let f = nums(line, counters)?;
             let expect = if v >= 17 { 45 } else { 36 };
             if f.len() != expect {
-                return Err(perr(format!("domain line has {} counters, version {v} has {expect}", f.len())));
+                return Err(perr(format!(
+                    "domain line has {} counters, version {v} has {expect}",
+                    f.len()
+                )));
             }
-            let cpu = cpus.last_mut().ok_or_else(|| perr("domain line before any cpu line".into()))?;
+            let cpu = cpus
+                .last_mut()
+                .ok_or_else(|| perr("domain line before any cpu line".into()))?;
             // The three try_to_wake_up() counters are the last three in every version.
             cpu.domains.push(DomainStat {
                 index,
@@ -150,13 +174,19 @@ pub fn parse(text: &str) -> Result<Schedstat, SchedstatError> {
         }
     }
     let version = version.ok_or(SchedstatError::NoVersion)?;
-    Ok(Schedstat { version, timestamp, cpus })
+    Ok(Schedstat {
+        version,
+        timestamp,
+        cpus,
+    })
 }
 
 /// `end - start` of every counter (spans and names from `end`).
 pub fn diff(start: &Schedstat, end: &Schedstat) -> Result<Schedstat, SchedstatError> {
     if start.version != end.version || start.cpus.len() != end.cpus.len() {
-        return Err(SchedstatError::ShapeChanged("versions or CPU counts differ".into()));
+        return Err(SchedstatError::ShapeChanged(
+            "versions or CPU counts differ".into(),
+        ));
     }
     let d = |a: u64, b: u64| b.saturating_sub(a);
     let mut cpus = Vec::with_capacity(end.cpus.len());
@@ -175,7 +205,12 @@ pub fn diff(start: &Schedstat, end: &Schedstat) -> Result<Schedstat, SchedstatEr
                 ttwu_wake_remote: d(x.ttwu_wake_remote, y.ttwu_wake_remote),
                 ttwu_move_affine: d(x.ttwu_move_affine, y.ttwu_move_affine),
                 ttwu_move_balance: d(x.ttwu_move_balance, y.ttwu_move_balance),
-                other: x.other.iter().zip(&y.other).map(|(p, q)| d(*p, *q)).collect(),
+                other: x
+                    .other
+                    .iter()
+                    .zip(&y.other)
+                    .map(|(p, q)| d(*p, *q))
+                    .collect(),
             })
             .collect();
         cpus.push(CpuStat {
@@ -191,7 +226,11 @@ pub fn diff(start: &Schedstat, end: &Schedstat) -> Result<Schedstat, SchedstatEr
             domains,
         });
     }
-    Ok(Schedstat { version: end.version, timestamp: d(start.timestamp, end.timestamp), cpus })
+    Ok(Schedstat {
+        version: end.version,
+        timestamp: d(start.timestamp, end.timestamp),
+        cpus,
+    })
 }
 
 /// Disagreements above this many percent of the kernel's count are flagged.
@@ -238,19 +277,45 @@ fn derived_name(t: &Topology, lowest: Level) -> &'static str {
     }
 }
 
-fn row(domain: String, levels: Vec<Level>, counter: &'static str, comparable: bool) -> ComparisonRow {
-    ComparisonRow { domain, levels, counter, kernel: 0, wakeviz: 0, diff_pct: None, flagged: false, comparable, approximate: false }
+fn row(
+    domain: String,
+    levels: Vec<Level>,
+    counter: &'static str,
+    comparable: bool,
+) -> ComparisonRow {
+    ComparisonRow {
+        domain,
+        levels,
+        counter,
+        kernel: 0,
+        wakeviz: 0,
+        diff_pct: None,
+        flagged: false,
+        comparable,
+        approximate: false,
+    }
 }
 
 /// Compares the kernel's wakeup counters between two `/proc/schedstat` snapshots with
 /// wakeviz's counts over the same interval.
-pub fn compare(start: &str, end: &str, topo: &Topology, ours: &OurWakeCounts) -> Result<SchedstatComparison, SchedstatError> {
+pub fn compare(
+    start: &str,
+    end: &str,
+    topo: &Topology,
+    ours: &OurWakeCounts,
+) -> Result<SchedstatComparison, SchedstatError> {
     let d = diff(&parse(start)?, &parse(end)?)?;
     let lm = crate::topology::LevelMap::new(topo);
-    let mut rows = vec![row("cpu".into(), vec![], "ttwu_count", true), row("cpu".into(), vec![Level::SameCpu], "ttwu_local", true)];
+    let mut rows = vec![
+        row("cpu".into(), vec![], "ttwu_count", true),
+        row("cpu".into(), vec![Level::SameCpu], "ttwu_local", true),
+    ];
     let mut domain_rows: Vec<ComparisonRow> = Vec::new();
     for c in &d.cpus {
-        let (Some(mine), Some(aff)) = (ours.by_waker.get(c.cpu as usize), ours.affine_by_waker.get(c.cpu as usize)) else {
+        let (Some(mine), Some(aff)) = (
+            ours.by_waker.get(c.cpu as usize),
+            ours.affine_by_waker.get(c.cpu as usize),
+        ) else {
             continue;
         };
         rows[0].kernel += c.ttwu_count;
@@ -260,25 +325,52 @@ pub fn compare(start: &str, end: &str, topo: &Topology, ours: &OurWakeCounts) ->
         let mut seen: CpuSet = std::iter::once(c.cpu).collect();
         let mut assigned = [false; 6];
         for dom in &c.domains {
-            let mut levels: Vec<Level> = dom.span.iter().filter(|x| !seen.contains(*x)).filter_map(|x| lm.level(c.cpu, x)).collect();
+            let mut levels: Vec<Level> = dom
+                .span
+                .iter()
+                .filter(|x| !seen.contains(*x))
+                .filter_map(|x| lm.level(c.cpu, x))
+                .collect();
             levels.sort();
             levels.dedup();
             for x in dom.span.iter() {
                 seen.insert(x);
             }
-            let Some(&lowest) = levels.first() else { continue };
+            let Some(&lowest) = levels.first() else {
+                continue;
+            };
             let approximate = levels.iter().any(|l| assigned[l.index()]);
-            let fresh: Vec<Level> = levels.iter().copied().filter(|l| !assigned[l.index()]).collect();
+            let fresh: Vec<Level> = levels
+                .iter()
+                .copied()
+                .filter(|l| !assigned[l.index()])
+                .collect();
             for l in &fresh {
                 assigned[l.index()] = true;
             }
-            let name = dom.name.clone().unwrap_or_else(|| derived_name(topo, lowest).into());
+            let name = dom
+                .name
+                .clone()
+                .unwrap_or_else(|| derived_name(topo, lowest).into());
             let comparable_affine = levels.iter().any(|&l| l > Level::SameLlc);
             for (counter, kernel, wv, comparable) in [
-                ("ttwu_wake_remote", dom.ttwu_wake_remote, fresh.iter().map(|&l| mine.get(l)).sum::<u64>(), true),
-                ("ttwu_move_affine", dom.ttwu_move_affine, fresh.iter().map(|&l| aff.get(l)).sum::<u64>(), comparable_affine),
+                (
+                    "ttwu_wake_remote",
+                    dom.ttwu_wake_remote,
+                    fresh.iter().map(|&l| mine.get(l)).sum::<u64>(),
+                    true,
+                ),
+                (
+                    "ttwu_move_affine",
+                    dom.ttwu_move_affine,
+                    fresh.iter().map(|&l| aff.get(l)).sum::<u64>(),
+                    comparable_affine,
+                ),
             ] {
-                let r = match domain_rows.iter_mut().position(|r| r.domain == name && r.levels == levels && r.counter == counter) {
+                let r = match domain_rows
+                    .iter_mut()
+                    .position(|r| r.domain == name && r.levels == levels && r.counter == counter)
+                {
                     Some(i) => &mut domain_rows[i],
                     None => {
                         domain_rows.push(row(name.clone(), levels.clone(), counter, comparable));
@@ -295,7 +387,9 @@ pub fn compare(start: &str, end: &str, topo: &Topology, ours: &OurWakeCounts) ->
     rows.extend(domain_rows);
     let mut flagged = 0;
     for r in &mut rows {
-        r.diff_pct = (r.kernel > 0).then(|| ((r.wakeviz as f64 - r.kernel as f64) / r.kernel as f64 * 1000.0).round() / 10.0);
+        r.diff_pct = (r.kernel > 0).then(|| {
+            ((r.wakeviz as f64 - r.kernel as f64) / r.kernel as f64 * 1000.0).round() / 10.0
+        });
         r.flagged = r.comparable
             && match r.diff_pct {
                 Some(p) => p.abs() > THRESHOLD_PCT,

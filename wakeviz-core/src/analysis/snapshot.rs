@@ -51,6 +51,8 @@ pub struct Drops {
     pub offered: EventCounts,
     pub delivered: u64,
     pub select_unpaired: u64,
+    /// Ring-buffer records userspace could not decode.
+    pub decode_errors: u64,
     /// `sched_wakeup`s without their `sched_waking` (dropped, or before the capture started).
     pub unmatched_wakeups: u64,
 }
@@ -89,6 +91,8 @@ pub struct DomainTableRow {
     pub wakeups: u64,
     /// Affine wakeups whose waker -> previous relation is one of `levels`.
     pub affine: u64,
+    /// False for rows inside one LLC, where an affine pick cannot be seen (always 0 there).
+    pub affine_observable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -204,15 +208,30 @@ pub struct Snapshot {
 pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu shares an LLC with waker_cpu but not with prev_cpu \
      (the outcome of wake_affine() picking the waker's side; affine picks inside one LLC are not observable)";
 
-fn window(w: &Rolling, unit_scan: u64, unit_wake: u64) -> WindowSection {
-    let (m, from_ns, to_ns) = w.merged();
+/// One window: `fine` alone (1 s), or `coarse` plus `fine` (10 s: `coarse` holds what expired
+/// from `fine`).
+fn window(
+    fine: &Rolling,
+    coarse: Option<&Rolling>,
+    first_ns: Option<u64>,
+    to_ns: u64,
+) -> WindowSection {
+    let (mut m, fine_from) = fine.merged();
+    let (span_ns, from) = match coarse {
+        Some(c) => {
+            c.merge_into(&mut m);
+            (c.span_ns() + fine.span_ns(), c.oldest_start().or(fine_from))
+        }
+        None => (fine.span_ns(), fine_from),
+    };
     WindowSection {
-        span_ns: w.span_ns(),
-        from_ns,
+        span_ns,
+        // Never before the stream began (the oldest slots of a young window are empty).
+        from_ns: from.unwrap_or(0).max(first_ns.unwrap_or(0)),
         to_ns,
         placement: m.placement,
-        scan: LatencySummary::of(&m.scan, unit_scan),
-        wakeup_latency: LatencySummary::of(&m.wakeup_latency, unit_wake),
+        scan: LatencySummary::of(&m.scan, SCAN_UNIT_NS),
+        wakeup_latency: LatencySummary::of(&m.wakeup_latency, WAKE_UNIT_NS),
     }
 }
 
@@ -225,14 +244,18 @@ impl Analysis {
     pub fn snapshot(&self) -> Snapshot {
         let t = &self.header.topology;
         let s = &self.stats;
-        let w1 = window(&self.win1, SCAN_UNIT_NS, WAKE_UNIT_NS);
-        let w10 = window(&self.win10, SCAN_UNIT_NS, WAKE_UNIT_NS);
+        let w1 = window(&self.win1, None, self.first_ts, self.last_ts);
+        let w10 = window(&self.win1, Some(&self.win10), self.first_ts, self.last_ts);
         let p = &self.placement;
         let group_counts = |groups: &[Group], counts: &[PlacementCounts]| -> Vec<GroupCounts> {
             groups
                 .iter()
                 .zip(counts)
-                .map(|(g, c)| GroupCounts { id: g.id, cpus: g.cpus.to_list(), counts: *c })
+                .map(|(g, c)| GroupCounts {
+                    id: g.id,
+                    cpus: g.cpus.to_list(),
+                    counts: *c,
+                })
                 .collect()
         };
         let domain_table = t
@@ -241,6 +264,7 @@ impl Analysis {
             .map(|r| DomainTableRow {
                 wakeups: sum_levels(&p.wakeups.vs_waker, &r.levels),
                 affine: sum_levels(&p.wakeups.affine_by_waker_prev, &r.levels),
+                affine_observable: r.levels.iter().any(|&l| l > Level::SameLlc),
                 name: r.name,
                 levels: r.levels,
             })
@@ -255,6 +279,7 @@ impl Analysis {
                 offered: EventCounts(s.offered),
                 delivered: s.delivered,
                 select_unpaired: s.select_unpaired,
+                decode_errors: s.decode_errors,
                 unmatched_wakeups: self.joiner.unmatched_wakeups,
             },
             probes: self.header.probes.clone(),
@@ -282,7 +307,10 @@ impl Analysis {
                 per_node: group_counts(&t.nodes, &p.per_node),
                 per_llc: group_counts(&t.llcs, &p.per_llc),
                 domain_table,
-                windows: Windows { w1s: w1.clone(), w10s: w10.clone() },
+                windows: Windows {
+                    w1s: w1.clone(),
+                    w10s: w10.clone(),
+                },
             },
             scan_latency: ScanSection {
                 source: self.header.scan_source.label(),
@@ -297,9 +325,16 @@ impl Analysis {
                     .llcs
                     .iter()
                     .zip(&self.scan.per_llc)
-                    .map(|(g, h)| LlcLatency { id: g.id, cpus: g.cpus.to_list(), latency: LatencySummary::of(h, SCAN_UNIT_NS) })
+                    .map(|(g, h)| LlcLatency {
+                        id: g.id,
+                        cpus: g.cpus.to_list(),
+                        latency: LatencySummary::of(h, SCAN_UNIT_NS),
+                    })
                     .collect(),
-                windows: Windows { w1s: w1.scan.clone(), w10s: w10.scan.clone() },
+                windows: Windows {
+                    w1s: w1.scan.clone(),
+                    w10s: w10.scan.clone(),
+                },
             },
             wakeup_latency: LatencySection {
                 relation: "waker_cpu -> chosen_cpu",
@@ -313,10 +348,16 @@ impl Analysis {
                         .collect(),
                 ),
                 new_task: LatencySummary::of(&self.wake.new_task, WAKE_UNIT_NS),
-                windows: Windows { w1s: w1.wakeup_latency, w10s: w10.wakeup_latency },
+                windows: Windows {
+                    w1s: w1.wakeup_latency,
+                    w10s: w10.wakeup_latency,
+                },
             },
             schedstat: self.schedstat.clone(),
-            shadow: self.shadow.as_ref().map(|s| ShadowSection { json: s.report_json(), text: s.report_text() }),
+            shadow: self.shadow.as_ref().map(|s| ShadowSection {
+                json: s.report_json(),
+                text: s.report_text(),
+            }),
         }
     }
 }

@@ -31,6 +31,10 @@ impl WindowSlot {
         self.wakeup_latency.reset();
     }
 
+    fn is_empty(&self) -> bool {
+        self.placement.count == 0 && self.scan.is_empty() && self.wakeup_latency.is_empty()
+    }
+
     fn merge(&mut self, o: &Self) {
         self.placement.merge(&o.placement);
         latency::merge(&mut self.scan, &o.scan);
@@ -38,25 +42,30 @@ impl WindowSlot {
     }
 }
 
-/// A window of `slots.len() * slot_ns` nanoseconds of stream time.
+/// A window of `slots.len() * slot_ns` nanoseconds of stream time. Expiring slots can spill into
+/// a coarser window, so a 10 s window costs nothing per event: it is fed ten times a second
+/// from the 1 s window's expiring 100 ms slots, and read as (coarse slots + fine window).
 pub struct Rolling {
     slot_ns: u64,
     slots: Vec<WindowSlot>,
     head: usize,
-    /// Start time of the head slot; `None` before the first event.
-    head_start: Option<u64>,
-    /// Latest timestamp seen.
-    now: u64,
+    head_start: u64,
+    /// End of the head slot: the only number the per-event fast path looks at.
+    head_end: u64,
+    started: bool,
 }
 
 impl Rolling {
     pub fn new(slot_ns: u64, nr_slots: usize) -> Self {
         Self {
             slot_ns: slot_ns.max(1),
-            slots: (0..nr_slots.max(1)).map(|_| WindowSlot::default()).collect(),
+            slots: (0..nr_slots.max(1))
+                .map(|_| WindowSlot::default())
+                .collect(),
             head: 0,
-            head_start: None,
-            now: 0,
+            head_start: 0,
+            head_end: 0,
+            started: false,
         }
     }
 
@@ -64,25 +73,39 @@ impl Rolling {
         self.slot_ns * self.slots.len() as u64
     }
 
-    /// Moves the window so that `ts` falls into the head slot. Timestamps slightly in the past
-    /// (per-CPU buffers interleave) land in the head slot too.
+    /// Moves the window so that `ts` falls into the head slot, spilling expired slots into
+    /// `spill`. Timestamps slightly in the past (per-CPU buffers interleave) land in the head.
     #[inline]
-    pub fn advance(&mut self, ts: u64) {
-        let Some(start) = self.head_start else {
-            self.head_start = Some(ts - ts % self.slot_ns);
-            self.now = ts;
-            return;
-        };
-        self.now = self.now.max(ts);
-        if ts < start + self.slot_ns {
+    pub fn advance(&mut self, ts: u64, spill: Option<&mut Rolling>) {
+        if ts >= self.head_end {
+            self.advance_slow(ts, spill);
+        }
+    }
+
+    #[cold]
+    fn advance_slow(&mut self, ts: u64, mut spill: Option<&mut Rolling>) {
+        if !self.started {
+            self.started = true;
+            self.head_start = ts - ts % self.slot_ns;
+            self.head_end = self.head_start + self.slot_ns;
             return;
         }
-        let steps = (ts - start) / self.slot_ns;
-        for _ in 0..steps.min(self.slots.len() as u64) {
-            self.head = (self.head + 1) % self.slots.len();
-            self.slots[self.head].clear();
+        let n = self.slots.len() as u64;
+        let steps = (ts - self.head_start) / self.slot_ns;
+        let oldest_start = self.head_start.saturating_sub((n - 1) * self.slot_ns);
+        for i in 0..steps.min(n) {
+            let next = (self.head + 1) % self.slots.len();
+            if let Some(p) = spill.as_deref_mut()
+                && !self.slots[next].is_empty()
+            {
+                p.advance(oldest_start + i * self.slot_ns, None);
+                p.head().merge(&self.slots[next]);
+            }
+            self.slots[next].clear();
+            self.head = next;
         }
-        self.head_start = Some(start + steps * self.slot_ns);
+        self.head_start += steps * self.slot_ns;
+        self.head_end = self.head_start + self.slot_ns;
     }
 
     #[inline]
@@ -90,25 +113,32 @@ impl Rolling {
         &mut self.slots[self.head]
     }
 
-    /// Everything in the window, and the stream-time interval it covers `[from, to]`.
-    pub fn merged(&self) -> (WindowSlot, u64, u64) {
+    /// Everything in the window and the start of its oldest slot (`None` before any event).
+    pub fn merged(&self) -> (WindowSlot, Option<u64>) {
         let mut all = WindowSlot::default();
-        for s in &self.slots {
+        self.merge_into(&mut all);
+        (all, self.oldest_start())
+    }
+
+    pub fn merge_into(&self, all: &mut WindowSlot) {
+        for s in self.slots.iter().filter(|s| !s.is_empty()) {
             all.merge(s);
         }
-        let to = self.now;
-        let from = self
-            .head_start
-            .map_or(0, |h| h.saturating_sub(self.slot_ns * (self.slots.len() as u64 - 1)));
-        (all, from, to)
+    }
+
+    pub fn oldest_start(&self) -> Option<u64> {
+        self.started.then(|| {
+            self.head_start
+                .saturating_sub(self.slot_ns * (self.slots.len() as u64 - 1))
+        })
     }
 
     pub fn reset(&mut self) {
         for s in &mut self.slots {
             s.clear();
         }
-        self.head_start = None;
-        self.now = 0;
+        self.started = false;
+        self.head_end = 0;
     }
 }
 
@@ -117,18 +147,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slots_expire_with_stream_time() {
+    fn slots_expire_with_stream_time_and_spill() {
         let mut w = Rolling::new(100, 10);
+        let mut coarse = Rolling::new(1_000, 9);
         for ts in [5, 50, 150, 999] {
-            w.advance(ts);
+            w.advance(ts, Some(&mut coarse));
             w.head().placement.count += 1;
         }
         assert_eq!(w.merged().0.placement.count, 4);
-        w.advance(1_050); // slot of ts 5 and 50 [0,100) expires
+        w.advance(1_050, Some(&mut coarse)); // slot [0,100) expires into the coarse window
         assert_eq!(w.merged().0.placement.count, 2);
-        w.advance(1_000_000);
+        assert_eq!(coarse.merged().1, Some(0));
+        assert_eq!(coarse.merged().0.placement.count, 2);
+        w.advance(1_000_000, Some(&mut coarse));
         assert_eq!(w.merged().0.placement.count, 0);
-        let (_, from, to) = w.merged();
-        assert_eq!((from, to), (999_100, 1_000_000));
+        assert_eq!(w.merged().1, Some(999_100));
+        // Everything spilled; the coarse window has moved past it too when it advances.
+        assert_eq!(coarse.merged().0.placement.count, 4);
+        coarse.advance(1_000_000, None);
+        assert_eq!(coarse.merged().0.placement.count, 0);
     }
 }

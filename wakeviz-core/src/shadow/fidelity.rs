@@ -7,14 +7,17 @@
 //! 2. `unknown_in_task_kthread_rule`: waker CPU = prev CPU, the kernel kept the task there and
 //!    the waker CPU ran at most one task — exactly what the per-CPU-kthread stacking rule does,
 //!    which needs the waker's `PF_KTHREAD`/`in_task()` (not captured);
-//! 3. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
+//! 3. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
+//!    distance of 31-32, where the kernel keeps `SD_WAKE_AFFINE` only on AMD Zen
+//!    (`node_reclaim_distance` 32, else 30); the shadow assumes 32 and the header has no vendor;
+//! 4. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
 //!    needs loads, decided in the kernel) and the two choices sit in different LLCs;
-//! 4. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
+//! 5. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
 //!    at decision time although it was not the SIS target (so the kernel saw it idle): our idle
 //!    map lags or leads the kernel's by the events in flight (concurrent wakers, IPIs);
-//! 5. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
+//! 6. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
 //!    budget (not read by the probe) and both choices were otherwise plausible;
-//! 6. `unknown`: everything was exact and the kernel's CPU looked idle (affinity masks, which
+//! 7. `unknown`: everything was exact and the kernel's CPU looked idle (affinity masks, which
 //!    are not captured, SCHED_IDLE or core-scheduling predicates, or out-of-tree features).
 use serde_json::{Value, json};
 
@@ -27,6 +30,7 @@ use super::{
 pub enum Bucket {
     TracepointOnly,
     KthreadRule,
+    NumaAffine,
     WakeAffineWeight,
     SnapshotSkew,
     HintOrBudget,
@@ -34,9 +38,10 @@ pub enum Bucket {
 }
 
 impl Bucket {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::TracepointOnly,
         Self::KthreadRule,
+        Self::NumaAffine,
         Self::WakeAffineWeight,
         Self::SnapshotSkew,
         Self::HintOrBudget,
@@ -47,6 +52,7 @@ impl Bucket {
         match self {
             Self::TracepointOnly => "tracepoint_only_no_select_inputs",
             Self::KthreadRule => "unknown_in_task_kthread_rule",
+            Self::NumaAffine => "numa_affine_reclaim_distance",
             Self::WakeAffineWeight => "wake_affine_weight_not_modelled",
             Self::SnapshotSkew => "snapshot_skew_or_claimed_cpu_race",
             Self::HintOrBudget => "stale_or_emulated_has_idle_cores_or_nr_idle_scan",
@@ -76,6 +82,8 @@ pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
         Bucket::TracepointOnly
     } else if d.w == d.p && d.kernel == d.p && d.nr_running_w <= 1 {
         Bucket::KthreadRule
+    } else if t.affine_vendor_dependent(d.w, d.p) {
+        Bucket::NumaAffine
     } else if d.front.rule == FrontRule::Undecided && t.llc(d.kernel) != t.llc(d.shadow) {
         Bucket::WakeAffineWeight
     } else if !d.kernel_idle && d.kernel != d.front.target {
@@ -92,7 +100,7 @@ pub struct Fidelity {
     pub policy: &'static str,
     pub evaluated: u64,
     pub agree: u64,
-    pub buckets: [u64; 6],
+    pub buckets: [u64; 7],
     /// Evaluated with a select record and every kernel input the policy read exact.
     pub exact_evaluated: u64,
     pub exact_agree: u64,
@@ -104,7 +112,7 @@ impl Fidelity {
             policy,
             evaluated: 0,
             agree: 0,
-            buckets: [0; 6],
+            buckets: [0; 7],
             exact_evaluated: 0,
             exact_agree: 0,
         }

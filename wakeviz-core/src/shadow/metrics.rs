@@ -1,11 +1,33 @@
 //! Per-policy counters, all fixed-size (no per-placement allocation).
 use serde_json::{Value, json};
 
-use super::{policy::Rule, topo::ShadowTopo};
+use super::policy::Rule;
 use crate::topology::Level;
 
-/// Probe counts at or above this share the last histogram bucket (p99 then reads as this).
-pub const PROBE_HIST: usize = 1024;
+/// Probe counts below this have a bucket each; larger ones share power-of-two buckets (the
+/// quantile then reads as the bucket's lower bound), so the histogram stays 2.1 KB per policy.
+pub const PROBE_EXACT: usize = 256;
+pub const PROBE_HIST: usize = PROBE_EXACT + 16;
+
+#[inline]
+fn probe_bucket(p: u32) -> usize {
+    let p = p as usize;
+    if p < PROBE_EXACT {
+        p
+    } else {
+        let log = (usize::BITS - 1 - p.leading_zeros()) as usize; // >= 8
+        (PROBE_EXACT + log - 8).min(PROBE_HIST - 1)
+    }
+}
+
+#[inline]
+fn bucket_value(i: usize) -> u32 {
+    if i < PROBE_EXACT {
+        i as u32
+    } else {
+        1u32 << (i - PROBE_EXACT + 8).min(31)
+    }
+}
 
 /// When the waker left its CPU after a sync wakeup (the test of Mel Gorman's objection to
 /// the WF_SYNC patch: "the waker does not necessarily go to sleep").
@@ -68,7 +90,11 @@ impl SleptHist {
 }
 
 pub fn pct(a: u64, b: u64) -> f64 {
-    if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
 }
 
 /// One policy's tallies.
@@ -84,6 +110,8 @@ pub struct PolicyMetrics {
     pub vs_waker: [u64; 6],
     pub vs_prev: [u64; 6],
     pub exact: u64,
+    /// Sum of the chosen CPUs' run-queue lengths at decision time.
+    pub queue_sum: u64,
     pub rules: [u64; Rule::COUNT],
     /// Waker behaviour after the wakeups this policy queued behind it (`Rule::SyncLocal`).
     pub slept: SleptHist,
@@ -102,6 +130,7 @@ impl Default for PolicyMetrics {
             vs_waker: [0; 6],
             vs_prev: [0; 6],
             exact: 0,
+            queue_sum: 0,
             rules: [0; Rule::COUNT],
             slept: SleptHist::default(),
         }
@@ -118,10 +147,21 @@ pub struct Outcome {
     pub idle: bool,
     /// Only probe-read kernel inputs were used (besides the reconstructed idle map).
     pub exact: bool,
+    /// `nr_running` of the chosen CPU at decision time (reconstructed).
+    pub queue: u32,
 }
 
 impl PolicyMetrics {
-    pub fn record(&mut self, t: &ShadowTopo, o: &Outcome, kernel: u32, w: u32, p: u32) {
+    /// Counts one decision; `vs_waker`/`vs_prev` are the levels of `o.cpu` against the
+    /// waker's and the previous CPU (computed by the caller, once per distinct CPU).
+    pub fn record(
+        &mut self,
+        o: &Outcome,
+        kernel: u32,
+        p: u32,
+        vs_waker: Option<Level>,
+        vs_prev: Option<Level>,
+    ) {
         self.evaluated += 1;
         self.agree += u64::from(o.cpu == kernel);
         if o.idle {
@@ -130,15 +170,16 @@ impl PolicyMetrics {
             self.stacked += 1;
         }
         self.probes_sum += u64::from(o.probes);
-        self.probes_hist[(o.probes as usize).min(PROBE_HIST - 1)] += 1;
+        self.probes_hist[probe_bucket(o.probes)] += 1;
         self.migrations += u64::from(o.cpu != p);
-        if let Some(l) = t.level(o.cpu, w) {
+        if let Some(l) = vs_waker {
             self.vs_waker[l.index()] += 1;
         }
-        if let Some(l) = t.level(o.cpu, p) {
+        if let Some(l) = vs_prev {
             self.vs_prev[l.index()] += 1;
         }
         self.exact += u64::from(o.exact);
+        self.queue_sum += u64::from(o.queue);
         self.rules[o.rule.index()] += 1;
     }
 
@@ -154,6 +195,14 @@ impl PolicyMetrics {
         }
     }
 
+    pub fn queue_mean(&self) -> f64 {
+        if self.evaluated == 0 {
+            0.0
+        } else {
+            self.queue_sum as f64 / self.evaluated as f64
+        }
+    }
+
     pub fn probes_quantile(&self, q: f64) -> u32 {
         if self.evaluated == 0 {
             return 0;
@@ -163,10 +212,10 @@ impl PolicyMetrics {
         for (i, &n) in self.probes_hist.iter().enumerate() {
             acc += n;
             if acc >= want {
-                return i as u32;
+                return bucket_value(i);
             }
         }
-        (PROBE_HIST - 1) as u32
+        bucket_value(PROBE_HIST - 1)
     }
 
     pub fn placement_json(counts: &[u64; 6]) -> Value {

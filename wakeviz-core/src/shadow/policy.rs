@@ -167,7 +167,13 @@ pub struct Ctx {
     pub front: Front,
     /// The decision comes from a select record (not tracepoint-only).
     pub has_select: bool,
+    /// The kernel's return value when the select record carries it (never shown to policies
+    /// other than through the baseline; kept for the baseline's queue length).
+    pub kernel_cpu: Option<u32>,
     inexact: Cell<bool>,
+    /// P1's answer for this wakeup, computed once and shared by the policies built on it,
+    /// with whether it used a reconstructed input.
+    sis_util_memo: Cell<Option<(Decision, ScanOut, bool)>>,
 }
 
 impl Ctx {
@@ -183,7 +189,9 @@ impl Ctx {
             exact: Exact::default(),
             front: Front::default(),
             has_select: false,
+            kernel_cpu: None,
             inexact: Cell::new(false),
+            sis_util_memo: Cell::new(None),
         }
     }
 
@@ -261,6 +269,7 @@ impl Ctx {
     /// FRONT (spec §1.4-1.6, §9.1) with `WA_IDLE` only. `wide` is `wake_wide()`'s answer
     /// from the reconstructed `record_wakee` state.
     pub fn compute_front(&mut self, t: &ShadowTopo, st: &State, wide: bool) {
+        self.sis_util_memo.set(None);
         self.begin();
         let (w, p) = (self.w, self.p);
         let sync = self.sync();
@@ -302,17 +311,55 @@ impl Ctx {
     }
 }
 
-/// Reusable buffers, so no decision allocates.
+/// A remembered idle-core scan: (LLC, start CPU) -> (idle core, fallback, probes).
+type CoreMemo = (u32, u32, Option<u32>, Option<u32>, u32);
+
+/// Reusable buffers, so no decision allocates, and a per-wakeup memo of idle-core scans
+/// (several policies scan the same LLC from the same CPU; the state does not change while
+/// one wakeup is being decided).
 #[derive(Clone, Debug)]
 pub struct Scratch {
     pub cand: Vec<u64>,
+    memo: [CoreMemo; 4],
+    memo_len: usize,
 }
 
 impl Scratch {
     pub fn new(t: &ShadowTopo) -> Self {
         Self {
             cand: vec![0; t.nwords],
+            memo: [(0, 0, None, None, 0); 4],
+            memo_len: 0,
         }
+    }
+
+    /// Forgets the memo: call whenever the state may have changed (each new wakeup).
+    pub fn reset(&mut self) {
+        self.memo_len = 0;
+    }
+
+    /// `core_scan` over the whole LLC `llc` from `start`, memoised per wakeup.
+    pub fn llc_core_scan(
+        &mut self,
+        t: &ShadowTopo,
+        st: &State,
+        llc: u32,
+        start: u32,
+    ) -> (Option<u32>, Option<u32>, u32) {
+        if let Some(m) = self.memo[..self.memo_len]
+            .iter()
+            .find(|m| m.0 == llc && m.1 == start)
+        {
+            return (m.2, m.3, m.4);
+        }
+        let mask = t.llc_mask(llc);
+        self.cand.clear();
+        self.cand.extend_from_slice(mask);
+        let (core, fallback, probes) = core_scan(t, st, &mut self.cand, mask, start);
+        let i = self.memo_len % self.memo.len();
+        self.memo[i] = (llc, start, core, fallback, probes);
+        self.memo_len = (self.memo_len + 1).min(self.memo.len());
+        (core, fallback, probes)
     }
 }
 
@@ -330,7 +377,7 @@ pub struct Decision {
 
 /// A placement policy: re-decides one wakeup from the reconstructed state. Open loop: the
 /// decision changes nothing in `State`; a policy may keep private state of its own.
-pub trait Policy {
+pub trait Policy: Send {
     /// Registry name, used in the report and the JSON (`sis_util`, `wf_sync`, ...).
     fn name(&self) -> &'static str;
     /// Spec id and one line of what it is, for the report.
@@ -380,9 +427,7 @@ pub fn select_idle_cpu(
     let mask = t.llc_mask(llc);
     let start = target.wrapping_add(1);
     if hic {
-        s.cand.clear();
-        s.cand.extend_from_slice(mask);
-        let (core, fallback, probes) = core_scan(t, st, &mut s.cand, mask, start);
+        let (core, fallback, probes) = s.llc_core_scan(t, st, llc, start);
         out.probes = probes;
         if let Some(c) = core {
             out.cpu = Some(c);
@@ -559,8 +604,30 @@ pub fn sis_util_budget(ctx: &Ctx, t: &ShadowTopo, st: &State, llc: u32, hic: boo
     }
 }
 
-/// P1 in full: FRONT, SHORTCUTS, SIS_UTIL-bounded scan. Shared by the policies layered on it.
+/// P1 in full: FRONT, SHORTCUTS, SIS_UTIL-bounded scan. Shared by the policies layered on it
+/// (computed once per wakeup: it is a pure function of the context and the state).
 pub fn sis_util(ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> (Decision, ScanOut) {
+    if let Some((d, scan, inexact)) = ctx.sis_util_memo.get() {
+        if inexact {
+            ctx.mark_inexact();
+        }
+        return (d, scan);
+    }
+    let before = ctx.inexact.get();
+    ctx.inexact.set(!ctx.has_select);
+    let (d, scan) = sis_util_uncached(ctx, t, st, s);
+    let used = ctx.inexact.get();
+    ctx.inexact.set(before || used);
+    ctx.sis_util_memo.set(Some((d, scan, used)));
+    (d, scan)
+}
+
+fn sis_util_uncached(
+    ctx: &Ctx,
+    t: &ShadowTopo,
+    st: &State,
+    s: &mut Scratch,
+) -> (Decision, ScanOut) {
     let f = ctx.front();
     if f.rule == FrontRule::CurrentCpu {
         return (

@@ -45,6 +45,17 @@ pub const LLC_IMBALANCE_PCT: u64 = 117;
 pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 /// `sysctl_sched_migration_cost`: SIS_PROP's `max_idle_balance_cost` floor.
 pub const MIGRATION_COST_NS: u64 = 500_000;
+/// A wakeup's claim on its CPU (`ttwu_pending`) normally lasts microseconds (an IPI at worst);
+/// older claims are dropped as lost.
+pub const CLAIM_MAX_NS: u64 = 10_000_000;
+
+/// A task's run state with stale queue entries (older queue epoch) read as unknown.
+fn live_run(t: &Task, q_epoch: &[u32]) -> Run {
+    match t.run {
+        Run::Queued(x) if q_epoch.get(x as usize) != Some(&t.q_epoch) => Run::Unknown,
+        r => r,
+    }
+}
 
 /// Fast, non-cryptographic hasher for pid keys (pids are not attacker-chosen here and the
 /// default SipHash costs more than the rest of an event's processing).
@@ -91,8 +102,11 @@ pub struct Flips {
 #[derive(Clone, Copy, Debug)]
 struct Task {
     run: Run,
+    /// The CPU's queue epoch when the task was queued there (see [`State::on_switch`]).
+    q_epoch: u32,
     recent_used: u32,
     claim: u32,
+    claim_ns: u64,
     flips: Flips,
 }
 
@@ -100,8 +114,10 @@ impl Default for Task {
     fn default() -> Self {
         Self {
             run: Run::Unknown,
+            q_epoch: 0,
             recent_used: NONE,
             claim: NONE,
+            claim_ns: 0,
             flips: Flips::default(),
         }
     }
@@ -145,6 +161,9 @@ pub struct State {
     pub idle: Vec<u64>,
     curr: Vec<u32>,
     queued: Vec<u32>,
+    /// Bumped when a CPU switches to idle: its queue is empty then, whatever we counted, so
+    /// tasks still marked queued there from an earlier epoch (lost events) are stale.
+    q_epoch: Vec<u32>,
     claims: Vec<u32>,
     tasks: PidMap<Task>,
     /// `record_wakee` state of each CPU's idle task: IRQ-context wakeups are charged to
@@ -152,6 +171,10 @@ pub struct State {
     idle_flips: Vec<Flips>,
     /// Emulated `sd_llc_shared->has_idle_cores`, per LLC.
     pub hic: Vec<bool>,
+    /// Ground truth kept incrementally: whether each core is fully idle, and how many fully
+    /// idle cores each LLC has (so "is there an idle core" costs nothing).
+    core_idle_now: Vec<bool>,
+    idle_cores: Vec<u32>,
     util: Vec<f32>,
     util_ts: Vec<u64>,
     /// Emulated `sd_llc_shared->nr_idle_scan`, per LLC.
@@ -175,10 +198,15 @@ impl State {
             idle,
             curr: vec![0; n],
             queued: vec![0; n],
+            q_epoch: vec![0; n],
             claims: vec![0; n],
             tasks: PidMap::default(),
             idle_flips: vec![Flips::default(); n],
             hic: vec![t.smt; t.n_llcs()],
+            core_idle_now: vec![true; t.n_cores()],
+            idle_cores: (0..t.n_llcs() as u32)
+                .map(|l| t.llc_cores(l).len() as u32)
+                .collect(),
             util: vec![0.0; n],
             util_ts: vec![0; n],
             nr_idle_scan: t.llc_size.clone(),
@@ -189,6 +217,11 @@ impl State {
             wake_jiffies: vec![0; n],
             now_ns: 0,
         }
+    }
+
+    /// Moves the state's clock (claims are stamped with it).
+    pub fn advance(&mut self, ts_ns: u64) {
+        self.now_ns = self.now_ns.max(ts_ns);
     }
 
     #[inline]
@@ -213,7 +246,9 @@ impl State {
     }
 
     pub fn run_of(&self, pid: u32) -> Run {
-        self.tasks.get(&pid).map_or(Run::Unknown, |t| t.run)
+        self.tasks
+            .get(&pid)
+            .map_or(Run::Unknown, |t| live_run(t, &self.q_epoch))
     }
 
     /// `p->recent_used_cpu` before this placement updates it.
@@ -231,7 +266,26 @@ impl State {
             return;
         }
         let idle = self.curr[i] == 0 && self.queued[i] == 0 && self.claims[i] == 0;
+        if test_bit(&self.idle, cpu) == idle {
+            return;
+        }
         set_bit(&mut self.idle, cpu, idle);
+        let k = t.core_of[i] as usize;
+        let now = idle && t.siblings(cpu).iter().all(|&s| test_bit(&self.idle, s));
+        if let Some(was) = self.core_idle_now.get_mut(k)
+            && *was != now
+        {
+            *was = now;
+            if let Some(n) = self.idle_cores.get_mut(t.llc_of[i] as usize) {
+                *n = if now { *n + 1 } else { n.saturating_sub(1) };
+            }
+        }
+    }
+
+    /// Number of fully idle cores in LLC `llc` (ground truth from the idle map).
+    #[inline]
+    pub fn idle_cores(&self, llc: u32) -> u32 {
+        self.idle_cores.get(llc as usize).copied().unwrap_or(0)
     }
 
     /// Marks `cpu` busy for everybody else until `pid`'s `sched_wakeup` (`ttwu_pending`).
@@ -242,11 +296,28 @@ impl State {
             return;
         }
         self.claims[cpu as usize] += 1;
-        self.tasks.entry(pid).or_default().claim = cpu;
+        let task = self.tasks.entry(pid).or_default();
+        task.claim = cpu;
+        task.claim_ns = self.now_ns;
         self.refresh(t, cpu);
     }
 
-    fn release(&mut self, t: &ShadowTopo, pid: u32) {
+    /// Releases claims older than [`CLAIM_MAX_NS`]: their `sched_wakeup` was lost, and a
+    /// claim that never ends would keep a CPU busy for the rest of the stream.
+    pub fn expire_claims(&mut self, t: &ShadowTopo, now: u64) {
+        let mut stale = Vec::new();
+        for (&pid, task) in &self.tasks {
+            if task.claim != NONE && now.saturating_sub(task.claim_ns) > CLAIM_MAX_NS {
+                stale.push(pid);
+            }
+        }
+        for pid in stale {
+            self.release(t, pid);
+        }
+    }
+
+    /// Drops `pid`'s claim (its own decision must not see its own claim).
+    pub fn release(&mut self, t: &ShadowTopo, pid: u32) {
         let Some(task) = self.tasks.get_mut(&pid) else {
             return;
         };
@@ -271,7 +342,13 @@ impl State {
     /// Applies `record_wakee()` for `waker` (on `waker_cpu`) waking `wakee` and returns
     /// (waker flips, wakee flips) as `wake_wide()` then reads them. Once per second (HZ
     /// jiffies) the waker's count is halved; each change of wakee counts one flip.
-    pub fn record_wakee(&mut self, waker: u32, waker_cpu: u32, wakee: u32, ts_ns: u64) -> (u32, u32) {
+    pub fn record_wakee(
+        &mut self,
+        waker: u32,
+        waker_cpu: u32,
+        wakee: u32,
+        ts_ns: u64,
+    ) -> (u32, u32) {
         let j = jiffies(ts_ns);
         let f = if waker == 0 {
             match self.idle_flips.get_mut(waker_cpu as usize) {
@@ -306,7 +383,11 @@ impl State {
             return;
         }
         let d = (-((ts - last) as f64) / UTIL_HALF_LIFE_NS).exp2() as f32;
-        let target = if self.curr[cpu] != 0 { SCHED_CAPACITY_SCALE as f32 } else { 0.0 };
+        let target = if self.curr[cpu] != 0 {
+            SCHED_CAPACITY_SCALE as f32
+        } else {
+            0.0
+        };
         self.util[cpu] = target + (self.util[cpu] - target) * d;
         self.util_ts[cpu] = ts;
     }
@@ -353,23 +434,27 @@ impl State {
         self.decay_util(ci, s.ts_ns);
         if s.prev_pid != 0 {
             let task = self.tasks.entry(s.prev_pid).or_default();
+            let was = live_run(task, &self.q_epoch);
             if s.prev_state == 0 {
-                if !matches!(task.run, Run::Queued(_)) {
+                if !matches!(was, Run::Queued(_)) {
                     task.run = Run::Queued(c);
+                    task.q_epoch = self.q_epoch[ci];
                     self.queued[ci] += 1;
                 }
             } else {
-                if let Run::Queued(x) = task.run
+                task.run = Run::Sleeping;
+                if let Run::Queued(x) = was
                     && let Some(q) = self.queued.get_mut(x as usize)
                 {
                     *q = q.saturating_sub(1);
                 }
-                task.run = Run::Sleeping;
             }
         }
         if s.next_pid != 0 {
             let task = self.tasks.entry(s.next_pid).or_default();
-            if let Run::Queued(x) = task.run
+            let was = live_run(task, &self.q_epoch);
+            task.run = Run::Running(c);
+            if let Run::Queued(x) = was
                 && let Some(q) = self.queued.get_mut(x as usize)
             {
                 *q = q.saturating_sub(1);
@@ -377,18 +462,17 @@ impl State {
                     self.refresh(t, x);
                 }
             }
-            task.run = Run::Running(c);
             self.idle_stamp[ci] = 0;
         } else {
-            // About to idle: SIS_PROP's idle period starts (`idle_stamp`).
+            // About to idle: SIS_PROP's idle period starts (`idle_stamp`), and the queue is
+            // empty (the idle task only runs then): anything still counted is a lost event.
             self.idle_stamp[ci] = s.ts_ns.max(1);
+            self.queued[ci] = 0;
+            self.q_epoch[ci] = self.q_epoch[ci].wrapping_add(1);
         }
         self.curr[ci] = s.next_pid;
         self.refresh(t, c);
-        if s.next_pid == 0
-            && t.smt
-            && t.siblings(c).iter().all(|&x| x == c || self.is_idle(x))
-        {
+        if s.next_pid == 0 && t.smt && t.siblings(c).iter().all(|&x| x == c || self.is_idle(x)) {
             self.set_hic(t.llc(c), true);
         }
     }
@@ -403,19 +487,21 @@ impl State {
         }
         let ci = c as usize;
         let task = self.tasks.entry(w.pid).or_default();
-        match task.run {
+        match live_run(task, &self.q_epoch) {
             Run::Queued(x) if x != c => {
+                task.run = Run::Queued(c);
+                task.q_epoch = self.q_epoch[ci];
                 if let Some(q) = self.queued.get_mut(x as usize) {
                     *q = q.saturating_sub(1);
                 }
                 self.queued[ci] += 1;
-                task.run = Run::Queued(c);
                 self.refresh(t, x);
             }
             Run::Queued(_) | Run::Running(_) => {}
             Run::Unknown | Run::Sleeping => {
-                self.queued[ci] += 1;
                 task.run = Run::Queued(c);
+                task.q_epoch = self.q_epoch[ci];
+                self.queued[ci] += 1;
             }
         }
         // SIS_PROP: a wakeup that ends an idle period feeds `avg_idle` (ttwu_do_activate).
@@ -439,14 +525,15 @@ impl State {
             return;
         }
         let task = self.tasks.entry(m.pid).or_default();
-        if let Run::Queued(x) = task.run
+        if let Run::Queued(x) = live_run(task, &self.q_epoch)
             && x != d
         {
+            task.run = Run::Queued(d);
+            task.q_epoch = self.q_epoch[d as usize];
             if let Some(q) = self.queued.get_mut(x as usize) {
                 *q = q.saturating_sub(1);
             }
             self.queued[d as usize] += 1;
-            task.run = Run::Queued(d);
             self.refresh(t, x);
             self.refresh(t, d);
         }

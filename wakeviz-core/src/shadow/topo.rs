@@ -11,6 +11,8 @@ pub const NONE: u32 = u32::MAX;
 /// the default 30; we use 32 because Intel SLITs report 21 for the remote socket, so the two
 /// values only differ for distances 31-32, which only AMD machines report.
 pub const NODE_RECLAIM_DISTANCE: u32 = 32;
+/// The kernel's default `node_reclaim_distance` (non-AMD).
+pub const DEFAULT_RECLAIM_DISTANCE: u32 = 30;
 
 /// Topology reshaped for the shadow policies.
 #[derive(Clone, Debug)]
@@ -31,6 +33,9 @@ pub struct ShadowTopo {
     pub llc_first: Vec<u32>,
     llc_cpus: Vec<u32>,
     llc_off: Vec<u32>,
+    /// First SMT sibling of every core of each LLC (one entry per core).
+    llc_cores: Vec<u32>,
+    llc_cores_off: Vec<u32>,
     /// SMT siblings of each core, ascending (`cpu_smt_mask`).
     core_cpus: Vec<u32>,
     core_off: Vec<u32>,
@@ -42,6 +47,9 @@ pub struct ShadowTopo {
     node_llcs_off: Vec<u32>,
     /// `n_nodes * n_nodes`: whether a domain containing both nodes keeps `SD_WAKE_AFFINE`.
     affine_nodes: Vec<bool>,
+    /// `n_nodes * n_nodes`: the SLIT distance lies between the default reclaim distance (30)
+    /// and AMD Zen's (32), so whether the kernel keeps `SD_WAKE_AFFINE` depends on the vendor.
+    affine_vendor_dependent: Vec<bool>,
     n_nodes: usize,
 }
 
@@ -62,12 +70,15 @@ impl ShadowTopo {
             llc_first: vec![NONE; t.llcs.len()],
             llc_cpus: Vec::new(),
             llc_off: Vec::with_capacity(t.llcs.len() + 1),
+            llc_cores: Vec::new(),
+            llc_cores_off: Vec::with_capacity(t.llcs.len() + 1),
             core_cpus: Vec::new(),
             core_off: Vec::with_capacity(t.cores.len() + 1),
             smt: false,
             node_llcs: Vec::new(),
             node_llcs_off: Vec::with_capacity(bound + 1),
             affine_nodes: Vec::new(),
+            affine_vendor_dependent: Vec::new(),
             n_nodes: t.nodes.len(),
         };
         for c in &t.cpus {
@@ -108,6 +119,16 @@ impl ShadowTopo {
             s.smt |= s.core_cpus.len() - before > 1;
             s.core_off.push(s.core_cpus.len() as u32);
         }
+        s.llc_cores_off.push(0);
+        for l in 0..t.llcs.len() {
+            for i in s.llc_off[l]..s.llc_off[l + 1] {
+                let c = s.llc_cpus[i as usize];
+                if s.siblings(c).first() == Some(&c) {
+                    s.llc_cores.push(c);
+                }
+            }
+            s.llc_cores_off.push(s.llc_cores.len() as u32);
+        }
         // SIS_NODE's domain is the parent of the LLC domain unless that parent is NUMA: the
         // package when it holds one node (PKG level), the node when a package holds several
         // (PKG dropped, NODE on top of MC), the package when a node spans packages. All three
@@ -140,10 +161,13 @@ impl ShadowTopo {
         }
         let n = t.nodes.len();
         s.affine_nodes = vec![true; n * n];
+        s.affine_vendor_dependent = vec![false; n * n];
         for a in 0..n {
             for b in 0..n {
                 let d = t.distance(a, b).unwrap_or(10);
                 s.affine_nodes[a * n + b] = d <= NODE_RECLAIM_DISTANCE;
+                s.affine_vendor_dependent[a * n + b] =
+                    d > DEFAULT_RECLAIM_DISTANCE && d <= NODE_RECLAIM_DISTANCE;
             }
         }
         s
@@ -153,6 +177,11 @@ impl ShadowTopo {
     #[inline]
     pub fn valid(&self, cpu: u32) -> bool {
         test_bit(&self.online, cpu)
+    }
+
+    #[inline]
+    pub fn n_cores(&self) -> usize {
+        self.core_off.len().saturating_sub(1)
     }
 
     #[inline]
@@ -178,6 +207,16 @@ impl ShadowTopo {
         let l = l as usize;
         match (self.llc_off.get(l), self.llc_off.get(l + 1)) {
             (Some(&a), Some(&b)) => &self.llc_cpus[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// The first SMT sibling of each core of LLC `l`, ascending.
+    #[inline]
+    pub fn llc_cores(&self, l: u32) -> &[u32] {
+        let l = l as usize;
+        match (self.llc_cores_off.get(l), self.llc_cores_off.get(l + 1)) {
+            (Some(&a), Some(&b)) => &self.llc_cores[a as usize..b as usize],
             _ => &[],
         }
     }
@@ -224,6 +263,22 @@ impl ShadowTopo {
             return true;
         }
         self.affine_nodes
+            .get(a as usize * self.n_nodes + b as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Whether [`Self::affine_domain`] for these CPUs hinges on the vendor's reclaim distance
+    /// (SLIT distance 31-32 between different packages).
+    pub fn affine_vendor_dependent(&self, w: u32, p: u32) -> bool {
+        let (a, b) = (
+            self.node_of.get(w as usize).copied().unwrap_or(NONE),
+            self.node_of.get(p as usize).copied().unwrap_or(NONE),
+        );
+        if a == NONE || b == NONE || a == b || self.pkg_of[w as usize] == self.pkg_of[p as usize] {
+            return false;
+        }
+        self.affine_vendor_dependent
             .get(a as usize * self.n_nodes + b as usize)
             .copied()
             .unwrap_or(false)

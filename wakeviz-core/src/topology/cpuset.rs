@@ -66,8 +66,14 @@ impl CpuSet {
                 Some((a, b)) => (a, b),
                 None => (part, part),
             };
-            let a: u32 = a.trim().parse().map_err(|_| format!("bad cpu list item {part:?}"))?;
-            let b: u32 = b.trim().parse().map_err(|_| format!("bad cpu list item {part:?}"))?;
+            let a: u32 = a
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad cpu list item {part:?}"))?;
+            let b: u32 = b
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad cpu list item {part:?}"))?;
             if b < a || b - a > 1 << 20 {
                 return Err(format!("bad cpu range {part:?}"));
             }

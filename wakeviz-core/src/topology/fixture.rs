@@ -3,7 +3,11 @@
 //! in every NPS mode, a two-socket Xeon, sparse and broken layouts) through the very same
 //! [`super::from_sysfs`] reader the live path uses. Only the files that reader consumes (and a
 //! few siblings that make the tree look real) are written.
-use std::{fs, io, path::Path};
+use std::{
+    collections::BTreeMap,
+    fs, io,
+    path::{Path, PathBuf},
+};
 
 use super::CpuSet;
 
@@ -71,11 +75,24 @@ impl SysfsSpec {
 
     /// Builds the tree for a [`Symmetric`] machine.
     pub fn symmetric(s: Symmetric) -> Self {
+        // Zero counts would divide by zero below; they describe no machine, so read them as 1.
+        let s = Symmetric {
+            cores_per_package: s.cores_per_package.max(1),
+            cores_per_llc: s.cores_per_llc.max(1),
+            nodes_per_package: s.nodes_per_package.max(1),
+            threads_per_core: s.threads_per_core.max(1),
+            ..s
+        };
         let cores = s.packages * s.cores_per_package;
         let cores_per_node = (s.cores_per_package / s.nodes_per_package.max(1)).max(1);
         let cpu_of = |core: u32, thread: u32| thread * cores + core;
-        let core_cpus = |core: u32| -> CpuSet { (0..s.threads_per_core).map(|t| cpu_of(core, t)).collect() };
-        let group_cpus = |first: u32, n: u32| -> CpuSet { (first..first + n).flat_map(|c| core_cpus(c).iter().collect::<Vec<_>>()).collect() };
+        let core_cpus =
+            |core: u32| -> CpuSet { (0..s.threads_per_core).map(|t| cpu_of(core, t)).collect() };
+        let group_cpus = |first: u32, n: u32| -> CpuSet {
+            (first..first + n)
+                .flat_map(|c| core_cpus(c).iter().collect::<Vec<_>>())
+                .collect()
+        };
         let mut cpus = Vec::new();
         for thread in 0..s.threads_per_core {
             for core in 0..cores {
@@ -84,9 +101,24 @@ impl SysfsSpec {
                 let llc = core / s.cores_per_llc;
                 let siblings = core_cpus(core);
                 let caches = vec![
-                    CacheSpec { level: 1, kind: "Data", id: core, shared: siblings.clone() },
-                    CacheSpec { level: 1, kind: "Instruction", id: core, shared: siblings.clone() },
-                    CacheSpec { level: 2, kind: "Unified", id: core, shared: siblings.clone() },
+                    CacheSpec {
+                        level: 1,
+                        kind: "Data",
+                        id: core,
+                        shared: siblings.clone(),
+                    },
+                    CacheSpec {
+                        level: 1,
+                        kind: "Instruction",
+                        id: core,
+                        shared: siblings.clone(),
+                    },
+                    CacheSpec {
+                        level: 2,
+                        kind: "Unified",
+                        id: core,
+                        shared: siblings.clone(),
+                    },
                     CacheSpec {
                         level: 3,
                         kind: "Unified",
@@ -173,10 +205,30 @@ impl SysfsSpec {
                     core_id: cpu,
                     siblings: own.clone(),
                     caches: vec![
-                        CacheSpec { level: 1, kind: "Data", id: cpu, shared: own.clone() },
-                        CacheSpec { level: 1, kind: "Instruction", id: cpu, shared: own.clone() },
-                        CacheSpec { level: 2, kind: "Unified", id: cpu, shared: own },
-                        CacheSpec { level: 3, kind: "Unified", id: 0, shared: (0..2).collect() },
+                        CacheSpec {
+                            level: 1,
+                            kind: "Data",
+                            id: cpu,
+                            shared: own.clone(),
+                        },
+                        CacheSpec {
+                            level: 1,
+                            kind: "Instruction",
+                            id: cpu,
+                            shared: own.clone(),
+                        },
+                        CacheSpec {
+                            level: 2,
+                            kind: "Unified",
+                            id: cpu,
+                            shared: own,
+                        },
+                        CacheSpec {
+                            level: 3,
+                            kind: "Unified",
+                            id: 0,
+                            shared: (0..2).collect(),
+                        },
                     ],
                 }
             })
@@ -230,8 +282,18 @@ impl SysfsSpec {
                 core_id,
                 siblings: set(sib),
                 caches: vec![
-                    CacheSpec { level: 2, kind: "Unified", id: cpu, shared: set(sib) },
-                    CacheSpec { level: 3, kind: "Unified", id: llcs[llc].0, shared: llcs[llc].1.clone() },
+                    CacheSpec {
+                        level: 2,
+                        kind: "Unified",
+                        id: cpu,
+                        shared: set(sib),
+                    },
+                    CacheSpec {
+                        level: 3,
+                        kind: "Unified",
+                        id: llcs[llc].0,
+                        shared: llcs[llc].1.clone(),
+                    },
                 ],
             })
             .collect();
@@ -243,8 +305,18 @@ impl SysfsSpec {
                 core_id: 8,
                 siblings: set(&[40, 41]),
                 caches: vec![
-                    CacheSpec { level: 2, kind: "Unified", id: 40, shared: set(&[40, 41]) },
-                    CacheSpec { level: 3, kind: "Unified", id: 3, shared: llcs[3].1.clone() },
+                    CacheSpec {
+                        level: 2,
+                        kind: "Unified",
+                        id: 40,
+                        shared: set(&[40, 41]),
+                    },
+                    CacheSpec {
+                        level: 3,
+                        kind: "Unified",
+                        id: 3,
+                        shared: llcs[3].1.clone(),
+                    },
                 ],
             });
         }
@@ -252,10 +324,26 @@ impl SysfsSpec {
             present: set(&[0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 40, 41]),
             cpus,
             nodes: vec![
-                NodeSpec { id: 0, cpus: set(&[0, 1, 2, 3, 8, 9, 10, 11]), distance: vec![10, 20, 32, 32] },
-                NodeSpec { id: 1, cpus: CpuSet::new(), distance: vec![20, 10, 20, 20] },
-                NodeSpec { id: 2, cpus: set(&[16, 17, 18]), distance: vec![32, 20, 10, 12] },
-                NodeSpec { id: 3, cpus: set(&[19, 40, 41]), distance: vec![32, 20, 12, 10] },
+                NodeSpec {
+                    id: 0,
+                    cpus: set(&[0, 1, 2, 3, 8, 9, 10, 11]),
+                    distance: vec![10, 20, 32, 32],
+                },
+                NodeSpec {
+                    id: 1,
+                    cpus: CpuSet::new(),
+                    distance: vec![20, 10, 20, 20],
+                },
+                NodeSpec {
+                    id: 2,
+                    cpus: set(&[16, 17, 18]),
+                    distance: vec![32, 20, 10, 12],
+                },
+                NodeSpec {
+                    id: 3,
+                    cpus: set(&[19, 40, 41]),
+                    distance: vec![32, 20, 12, 10],
+                },
             ],
         }
     }
@@ -273,59 +361,92 @@ impl SysfsSpec {
         })
     }
 
-    pub const NAMES: [&'static str; 6] = ["zen3-nps1", "zen3-nps2", "zen3-nps4", "xeon-e5-2690v3", "vm-2cpu", "irregular"];
+    pub const NAMES: [&'static str; 6] = [
+        "zen3-nps1",
+        "zen3-nps2",
+        "zen3-nps4",
+        "xeon-e5-2690v3",
+        "vm-2cpu",
+        "irregular",
+    ];
 
     /// Writes the tree under `root` (a `devices/system` directory), creating it. Existing files
     /// are overwritten; stale extra files are left alone, so write into a fresh directory.
     pub fn write(&self, root: &Path) -> io::Result<()> {
-        let put = |p: &Path, s: &str| -> io::Result<()> {
-            if let Some(d) = p.parent() {
+        let mut made: Option<PathBuf> = None;
+        for (rel, content) in self.files() {
+            let p = root.join(rel);
+            if let Some(d) = p.parent()
+                && made.as_deref() != Some(d)
+            {
                 fs::create_dir_all(d)?;
+                made = Some(d.to_path_buf());
             }
-            fs::write(p, format!("{s}\n"))
-        };
-        let cpu_root = root.join("cpu");
-        let online = self.online();
-        put(&cpu_root.join("online"), &online.to_list())?;
-        put(&cpu_root.join("present"), &self.present.to_list())?;
-        put(&cpu_root.join("possible"), &self.present.to_list())?;
-        let offline: CpuSet = self.present.iter().filter(|c| !online.contains(*c)).collect();
-        put(&cpu_root.join("offline"), &offline.to_list())?;
-        for cpu in offline.iter() {
-            put(&cpu_root.join(format!("cpu{cpu}/online")), "0")?;
-        }
-        for c in &self.cpus {
-            let d = cpu_root.join(format!("cpu{}", c.cpu));
-            if c.cpu != 0 {
-                put(&d.join("online"), "1")?;
-            }
-            let t = d.join("topology");
-            put(&t.join("physical_package_id"), &c.package.to_string())?;
-            put(&t.join("die_id"), &c.die.to_string())?;
-            put(&t.join("core_id"), &c.core_id.to_string())?;
-            put(&t.join("thread_siblings_list"), &c.siblings.to_list())?;
-            for (k, cache) in c.caches.iter().enumerate() {
-                let x = d.join(format!("cache/index{k}"));
-                put(&x.join("level"), &cache.level.to_string())?;
-                put(&x.join("type"), cache.kind)?;
-                put(&x.join("shared_cpu_list"), &cache.shared.to_list())?;
-                put(&x.join("id"), &cache.id.to_string())?;
-            }
-        }
-        let node_root = root.join("node");
-        let all: CpuSet = self.nodes.iter().map(|n| n.id).collect();
-        let with_cpu: CpuSet = self.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
-        if !self.nodes.is_empty() {
-            put(&node_root.join("online"), &all.to_list())?;
-            put(&node_root.join("possible"), &all.to_list())?;
-            put(&node_root.join("has_cpu"), &with_cpu.to_list())?;
-        }
-        for n in &self.nodes {
-            let d = node_root.join(format!("node{}", n.id));
-            put(&d.join("cpulist"), &n.cpus.to_list())?;
-            let row: Vec<String> = n.distance.iter().map(u32::to_string).collect();
-            put(&d.join("distance"), &row.join(" "))?;
+            fs::write(p, content)?;
         }
         Ok(())
+    }
+
+    /// Every file of the tree: path relative to `devices/system` -> content (with the kernel's
+    /// trailing newline). Lets tests compare a committed tree byte for byte without writing one.
+    pub fn files(&self) -> BTreeMap<PathBuf, String> {
+        let mut out = BTreeMap::new();
+        let mut put = |p: String, s: &str| {
+            out.insert(PathBuf::from(p), format!("{s}\n"));
+        };
+        let online = self.online();
+        put("cpu/online".into(), &online.to_list());
+        put("cpu/present".into(), &self.present.to_list());
+        put("cpu/possible".into(), &self.present.to_list());
+        let offline: CpuSet = self
+            .present
+            .iter()
+            .filter(|c| !online.contains(*c))
+            .collect();
+        put("cpu/offline".into(), &offline.to_list());
+        for cpu in offline.iter() {
+            put(format!("cpu/cpu{cpu}/online"), "0");
+        }
+        for c in &self.cpus {
+            let d = format!("cpu/cpu{}", c.cpu);
+            if c.cpu != 0 {
+                put(format!("{d}/online"), "1");
+            }
+            put(
+                format!("{d}/topology/physical_package_id"),
+                &c.package.to_string(),
+            );
+            put(format!("{d}/topology/die_id"), &c.die.to_string());
+            put(format!("{d}/topology/core_id"), &c.core_id.to_string());
+            put(
+                format!("{d}/topology/thread_siblings_list"),
+                &c.siblings.to_list(),
+            );
+            for (k, cache) in c.caches.iter().enumerate() {
+                let x = format!("{d}/cache/index{k}");
+                put(format!("{x}/level"), &cache.level.to_string());
+                put(format!("{x}/type"), cache.kind);
+                put(format!("{x}/shared_cpu_list"), &cache.shared.to_list());
+                put(format!("{x}/id"), &cache.id.to_string());
+            }
+        }
+        let all: CpuSet = self.nodes.iter().map(|n| n.id).collect();
+        let with_cpu: CpuSet = self
+            .nodes
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .map(|n| n.id)
+            .collect();
+        if !self.nodes.is_empty() {
+            put("node/online".into(), &all.to_list());
+            put("node/possible".into(), &all.to_list());
+            put("node/has_cpu".into(), &with_cpu.to_list());
+        }
+        for n in &self.nodes {
+            put(format!("node/node{}/cpulist", n.id), &n.cpus.to_list());
+            let row: Vec<String> = n.distance.iter().map(u32::to_string).collect();
+            put(format!("node/node{}/distance", n.id), &row.join(" "));
+        }
+        out
     }
 }

@@ -41,55 +41,61 @@ impl Level {
     }
 }
 
-/// Dense per-CPU-number lookup tables for [`Level`] classification on the hot path: four `Vec`
-/// reads per CPU instead of the index walk of [`super::Topology::level`], and no `Option` chain.
-/// Absent CPUs (offline, beyond the topology) hold `u32::MAX` and classify as `None`.
+/// Dense per-CPU-number lookup table for [`Level`] classification on the hot path: one 16-byte
+/// entry per CPU number (one cache line holds four CPUs) instead of the index walk of
+/// [`super::Topology::level`]. Absent CPUs (offline, beyond the topology) classify as `None`.
 #[derive(Clone, Debug, Default)]
 pub struct LevelMap {
-    core: Vec<u32>,
-    llc: Vec<u32>,
-    node: Vec<u32>,
-    package: Vec<u32>,
+    ids: Vec<CpuIds>,
 }
 
-const ABSENT: u32 = u32::MAX;
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CpuIds {
+    core: u32,
+    llc: u32,
+    node: u32,
+    package: u32,
+}
+
+const ABSENT: CpuIds = CpuIds {
+    core: u32::MAX,
+    llc: u32::MAX,
+    node: u32::MAX,
+    package: u32::MAX,
+};
 
 impl LevelMap {
     pub fn new(t: &super::Topology) -> Self {
-        let n = t.cpu_bound();
-        let mut m = Self {
-            core: vec![ABSENT; n],
-            llc: vec![ABSENT; n],
-            node: vec![ABSENT; n],
-            package: vec![ABSENT; n],
-        };
+        let mut ids = vec![ABSENT; t.cpu_bound()];
         for c in &t.cpus {
-            let i = c.cpu as usize;
-            m.core[i] = c.core;
-            m.llc[i] = c.llc;
-            m.node[i] = c.node;
-            m.package[i] = c.package;
+            ids[c.cpu as usize] = CpuIds {
+                core: c.core,
+                llc: c.llc,
+                node: c.node,
+                package: c.package,
+            };
         }
-        m
+        Self { ids }
+    }
+
+    #[inline]
+    fn get(&self, cpu: u32) -> Option<&CpuIds> {
+        self.ids.get(cpu as usize).filter(|c| c.core != u32::MAX)
     }
 
     /// Same answer as [`super::Topology::level`].
     #[inline]
     pub fn level(&self, a: u32, b: u32) -> Option<Level> {
-        let (a, b) = (a as usize, b as usize);
-        let (ca, cb) = (*self.core.get(a)?, *self.core.get(b)?);
-        if ca == ABSENT || cb == ABSENT {
-            return None;
-        }
+        let (ca, cb) = (self.get(a)?, self.get(b)?);
         Some(if a == b {
             Level::SameCpu
-        } else if ca == cb {
+        } else if ca.core == cb.core {
             Level::SmtSibling
-        } else if self.llc[a] == self.llc[b] {
+        } else if ca.llc == cb.llc {
             Level::SameLlc
-        } else if self.node[a] == self.node[b] {
+        } else if ca.node == cb.node {
             Level::SameNode
-        } else if self.package[a] == self.package[b] {
+        } else if ca.package == cb.package {
             Level::SamePackage
         } else {
             Level::CrossPackage
@@ -99,17 +105,17 @@ impl LevelMap {
     /// Index into `Topology::llcs`.
     #[inline]
     pub fn llc(&self, cpu: u32) -> Option<u32> {
-        self.llc.get(cpu as usize).copied().filter(|&x| x != ABSENT)
+        self.get(cpu).map(|c| c.llc)
     }
 
     /// Index into `Topology::nodes`.
     #[inline]
     pub fn node(&self, cpu: u32) -> Option<u32> {
-        self.node.get(cpu as usize).copied().filter(|&x| x != ABSENT)
+        self.get(cpu).map(|c| c.node)
     }
 
     /// One past the highest CPU number known.
     pub fn cpu_bound(&self) -> usize {
-        self.core.len()
+        self.ids.len()
     }
 }

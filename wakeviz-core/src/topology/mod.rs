@@ -65,7 +65,12 @@ pub struct Topology {
 impl Topology {
     /// Builds the dense lookup index; call after deserializing or constructing by hand.
     pub fn finish(mut self) -> Self {
-        let max = self.cpus.iter().map(|c| c.cpu).max().map_or(0, |m| m as usize + 1);
+        let max = self
+            .cpus
+            .iter()
+            .map(|c| c.cpu)
+            .max()
+            .map_or(0, |m| m as usize + 1);
         self.index = vec![u32::MAX; max];
         for (i, c) in self.cpus.iter().enumerate() {
             self.index[c.cpu as usize] = i as u32;
@@ -104,7 +109,10 @@ impl Topology {
                 per_pkg[p].insert(c.node);
             }
         }
-        per_pkg.iter().map(std::collections::BTreeSet::len).collect()
+        per_pkg
+            .iter()
+            .map(std::collections::BTreeSet::len)
+            .collect()
     }
 
     /// "NPS1", "NPS2", "NPS4" ... (nodes per package), or a description for odd layouts
@@ -112,8 +120,12 @@ impl Topology {
     /// irregular machine as a clean NPS mode.
     pub fn nps_mode(&self) -> String {
         let spans_packages = self.nodes.iter().any(|n| {
-            let pkgs: std::collections::BTreeSet<u32> =
-                n.cpus.iter().filter_map(|c| self.cpu(c)).map(|c| c.package).collect();
+            let pkgs: std::collections::BTreeSet<u32> = n
+                .cpus
+                .iter()
+                .filter_map(|c| self.cpu(c))
+                .map(|c| c.package)
+                .collect();
             pkgs.len() > 1
         });
         if spans_packages {
@@ -161,8 +173,12 @@ impl Topology {
             Level::SameCpu => !self.cpus.is_empty(),
             Level::SmtSibling => self.smt_active(),
             Level::SameLlc => self.llcs.iter().any(|l| {
-                let cores: std::collections::BTreeSet<u32> =
-                    l.cpus.iter().filter_map(|c| self.cpu(c)).map(|c| c.core).collect();
+                let cores: std::collections::BTreeSet<u32> = l
+                    .cpus
+                    .iter()
+                    .filter_map(|c| self.cpu(c))
+                    .map(|c| c.core)
+                    .collect();
                 cores.len() > 1
             }),
             Level::SameNode => self.nodes.iter().enumerate().any(|(i, n)| {

@@ -134,8 +134,8 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         pkg.insert(cpu, parse_u32(&p, &read(&p)?)?);
         let di = read_opt(&t.join("die_id")).map_or(Ok(0), |s| parse_u32(&t.join("die_id"), &s))?;
         die.insert(cpu, di);
-        let ci = read_opt(&t.join("core_id"))
-            .map_or(Ok(cpu), |s| parse_u32(&t.join("core_id"), &s))?;
+        let ci =
+            read_opt(&t.join("core_id")).map_or(Ok(cpu), |s| parse_u32(&t.join("core_id"), &s))?;
         core_id.insert(cpu, ci);
         let sib = match read_opt(&t.join("thread_siblings_list")) {
             Some(s) => CpuSet::parse_list(&s).map_err(|msg| TopologyError::Parse {
@@ -200,7 +200,9 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
     }
     // Memory-only nodes hold no CPUs; keep them out of the CPU model (but keep the SLIT square
     // over the nodes we keep).
-    let keep: Vec<usize> = (0..nodes.len()).filter(|&i| !nodes[i].cpus.is_empty()).collect();
+    let keep: Vec<usize> = (0..nodes.len())
+        .filter(|&i| !nodes[i].cpus.is_empty())
+        .collect();
     let complete = distances.iter().all(|r| r.len() == nodes.len());
     let distances: Vec<Vec<u32>> = if complete && !nodes.is_empty() {
         keep.iter()
@@ -211,7 +213,11 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
             .map(|&i| keep.iter().map(|&j| if i == j { 10 } else { 20 }).collect())
             .collect()
     };
-    let memory_only_nodes: Vec<u32> = nodes.iter().filter(|n| n.cpus.is_empty()).map(|n| n.id).collect();
+    let memory_only_nodes: Vec<u32> = nodes
+        .iter()
+        .filter(|n| n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
     let mut nodes: Vec<Group> = keep.iter().map(|&i| nodes[i].clone()).collect();
     let mut distances = distances;
     let covered: CpuSet = nodes.iter().flat_map(|n| n.cpus.iter()).collect();
@@ -250,10 +256,7 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
             package: pkg[&cpu],
             die: die[&cpu],
             core_id: core_id[&cpu],
-            node: nodes
-                .iter()
-                .position(|n| n.cpus.contains(cpu))
-                .unwrap_or(0) as u32,
+            node: nodes.iter().position(|n| n.cpus.contains(cpu)).unwrap_or(0) as u32,
             llc: llc_of_cpu[&cpu],
             core: core_of[&cpu],
         })

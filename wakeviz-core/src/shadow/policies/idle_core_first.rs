@@ -9,8 +9,7 @@
 //! and no budget on the idle-core scan.
 use crate::shadow::{
     policy::{
-        Ctx, Decision, FrontRule, Policy, Rule, Scratch, core_scan, select_idle_sibling,
-        sis_util_budget,
+        Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling, sis_util_budget,
     },
     state::State,
     topo::ShadowTopo,
@@ -29,11 +28,9 @@ fn probe_core(t: &ShadowTopo, st: &State, cpu: u32) -> (bool, u32) {
 }
 
 /// Whether LLC `llc` holds a fully idle core, from the idle map (no kernel probe cost: this
-/// is ground truth, not something the kernel could read cheaply).
-pub fn true_idle_core(t: &ShadowTopo, st: &State, llc: u32) -> bool {
-    t.llc_cpus(llc)
-        .iter()
-        .any(|&c| t.siblings(c).first() == Some(&c) && st.core_idle(t, c))
+/// is ground truth, kept incrementally by the state, not something the kernel reads).
+pub fn true_idle_core(st: &State, llc: u32) -> bool {
+    st.idle_cores(llc) > 0
 }
 
 pub struct IdleCoreFirst;
@@ -72,9 +69,7 @@ impl Policy for IdleCoreFirst {
             }
         }
         let llc = t.llc(tg);
-        s.cand.clear();
-        s.cand.extend_from_slice(t.llc_mask(llc));
-        let (core, _, n) = core_scan(t, st, &mut s.cand, t.llc_mask(llc), tg.wrapping_add(1));
+        let (core, _, n) = s.llc_core_scan(t, st, llc, tg.wrapping_add(1));
         d.probes += n;
         if let Some(c) = core {
             d.cpu = t.siblings(c).first().copied().unwrap_or(c);
@@ -107,7 +102,7 @@ impl Policy for TrueHint {
                 clear_hint: None,
             };
         }
-        let hic = t.smt && true_idle_core(t, st, t.llc(f.target));
+        let hic = t.smt && true_idle_core(st, t.llc(f.target));
         let (mut d, _) = select_idle_sibling(
             ctx,
             t,
@@ -116,7 +111,11 @@ impl Policy for TrueHint {
             f.target,
             hic,
             &mut |c: &Ctx, t: &ShadowTopo, st: &State, llc, hic| {
-                if hic { None } else { sis_util_budget(c, t, st, llc, hic) }
+                if hic {
+                    None
+                } else {
+                    sis_util_budget(c, t, st, llc, hic)
+                }
             },
         );
         d.probes += f.probes;

@@ -9,19 +9,58 @@
 //! map, i.e. model that id as always up to date, and charge one probe per lookup (reading the
 //! shared field), not a scan.
 use crate::shadow::{
-    policy::{Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling, sis_util_budget},
+    policy::{
+        Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling, sis_util_budget,
+    },
     state::State,
     topo::{ShadowTopo, count_and},
 };
 
 pub struct IdlerLlc;
 
+/// `wake_affine_idler_llc(pref, try)`: the new target, or `None` when both LLCs are fully
+/// busy (then the patch skips the scan and keeps prev).
+fn idler(t: &ShadowTopo, st: &State, pref: u32, tr: u32, probes: &mut u32) -> Option<u32> {
+    *probes += 1;
+    if st.is_idle(pref) {
+        return Some(pref);
+    }
+    *probes += 1;
+    if let Some(c) = idle_core_of(t, st, t.llc(pref)) {
+        return Some(c);
+    }
+    *probes += 1;
+    if st.is_idle(tr) {
+        return Some(tr);
+    }
+    *probes += 1;
+    if let Some(c) = idle_core_of(t, st, t.llc(tr)) {
+        return Some(c);
+    }
+    let (lp, lt) = (t.llc(pref), t.llc(tr));
+    let size = |l: u32| u64::from(t.llc_size.get(l as usize).copied().unwrap_or(0));
+    let busy = |l: u32| size(l).saturating_sub(u64::from(count_and(t.llc_mask(l), &st.idle)));
+    let (bp, bt) = (busy(lp), busy(lt));
+    if bp == size(lp) && bt == size(lt) {
+        return None;
+    }
+    // Cross-multiplied busy fractions, ties to the preferred side.
+    Some(if bp * size(lt) <= bt * size(lp) {
+        pref
+    } else {
+        tr
+    })
+}
+
 /// First fully idle core of `llc`, as its first SMT sibling (Srikar's `smt_id`).
 fn idle_core_of(t: &ShadowTopo, st: &State, llc: u32) -> Option<u32> {
-    t.llc_cpus(llc)
+    if st.idle_cores(llc) == 0 {
+        return None;
+    }
+    t.llc_cores(llc)
         .iter()
         .copied()
-        .find(|&c| t.siblings(c).first() == Some(&c) && st.core_idle(t, c))
+        .find(|&c| st.core_idle(t, c))
 }
 
 impl Policy for IdlerLlc {
@@ -59,30 +98,9 @@ impl Policy for IdlerLlc {
             }
         } else {
             let (pref, tr) = if f.sync { (w, p) } else { (p, w) };
-            probes += 1;
-            if st.is_idle(pref) {
-                pref
-            } else if let Some(c) = {
-                probes += 1;
-                idle_core_of(t, st, t.llc(pref))
-            } {
-                c
-            } else if {
-                probes += 1;
-                st.is_idle(tr)
-            } {
-                tr
-            } else if let Some(c) = {
-                probes += 1;
-                idle_core_of(t, st, t.llc(tr))
-            } {
-                c
-            } else {
-                let (lp, lt) = (t.llc(pref), t.llc(tr));
-                let size = |l: u32| u64::from(t.llc_size.get(l as usize).copied().unwrap_or(0));
-                let busy = |l: u32| size(l) - u64::from(count_and(t.llc_mask(l), &st.idle));
-                let (bp, bt) = (busy(lp), busy(lt));
-                if bp == size(lp) && bt == size(lt) {
+            match idler(t, st, pref, tr, &mut probes) {
+                Some(c) => c,
+                None => {
                     return Decision {
                         cpu: p,
                         probes,
@@ -90,7 +108,6 @@ impl Policy for IdlerLlc {
                         clear_hint: None,
                     };
                 }
-                if bp * size(lt) <= bt * size(lp) { pref } else { tr }
             }
         };
         let hic = ctx.has_idle_cores(t, st, t.llc(tg));

@@ -1,5 +1,19 @@
 //! The registered policies. Adding one = one file here plus its `mod` line and one entry in
 //! [`registry`]. The first entry must stay the observed baseline.
+//!
+//! | registry name | spec | what |
+//! |---|---|---|
+//! | `observed` | — | the running kernel's choice (baseline) |
+//! | `sis_util` | P1 | SIS_UTIL, the 6.0+ default; the fidelity policy on 6.x kernels |
+//! | `sis_prop` | P0 | SIS_PROP (<= 6.6), state emulated; the fidelity policy before 6.0 |
+//! | `wf_sync` | P2 | Vagin's WF_SYNC wake-local on SIS_UTIL |
+//! | `wf_sync_delayed` | P2b | the same with delayed-dequeue tasks subtracted (not captured: = P2) |
+//! | `sis_node` | P3 | SIS_NODE: SIS_UTIL, then the node's other LLCs |
+//! | `full_scan` | P4 | whole-LLC scan without a limit |
+//! | `prev_only` | P5 | previous CPU, no search |
+//! | `idle_core_first` | P6b | pure idle-core-first on the true idle map |
+//! | `sis_util_true_hint` | P6a | SIS_UTIL with the true idle-core state, unbounded core scan |
+//! | `idler_llc` | P8 | Srikar's idler-LLC wake_affine on SIS_UTIL |
 mod full_scan;
 mod idle_core_first;
 mod idler_llc;

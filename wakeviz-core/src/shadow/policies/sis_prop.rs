@@ -76,7 +76,11 @@ impl Policy for SisProp {
                 let fresh = self.seen_gen[w] != st.wake_gen[w];
                 self.started[w] = true;
                 self.seen_gen[w] = st.wake_gen[w];
-                self.wake_avg_idle[w] = if fresh { st.avg_idle[w] / 2 } else { st.avg_idle[w] };
+                self.wake_avg_idle[w] = if fresh {
+                    st.avg_idle[w] / 2
+                } else {
+                    st.avg_idle[w]
+                };
                 self.wake_stamp[w] = if fresh { st.wake_jiffies[w] } else { now_j };
             }
             let elapsed = now_j.saturating_sub(self.wake_stamp[w]);

@@ -1,0 +1,278 @@
+//! The report: the JSON schema is pinned key by key (README / SCHEMA.md describe it), and the
+//! text report of a small hand-built stream is compared with a committed golden file
+//! (`WAKEVIZ_BLESS=1` rewrites it after an intended change).
+mod analysis_support;
+
+use std::{collections::BTreeSet, path::PathBuf};
+
+use analysis_support::{W, batch, header, names};
+use serde_json::Value;
+use wakeviz_core::{
+    analysis::{Analysis, report},
+    format::{CaptureStats, ScanSource},
+    topology::Level,
+};
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+fn set(k: &[&str]) -> BTreeSet<String> {
+    k.iter().map(|s| (*s).to_string()).collect()
+}
+
+fn levels() -> BTreeSet<String> {
+    Level::ALL.iter().map(|l| l.name().to_string()).collect()
+}
+
+/// A few seconds of a small Xeon workload: ping-pong on SMT siblings, an affine pull across
+/// sockets, a migration within the LLC, a fork, and one wakeup whose sched_waking was lost.
+fn small_stream(a: &mut Analysis) {
+    let mut b = batch(&[
+        W::new(1_000_000, 0, 100, 24, 24)
+            .select(900)
+            .runs_after(3_000),
+        W::new(1_010_000, 24, 101, 0, 0)
+            .select(1_100)
+            .runs_after(2_500),
+        W::new(1_020_000, 0, 100, 24, 24)
+            .select(950)
+            .runs_after(4_100),
+        W::new(1_500_000_000, 0, 102, 12, 1)
+            .select(5_200)
+            .runs_after(40_000),
+        W::new(1_600_000_000, 5, 103, 5, 7)
+            .select(2_000)
+            .runs_after(9_000),
+        W::new(2_700_000_000, 13, 104, 13, 13).runs_after(700),
+    ]);
+    b.tasks = names(&[
+        (100, "pinger"),
+        (101, "ponger"),
+        (102, "kworker/u96:1"),
+        (103, "nginx"),
+        (104, "sshd"),
+    ]);
+    b.stats = Some(CaptureStats {
+        offered: [7, 7, 1, 6, 0, 5],
+        kernel_drops: 1,
+        user_drops: 0,
+        delivered: 26,
+        select_unpaired: 0,
+        ..Default::default()
+    });
+    a.on_batch(&b);
+    let fork = wakeviz_core::event::Wake {
+        ts_ns: 2_800_000_000,
+        cpu: 3,
+        pid: 105,
+        target_cpu: 40,
+        waker_pid: 104,
+        prio: 120,
+    };
+    let lost = wakeviz_core::event::Wake {
+        ts_ns: 2_900_000_000,
+        cpu: 8,
+        pid: 106,
+        target_cpu: 8,
+        waker_pid: 0,
+        prio: 120,
+    };
+    a.on_batch(&wakeviz_core::source::Batch {
+        tasks: vec![],
+        events: vec![
+            wakeviz_core::event::Event::WakeupNew(fork),
+            wakeviz_core::event::Event::Wakeup(lost),
+        ],
+        stats: None,
+    });
+}
+
+#[test]
+fn json_schema_is_pinned() {
+    let mut a = Analysis::new(&header("xeon-e5-2690v3", ScanSource::SelectTaskRqFair));
+    small_stream(&mut a);
+    let j = a.report_json();
+    assert_eq!(keys(&j), set(&report::JSON_KEYS));
+    assert_eq!(
+        keys(&j["events"]),
+        set(&[
+            "sched_waking",
+            "sched_wakeup",
+            "sched_wakeup_new",
+            "sched_switch",
+            "sched_migrate_task",
+            "select_task_rq_fair",
+            "total"
+        ])
+    );
+    assert_eq!(j["events"]["total"], 6 + 7 + 1 + 6 + 5);
+    assert_eq!(
+        keys(&j["drops"]),
+        set(&[
+            "kernel_drops",
+            "user_drops",
+            "total",
+            "offered",
+            "delivered",
+            "select_unpaired",
+            "decode_errors",
+            "unmatched_wakeups"
+        ])
+    );
+    assert_eq!(j["drops"]["unmatched_wakeups"], 1);
+    assert!(
+        j["probes"]
+            .as_array()
+            .is_some_and(|p| p.len() == 4 && p[0]["name"] == "sched_waking")
+    );
+    assert_eq!(
+        keys(&j["topology"]),
+        set(&[
+            "summary",
+            "nr_cpus",
+            "packages",
+            "nps_mode",
+            "smt",
+            "llc_level",
+            "offline",
+            "nodes",
+            "memory_only_nodes",
+            "llcs",
+            "distances",
+            "domain_rows"
+        ])
+    );
+    assert_eq!(j["topology"]["nps_mode"], "NPS1");
+    assert_eq!(j["topology"]["nodes"][1]["cpus"], "12-23,36-47");
+    assert_eq!(j["topology"]["distances"][0][1], 21);
+
+    let p = &j["placement"];
+    assert_eq!(
+        keys(p),
+        set(&[
+            "filter",
+            "affine_definition",
+            "first_ts_ns",
+            "last_ts_ns",
+            "wakeups",
+            "new_tasks",
+            "per_node",
+            "per_llc",
+            "domain_table",
+            "windows"
+        ])
+    );
+    let counts = set(&[
+        "count",
+        "vs_waker",
+        "vs_prev",
+        "affine",
+        "affine_by_waker_prev",
+        "migrations",
+        "migrations_by_level",
+        "unclassified",
+    ]);
+    assert_eq!(keys(&p["wakeups"]), counts);
+    assert_eq!(keys(&p["new_tasks"]), counts);
+    for k in [
+        "vs_waker",
+        "vs_prev",
+        "affine_by_waker_prev",
+        "migrations_by_level",
+    ] {
+        assert_eq!(keys(&p["wakeups"][k]), levels(), "{k}");
+    }
+    assert_eq!(p["wakeups"]["count"], 6);
+    assert_eq!(p["wakeups"]["vs_waker"]["smt_sibling"], 3);
+    assert_eq!(p["wakeups"]["affine"], 1);
+    assert_eq!(p["new_tasks"]["vs_waker"]["cross_package"], 1);
+    let mut group = counts.clone();
+    group.extend(set(&["id", "cpus"]));
+    assert_eq!(keys(&p["per_node"][0]), group);
+    assert_eq!(keys(&p["per_llc"][1]), group);
+    assert_eq!(
+        keys(&p["domain_table"][0]),
+        set(&["name", "levels", "wakeups", "affine", "affine_observable"])
+    );
+    assert_eq!(keys(&p["windows"]), set(&["1s", "10s"]));
+    assert_eq!(
+        keys(&p["windows"]["1s"]),
+        set(&["span_ns", "from_ns", "to_ns", "placement"])
+    );
+
+    let summary = set(&[
+        "count", "min", "p50", "p90", "p99", "p999", "max", "mean", "log2",
+    ]);
+    let s = &j["scan_latency"];
+    assert_eq!(
+        keys(s),
+        set(&[
+            "source",
+            "available",
+            "status",
+            "log2_unit",
+            "overall",
+            "per_llc",
+            "windows"
+        ])
+    );
+    assert_eq!(keys(&s["overall"]), summary);
+    assert_eq!(
+        (s["log2_unit"].as_str(), s["available"].as_bool()),
+        (Some("ns"), Some(true))
+    );
+    assert_eq!(keys(&s["per_llc"][0]), {
+        let mut k = summary.clone();
+        k.extend(set(&["id", "cpus"]));
+        k
+    });
+    assert_eq!(keys(&s["windows"]), set(&["1s", "10s"]));
+    assert_eq!(keys(&s["overall"]["log2"][0]), set(&["lo", "hi", "count"]));
+    let w = &j["wakeup_latency"];
+    assert_eq!(
+        keys(w),
+        set(&[
+            "relation",
+            "log2_unit",
+            "overall",
+            "by_level",
+            "new_task",
+            "windows"
+        ])
+    );
+    assert_eq!(keys(&w["by_level"]), levels());
+    assert_eq!(keys(&w["by_level"]["same_cpu"]), summary);
+    assert_eq!(j["schedstat"], Value::Null);
+    assert!(
+        j["shadow"].is_object(),
+        "the shadow evaluation is on by default"
+    );
+
+    a.set_shadow(None);
+    assert_eq!(a.report_json()["shadow"], Value::Null);
+}
+
+#[test]
+fn golden_text_report() {
+    let mut a = Analysis::new(&header("xeon-e5-2690v3", ScanSource::SelectTaskRqFair));
+    // The shadow section belongs to the shadow module's own tests.
+    a.set_shadow(None);
+    small_stream(&mut a);
+    let got = a.report_text();
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/analysis_report_xeon.txt");
+    if std::env::var_os("WAKEVIZ_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        got == want,
+        "text report changed; rerun with WAKEVIZ_BLESS=1 if intended\n--- got ---\n{got}"
+    );
+}

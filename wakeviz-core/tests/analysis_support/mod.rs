@@ -1,0 +1,160 @@
+//! Hand-built event streams for the analysis tests.
+#![allow(dead_code)]
+use std::path::PathBuf;
+
+use wakeviz_core::{
+    event::{Comm, Event, Select, Switch, TaskName, Wake},
+    format::{Header, ProbeMode, ProbeState, ProbeStatus, ScanSource},
+    source::Batch,
+    topology::{Topology, from_sysfs},
+};
+
+pub fn topology(name: &str) -> Topology {
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sysfs")
+        .join(name);
+    from_sysfs(&d).unwrap()
+}
+
+pub fn header(name: &str, scan: ScanSource) -> Header {
+    let probe = |n: &str, ok: bool| ProbeStatus {
+        name: n.into(),
+        mode: Some(if n == "select_task_rq_fair" {
+            ProbeMode::Fentry
+        } else {
+            ProbeMode::TpBtf
+        }),
+        state: if ok {
+            ProbeState::Attached
+        } else {
+            ProbeState::Unavailable("test".into())
+        },
+        fallbacks: vec![],
+    };
+    let with_select = scan != ScanSource::None;
+    Header {
+        format_version: 1,
+        abi_version: 1,
+        tool_version: "test".into(),
+        kernel_release: "6.18.0-test".into(),
+        hostname: "fixture".into(),
+        realtime_offset_ns: 0,
+        start_ts_ns: 0,
+        probes: vec![
+            probe("sched_waking", true),
+            probe("sched_wakeup", true),
+            probe("sched_switch", true),
+            probe("select_task_rq_fair", with_select),
+        ],
+        scan_source: scan,
+        topology: topology(name),
+        ringbuf_bytes: 1 << 20,
+        comm_redacted: false,
+        notes: vec![],
+    }
+}
+
+/// One wakeup as the probes would report it.
+#[derive(Clone, Copy, Debug)]
+pub struct W {
+    pub ts: u64,
+    pub waker_cpu: u32,
+    pub waker_pid: u32,
+    pub pid: u32,
+    pub prev: u32,
+    pub chosen: u32,
+    /// select_task_rq_fair duration (ns), when the function probe saw it.
+    pub select_ns: Option<u64>,
+    /// sched_wakeup -> switch-in (ns), when the task got to run.
+    pub run_after_ns: Option<u64>,
+}
+
+impl W {
+    pub fn new(ts: u64, waker_cpu: u32, pid: u32, prev: u32, chosen: u32) -> Self {
+        Self {
+            ts,
+            waker_cpu,
+            waker_pid: 1,
+            pid,
+            prev,
+            chosen,
+            select_ns: None,
+            run_after_ns: None,
+        }
+    }
+
+    pub fn select(mut self, ns: u64) -> Self {
+        self.select_ns = Some(ns);
+        self
+    }
+
+    pub fn runs_after(mut self, ns: u64) -> Self {
+        self.run_after_ns = Some(ns);
+        self
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        let wake = |ts, cpu| Wake {
+            ts_ns: ts,
+            cpu,
+            pid: self.pid,
+            target_cpu: self.prev,
+            waker_pid: self.waker_pid,
+            prio: 120,
+        };
+        let mut v = vec![Event::Waking(wake(self.ts, self.waker_cpu))];
+        let mut t = self.ts + 100;
+        if let Some(ns) = self.select_ns {
+            v.push(Event::Select(Select {
+                ts_ns: t + ns,
+                entry_ts_ns: t,
+                cpu: self.waker_cpu,
+                pid: self.pid,
+                prev_cpu: self.prev,
+                wake_flags: 0x08,
+                chosen_cpu: self.chosen,
+                waker_pid: self.waker_pid,
+                waker_nr_running: None,
+                nr_idle_scan: None,
+                has_idle_cores: None,
+                prev_nr_idle_scan: None,
+                prev_has_idle_cores: None,
+                idle_scan_ns: None,
+            }));
+            t += ns + 100;
+        }
+        v.push(Event::Wakeup(Wake {
+            target_cpu: self.chosen,
+            ..wake(t, self.chosen)
+        }));
+        if let Some(ns) = self.run_after_ns {
+            v.push(Event::Switch(Switch {
+                ts_ns: t + ns,
+                cpu: self.chosen,
+                prev_pid: 0,
+                next_pid: self.pid,
+                prev_state: 0,
+                prev_prio: 120,
+                next_prio: 120,
+            }));
+        }
+        v
+    }
+}
+
+pub fn batch(ws: &[W]) -> Batch {
+    Batch {
+        tasks: vec![],
+        events: ws.iter().flat_map(W::events).collect(),
+        stats: None,
+    }
+}
+
+pub fn names(list: &[(u32, &str)]) -> Vec<TaskName> {
+    list.iter()
+        .map(|&(pid, c)| TaskName {
+            pid,
+            comm: Comm::new(c),
+        })
+        .collect()
+}

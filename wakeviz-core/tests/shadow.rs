@@ -1,0 +1,662 @@
+//! Scenario tests of the shadow policies (spec §2, §3, §5, §9): known idle maps, known answers.
+use std::{fs, path::Path};
+
+use wakeviz_core::{
+    event::{Event, Select, Switch, Wake, wf},
+    format::{FORMAT_VERSION, Header, ProbeMode, ProbeState, ProbeStatus, ScanSource},
+    join::Joiner,
+    shadow::{
+        ShadowEval, kernel_policy,
+        policy::wf_sync_wake_local,
+        state::{sis_prop_budget, sis_util_nr_idle_scan},
+        wake_wide,
+    },
+    topology::{Topology, from_sysfs},
+};
+
+/// One CPU of a hand-written sysfs tree.
+struct Cpu {
+    cpu: u32,
+    pkg: u32,
+    core_id: u32,
+    siblings: &'static str,
+    llc: &'static str,
+}
+
+/// Writes a minimal `devices/system` tree and reads it back with the production reader.
+fn topology(cpus: &[Cpu], nodes: &[(&str, &str)]) -> Topology {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let w = |p: &Path, s: &str| {
+        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        fs::write(p, format!("{s}\n")).expect("write");
+    };
+    let max = cpus.iter().map(|c| c.cpu).max().unwrap_or(0);
+    w(&root.join("cpu/online"), &format!("0-{max}"));
+    w(&root.join("cpu/present"), &format!("0-{max}"));
+    for c in cpus {
+        let d = root.join(format!("cpu/cpu{}", c.cpu));
+        w(&d.join("topology/physical_package_id"), &c.pkg.to_string());
+        w(&d.join("topology/die_id"), "0");
+        w(&d.join("topology/core_id"), &c.core_id.to_string());
+        w(&d.join("topology/thread_siblings_list"), c.siblings);
+        w(&d.join("cache/index3/level"), "3");
+        w(&d.join("cache/index3/type"), "Unified");
+        w(&d.join("cache/index3/shared_cpu_list"), c.llc);
+        w(&d.join("cache/index3/id"), "0");
+    }
+    for (i, (list, dist)) in nodes.iter().enumerate() {
+        w(&root.join(format!("node/node{i}/cpulist")), list);
+        w(&root.join(format!("node/node{i}/distance")), dist);
+    }
+    from_sysfs(root).expect("topology")
+}
+
+fn header(topology: Topology, select_probe: bool) -> Header {
+    Header {
+        format_version: FORMAT_VERSION,
+        abi_version: 0,
+        tool_version: "test".into(),
+        kernel_release: "6.8.0-test".into(),
+        hostname: "test".into(),
+        realtime_offset_ns: 0,
+        start_ts_ns: 0,
+        probes: vec![ProbeStatus {
+            name: "select_task_rq_fair".into(),
+            mode: Some(ProbeMode::Fentry),
+            state: if select_probe {
+                ProbeState::Attached
+            } else {
+                ProbeState::Unavailable("test".into())
+            },
+            fallbacks: Vec::new(),
+        }],
+        scan_source: ScanSource::SelectTaskRqFair,
+        topology,
+        ringbuf_bytes: 0,
+        comm_redacted: false,
+        notes: Vec::new(),
+    }
+}
+
+/// 8 CPUs, one LLC, SMT pairs {0,1} {2,3} {4,5} {6,7}.
+fn smt8() -> Topology {
+    let sib = ["0-1", "0-1", "2-3", "2-3", "4-5", "4-5", "6-7", "6-7"];
+    let cpus: Vec<Cpu> = (0..8)
+        .map(|c| Cpu {
+            cpu: c,
+            pkg: 0,
+            core_id: c / 2,
+            siblings: sib[c as usize],
+            llc: "0-7",
+        })
+        .collect();
+    topology(&cpus, &[("0-7", "10")])
+}
+
+/// 16 CPUs without SMT, one package, node 0 = 0-7 (LLCs 0-3, 4-7), node 1 = 8-15 (LLCs 8-11,
+/// 12-15): an NPS2-like layout where SIS_NODE's domain is the node.
+fn two_nodes() -> Topology {
+    const SIB: [&str; 16] = [
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+    ];
+    const LLC: [&str; 4] = ["0-3", "4-7", "8-11", "12-15"];
+    let cpus: Vec<Cpu> = (0..16)
+        .map(|c| Cpu {
+            cpu: c,
+            pkg: 0,
+            core_id: c,
+            siblings: SIB[c as usize],
+            llc: LLC[(c / 4) as usize],
+        })
+        .collect();
+    topology(&cpus, &[("0-7", "10 12"), ("8-15", "12 10")])
+}
+
+fn switch(ts: u64, cpu: u32, prev: u32, next: u32, prev_state: u32) -> Event {
+    Event::Switch(Switch {
+        ts_ns: ts,
+        cpu,
+        prev_pid: prev,
+        next_pid: next,
+        prev_state,
+        prev_prio: 120,
+        next_prio: 120,
+    })
+}
+
+fn wake(ts: u64, cpu: u32, pid: u32, target: u32, waker: u32) -> Wake {
+    Wake {
+        ts_ns: ts,
+        cpu,
+        pid,
+        target_cpu: target,
+        waker_pid: waker,
+        prio: 120,
+    }
+}
+
+/// Inputs of one select record.
+#[derive(Clone, Copy, Default)]
+struct Sel {
+    sync: bool,
+    nr_running: Option<u32>,
+    nr_idle_scan: Option<u32>,
+    has_idle_cores: Option<bool>,
+}
+
+fn select(ts: u64, w: u32, pid: u32, prev: u32, chosen: u32, waker: u32, s: Sel) -> Select {
+    Select {
+        ts_ns: ts + 1,
+        entry_ts_ns: ts,
+        cpu: w,
+        pid,
+        prev_cpu: prev,
+        wake_flags: wf::TTWU | if s.sync { wf::SYNC } else { 0 },
+        chosen_cpu: chosen,
+        waker_pid: waker,
+        waker_nr_running: s.nr_running,
+        nr_idle_scan: s.nr_idle_scan,
+        has_idle_cores: s.has_idle_cores,
+        prev_nr_idle_scan: s.nr_idle_scan,
+        prev_has_idle_cores: s.has_idle_cores,
+        idle_scan_ns: None,
+    }
+}
+
+/// Drives one full wakeup (waking, select, wakeup) through a joiner and the evaluator and
+/// returns each policy's choice for it.
+fn one_wakeup(
+    ev: &mut ShadowEval,
+    j: &mut Joiner,
+    ts: u64,
+    (w, pid, prev, chosen, waker): (u32, u32, u32, u32, u32),
+    s: Sel,
+) -> Vec<(&'static str, u32)> {
+    let events = [
+        Event::Waking(wake(ts, w, pid, prev, waker)),
+        Event::Select(select(ts + 10, w, pid, prev, chosen, waker, s)),
+        Event::Wakeup(wake(ts + 20, w, pid, chosen, waker)),
+    ];
+    for e in &events {
+        ev.on_event(e);
+        if let Some(p) = j.on_event(e) {
+            ev.on_placement(&p);
+        }
+    }
+    let (_, outs) = ev.last_outcomes().expect("placement scored");
+    outs.into_iter().map(|(n, o)| (n, o.cpu)).collect()
+}
+
+fn choice(v: &[(&'static str, u32)], name: &str) -> u32 {
+    v.iter()
+        .find(|(n, _)| *n == name)
+        .map(|x| x.1)
+        .unwrap_or_else(|| panic!("no policy {name}"))
+}
+
+/// Makes `cpus` busy with distinct tasks (pids 100+cpu).
+fn busy(ev: &mut ShadowEval, ts: u64, cpus: &[u32]) {
+    for &c in cpus {
+        ev.on_event(&switch(ts, c, 0, 100 + c, 0));
+    }
+}
+
+#[test]
+fn sis_util_budget_matches_the_spec_table_for_a_16_cpu_llc() {
+    let utils = [0, 15, 25, 35, 45, 55, 65, 75, 85];
+    let want = [16, 15, 14, 13, 11, 9, 6, 3, 0];
+    for (u, w) in utils.iter().zip(want) {
+        // Every CPU at u% of SCHED_CAPACITY_SCALE.
+        let per_cpu = u * 1024 / 100;
+        assert_eq!(sis_util_nr_idle_scan(16, 16 * per_cpu, 117), w, "{u}% util");
+    }
+    // Other rows of §2.2's table: |LLC| = 8, 32 and 112 at 45%.
+    assert_eq!(sis_util_nr_idle_scan(8, 8 * 460, 117), 5);
+    assert_eq!(sis_util_nr_idle_scan(32, 32 * 460, 117), 23);
+    assert_eq!(sis_util_nr_idle_scan(112, 112 * 460, 117), 81);
+}
+
+#[test]
+fn sis_prop_budget_follows_the_formula() {
+    // §2.1 worked example: ai = 100 us, ac = 2 us -> about 800 (the whole LLC).
+    assert_eq!(sis_prop_budget(16, 100_000, 1_999), 16 * 100_000 / 2_000);
+    // Under load wake_avg_idle collapses: budget floor 4 (3 probes).
+    assert_eq!(sis_prop_budget(16, 400, 2_000), 4);
+    assert_eq!(sis_prop_budget(16, 0, 0), 4);
+    // Exactly at the 4*ac boundary the floor applies (strictly greater is needed).
+    assert_eq!(sis_prop_budget(4, 1_000, 999), 4);
+    assert_eq!(sis_prop_budget(4, 1_001, 999), 4);
+    assert_eq!(sis_prop_budget(8, 1_001, 999), 8);
+}
+
+#[test]
+fn wake_wide_needs_many_partners() {
+    assert!(!wake_wide(0, 0, 16));
+    assert!(!wake_wide(255, 16, 16));
+    assert!(wake_wide(256, 16, 16));
+    assert!(wake_wide(16, 256, 16));
+    assert!(!wake_wide(1000, 15, 16));
+}
+
+#[test]
+fn kernel_policy_follows_the_release() {
+    assert_eq!(kernel_policy("5.15.0-91-generic"), "sis_prop");
+    assert_eq!(kernel_policy("6.8.0-49-generic"), "sis_util");
+    assert_eq!(kernel_policy("synthetic"), "sis_util");
+}
+
+#[test]
+fn wf_sync_condition() {
+    // Pure predicate: sync, the affine step chose the waker CPU, the waker alone there.
+    assert!(wf_sync_wake_local(true, 3, 3, 1));
+    assert!(!wf_sync_wake_local(false, 3, 3, 1));
+    assert!(!wf_sync_wake_local(true, 4, 3, 1));
+    assert!(!wf_sync_wake_local(true, 3, 3, 2));
+
+    // Scenario on smt8: waker pid 10 runs alone on CPU 0; wakee pid 20 last ran on CPU 0
+    // (P == W, so new_cpu stays W without an affine step). CPU 1 (SMT sibling) is idle.
+    let mk = || {
+        let mut ev = ShadowEval::new(&header(smt8(), true));
+        ev.on_event(&switch(1_000, 0, 0, 10, 0));
+        ev
+    };
+    let exact = Sel {
+        sync: true,
+        nr_running: Some(1),
+        nr_idle_scan: Some(8),
+        has_idle_cores: Some(false),
+    };
+    let mut ev = mk();
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 0, 1, 10),
+        exact,
+    );
+    assert_eq!(
+        choice(&r, "wf_sync"),
+        0,
+        "sync + alone: queue behind the waker"
+    );
+    assert_eq!(choice(&r, "wf_sync_delayed"), 0);
+    assert_eq!(
+        choice(&r, "sis_util"),
+        1,
+        "plain SIS moves it to the idle SMT sibling"
+    );
+    assert_eq!(choice(&r, "observed"), 1);
+
+    // Waker not alone: no wake-local.
+    let mut ev = mk();
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 0, 1, 10),
+        Sel {
+            nr_running: Some(2),
+            ..exact
+        },
+    );
+    assert_eq!(choice(&r, "wf_sync"), 1);
+
+    // Not sync: no wake-local.
+    let mut ev = mk();
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 0, 1, 10),
+        Sel {
+            sync: false,
+            ..exact
+        },
+    );
+    assert_eq!(choice(&r, "wf_sync"), 1);
+}
+
+#[test]
+fn wf_sync_reports_whether_the_waker_slept() {
+    let mut ev = ShadowEval::new(&header(smt8(), true));
+    let mut j = Joiner::new();
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    let exact = Sel {
+        sync: true,
+        nr_running: Some(1),
+        nr_idle_scan: Some(8),
+        has_idle_cores: Some(false),
+    };
+    // Wakeup at 10 us; the waker blocks 20 us later: slept within 50 us.
+    one_wakeup(&mut ev, &mut j, 10_000, (0, 20, 0, 1, 10), exact);
+    ev.on_event(&switch(30_000, 0, 10, 0, 1));
+    // Second round: waker 10 back on CPU 0, wakes 21, then is preempted (still runnable).
+    ev.on_event(&switch(40_000, 0, 0, 10, 0));
+    one_wakeup(&mut ev, &mut j, 50_000, (0, 21, 0, 2, 10), exact);
+    ev.on_event(&switch(60_000, 0, 10, 30, 0));
+    let v = ev.report_json();
+    let h = &v["policies"]["wf_sync"]["waker_slept_after"];
+    assert_eq!(h["total"], 2);
+    assert_eq!(h["buckets"]["le_50us"], 1);
+    assert_eq!(h["buckets"]["preempted"], 1);
+    assert_eq!(h["slept_within_threshold_pct"], 50.0);
+    assert_eq!(v["wf_sync"]["sync_wakeups"]["total"], 2);
+}
+
+#[test]
+fn idle_core_preferred_over_idle_smt_sibling_of_a_busy_core() {
+    // CPU 0 runs the waker (pid 10), its sibling 1 is idle; core {2,3} is fully idle; the
+    // rest is busy. The wakee last ran on CPU 0 (P == W == T).
+    let mut ev = ShadowEval::new(&header(smt8(), true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[4, 5, 6, 7]);
+    let mut j = Joiner::new();
+    // Stale kernel hint "no idle core": SIS_UTIL takes prev's idle SMT sibling.
+    let stale = Sel {
+        sync: false,
+        nr_running: Some(1),
+        nr_idle_scan: Some(8),
+        has_idle_cores: Some(false),
+    };
+    let r = one_wakeup(&mut ev, &mut j, 10_000, (0, 20, 0, 1, 10), stale);
+    assert_eq!(choice(&r, "sis_util"), 1);
+    assert_eq!(
+        choice(&r, "idle_core_first"),
+        2,
+        "pure idle-core first: the idle core"
+    );
+    assert_eq!(
+        choice(&r, "sis_util_true_hint"),
+        2,
+        "P6a: true hint -> idle-core scan"
+    );
+    assert_eq!(choice(&r, "prev_only"), 0);
+
+    // With the hint set, SIS_UTIL's idle-core scan from T+1 = 1 skips core {0,1} (busy CPU 0)
+    // and returns CPU 2 of the idle core.
+    let mut ev = ShadowEval::new(&header(smt8(), true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[4, 5, 6, 7]);
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 0, 2, 10),
+        Sel {
+            has_idle_cores: Some(true),
+            ..stale
+        },
+    );
+    assert_eq!(choice(&r, "sis_util"), 2);
+    assert_eq!(choice(&r, "full_scan"), 2);
+    assert_eq!(ev.fidelity(), Some(1.0));
+}
+
+#[test]
+fn sis_node_crosses_llcs_of_the_node_but_never_the_node_boundary() {
+    let t = two_nodes();
+    let sel = Sel {
+        sync: false,
+        nr_running: Some(1),
+        nr_idle_scan: Some(4),
+        has_idle_cores: Some(false),
+    };
+    // LLC 0-3 fully busy (waker pid 10 on CPU 0, prev = 0); CPU 6 idle in the other LLC of
+    // node 0; everything in node 1 idle too.
+    let mut ev = ShadowEval::new(&header(t.clone(), true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 2, 3, 4, 5, 7]);
+    let r = one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 0, 0, 10), sel);
+    assert_eq!(
+        choice(&r, "sis_util"),
+        0,
+        "SIS stays in the target LLC and stacks"
+    );
+    assert_eq!(
+        choice(&r, "sis_node"),
+        6,
+        "SIS_NODE finds the idle CPU in the sibling LLC"
+    );
+    assert_eq!(choice(&r, "full_scan"), 0);
+
+    // Whole node 0 busy, node 1 idle: SIS_NODE must not cross the node boundary.
+    let mut ev = ShadowEval::new(&header(t, true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 2, 3, 4, 5, 6, 7]);
+    let r = one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 0, 0, 10), sel);
+    assert_eq!(choice(&r, "sis_node"), 0);
+    for (name, cpu) in &r {
+        assert!(*cpu < 8, "{name} crossed into node 1 ({cpu})");
+    }
+}
+
+#[test]
+fn idler_llc_prefers_the_less_busy_llc() {
+    // Waker on CPU 0 (LLC 0-3), prev CPU 5 (LLC 4-7), not sync: pref = prev, try = waker.
+    // CPU 5 busy, no idle core anywhere needed (no SMT: every idle CPU is an idle core).
+    let t = two_nodes();
+    let sel = Sel {
+        sync: false,
+        nr_running: Some(1),
+        nr_idle_scan: Some(4),
+        has_idle_cores: Some(false),
+    };
+    let mut ev = ShadowEval::new(&header(t.clone(), true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 2, 3, 4, 5, 6, 7]);
+    let r = one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 5, 5, 10), sel);
+    assert_eq!(choice(&r, "idler_llc"), 5, "both LLCs full: prev, no scan");
+
+    let mut ev = ShadowEval::new(&header(t, true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 4, 5, 6, 7]);
+    let r = one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 5, 5, 10), sel);
+    // An idle CPU (= idle core without SMT) in the waker's LLC: CPU 2.
+    assert_eq!(choice(&r, "idler_llc"), 2);
+}
+
+#[test]
+fn prev_only_agreement_equals_the_kernels_prev_share() {
+    // 40 wakeups over smt8; the "kernel" puts every third one back on prev, others elsewhere.
+    let mut ev = ShadowEval::new(&header(smt8(), true));
+    let mut j = Joiner::new();
+    let mut on_prev = 0u64;
+    let mut ts = 1_000;
+    for i in 0..40u32 {
+        let w = i % 8;
+        let prev = (i * 3) % 8;
+        let chosen = if i % 3 == 0 {
+            prev
+        } else {
+            (prev + 1 + i % 7) % 8
+        };
+        if chosen == prev {
+            on_prev += 1;
+        }
+        let waker = 500 + i;
+        ev.on_event(&switch(ts, w, 0, waker, 0));
+        j.on_event(&switch(ts, w, 0, waker, 0));
+        one_wakeup(
+            &mut ev,
+            &mut j,
+            ts + 100,
+            (w, 2000 + i, prev, chosen, waker),
+            Sel::default(),
+        );
+        ev.on_event(&switch(ts + 200, w, waker, 0, 1));
+        ts += 1_000;
+    }
+    assert_eq!(ev.evaluated(), 40);
+    let v = ev.report_json();
+    let got = v["policies"]["prev_only"]["agreement"]
+        .as_f64()
+        .expect("agreement");
+    assert!(
+        (got - on_prev as f64 / 40.0).abs() < 1e-12,
+        "{got} vs {on_prev}/40"
+    );
+    assert_eq!(v["policies"]["observed"]["agreement"], 1.0);
+    assert_eq!(v["open_loop"], true);
+}
+
+#[test]
+fn claimed_cpu_counts_busy_until_its_wakeup() {
+    // Two wakers race for idle CPUs of smt8: the first select claims CPU 3; a second wakeup
+    // decided before the first one's sched_wakeup must not see CPU 3 idle.
+    let mut ev = ShadowEval::new(&header(smt8(), true));
+    busy(&mut ev, 1_000, &[0, 1, 2, 4, 5, 6, 7]);
+    let sel = Sel {
+        nr_running: Some(1),
+        nr_idle_scan: Some(8),
+        has_idle_cores: Some(false),
+        ..Sel::default()
+    };
+    ev.on_event(&Event::Waking(wake(10_000, 0, 20, 0, 100)));
+    ev.on_event(&Event::Select(select(10_010, 0, 20, 0, 3, 100, sel)));
+    assert!(!ev.state().is_idle(3), "claimed by pid 20");
+    ev.on_event(&Event::Wakeup(wake(10_050, 3, 20, 3, 100)));
+    assert!(!ev.state().is_idle(3), "pid 20 queued there now");
+    ev.on_event(&switch(10_060, 3, 0, 20, 0));
+    ev.on_event(&switch(10_090, 3, 20, 0, 1));
+    assert!(ev.state().is_idle(3));
+}
+
+#[test]
+fn lost_events_do_not_keep_a_cpu_busy_forever() {
+    let mut ev = ShadowEval::new(&header(smt8(), true));
+    // A wakeup queues pid 20 on CPU 3, but its switch-in is lost; CPU 3 then goes idle (which
+    // the kernel only does with an empty queue).
+    ev.on_event(&switch(1_000, 3, 0, 30, 0));
+    ev.on_event(&Event::Wakeup(wake(2_000, 3, 20, 3, 30)));
+    ev.on_event(&switch(3_000, 3, 30, 0, 1));
+    assert!(ev.state().is_idle(3));
+    // A claim whose sched_wakeup is lost expires after CLAIM_MAX_NS.
+    ev.on_event(&Event::Waking(wake(4_000, 0, 21, 5, 10)));
+    assert!(!ev.state().is_idle(5));
+    let mut ts = 4_000;
+    for i in 0..70_000u32 {
+        ts += 1_000;
+        ev.on_event(&switch(
+            ts,
+            7,
+            if i % 2 == 0 { 0 } else { 40 },
+            if i % 2 == 0 { 40 } else { 0 },
+            1,
+        ));
+    }
+    assert!(ev.state().is_idle(5), "stale claim released");
+}
+
+#[test]
+fn tracepoint_only_mode_decides_at_waking_and_buckets_disagreements() {
+    let mut ev = ShadowEval::new(&header(smt8(), false));
+    let mut j = Joiner::new();
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[2, 3, 4, 5, 6, 7]);
+    // Task 20 last ran on CPU 0 and lands on CPU 6 (busy): the shadow (idle sibling 1)
+    // disagrees; without select inputs that is the tracepoint-only bucket.
+    for e in [
+        Event::Waking(wake(10_000, 0, 20, 0, 10)),
+        Event::Migrate(wakeviz_core::event::Migrate {
+            ts_ns: 10_010,
+            cpu: 0,
+            pid: 20,
+            orig_cpu: 0,
+            dest_cpu: 6,
+        }),
+        Event::Wakeup(wake(10_020, 6, 20, 6, 10)),
+    ] {
+        ev.on_event(&e);
+        if let Some(p) = j.on_event(&e) {
+            ev.on_placement(&p);
+        }
+    }
+    assert_eq!(ev.evaluated(), 1);
+    let v = ev.report_json();
+    assert_eq!(v["decision_time"], "sched_waking");
+    assert_eq!(v["fidelity"]["policy"], "sis_util");
+    assert_eq!(v["fidelity"]["agreement"], 0.0);
+    assert_eq!(
+        v["fidelity"]["disagreements"]["tracepoint_only_no_select_inputs"],
+        1
+    );
+    assert_eq!(v["policies"]["sis_util"]["exact_inputs_pct"], 0.0);
+    let text = ev.report_text();
+    assert!(text.contains("open-loop"), "{text}");
+    assert!(text.contains("sis_util"));
+}
+
+#[test]
+fn runnable_wakee_in_tracepoint_mode_is_not_a_placement() {
+    let mut ev = ShadowEval::new(&header(smt8(), false));
+    let mut j = Joiner::new();
+    // Task 20 is preempted on CPU 2 (still runnable), then "woken" (ttwu_runnable).
+    ev.on_event(&switch(1_000, 2, 0, 20, 0));
+    ev.on_event(&switch(2_000, 2, 20, 30, 0));
+    for e in [
+        Event::Waking(wake(3_000, 0, 20, 2, 10)),
+        Event::Wakeup(wake(3_010, 0, 20, 2, 10)),
+    ] {
+        ev.on_event(&e);
+        if let Some(p) = j.on_event(&e) {
+            ev.on_placement(&p);
+        }
+    }
+    assert_eq!(ev.evaluated(), 0);
+    assert_eq!(ev.excluded().no_placement, 1);
+}
+
+#[test]
+fn json_has_every_policy_and_field() {
+    let mut ev = ShadowEval::new(&header(two_nodes(), true));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 9, 9, 10),
+        Sel::default(),
+    );
+    let v = ev.report_json();
+    for name in [
+        "observed",
+        "sis_util",
+        "sis_prop",
+        "wf_sync",
+        "wf_sync_delayed",
+        "sis_node",
+        "full_scan",
+        "prev_only",
+        "idle_core_first",
+        "sis_util_true_hint",
+        "idler_llc",
+    ] {
+        let p = &v["policies"][name];
+        for f in [
+            "agreement",
+            "idle_pct",
+            "stacked_pct",
+            "probes_mean",
+            "probes_p99",
+            "est_scan_ns_mean",
+            "migrations",
+            "exact_inputs_pct",
+        ] {
+            assert!(!p[f].is_null(), "{name}.{f}");
+        }
+        for side in ["vs_waker", "vs_prev"] {
+            for l in [
+                "same_cpu",
+                "smt_sibling",
+                "same_llc",
+                "same_node",
+                "same_package",
+                "cross_package",
+            ] {
+                assert!(p["placement"][side][l].is_u64(), "{name}.{side}.{l}");
+            }
+        }
+    }
+    assert!(v["fidelity"]["disagreements"].is_object());
+}
