@@ -15,4 +15,4 @@ cargo test --workspace --release
 
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"
 cargo build --release -p wakeviz
-cargo run --release -p xtask -- vm-test
+cargo xtask vm-test

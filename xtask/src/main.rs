@@ -1,6 +1,7 @@
 //! Project tasks cargo cannot express. Each subcommand lives in its own module.
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod synth;
 mod vm;
 
@@ -17,11 +18,14 @@ enum Cmd {
     Synth(synth::Args),
     /// Boot Debian's kernel under qemu on NUMA/SMT topologies and run wakeviz with full probes.
     VmTest(vm::Args),
+    /// Overhead, probe cost, drops, trace size and replay speed, as ratios measured in one run.
+    Bench(bench::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
         Cmd::Synth(a) => synth::run(&a),
         Cmd::VmTest(a) => vm::run(&a),
+        Cmd::Bench(a) => bench::run(&a),
     }
 }

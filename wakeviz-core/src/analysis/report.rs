@@ -193,7 +193,7 @@ pub fn text(s: &Snapshot) -> String {
     for p in &s.probes {
         let mode = p
             .mode
-            .map_or_else(|| "-".to_string(), |m| format!("{m:?}").to_lowercase());
+            .map_or_else(|| "-".to_string(), |m| m.name().to_string());
         let state = match &p.state {
             ProbeState::Attached => "attached".to_string(),
             ProbeState::Failed(r) => format!("failed: {r}"),

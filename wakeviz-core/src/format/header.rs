@@ -18,6 +18,19 @@ pub enum ProbeMode {
     Synthetic,
 }
 
+impl ProbeMode {
+    /// The name used in files, reports and the UI (`tp_btf`, `raw_tp`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::TpBtf => "tp_btf",
+            Self::RawTp => "raw_tp",
+            Self::Tracepoint => "tracepoint",
+            Self::Fentry => "fentry",
+            Self::Synthetic => "synthetic",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "state", content = "reason")]
 pub enum ProbeState {

@@ -452,12 +452,7 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
 pub fn describe(status: &[ProbeStatus]) -> String {
     let mut s = String::new();
     for p in status {
-        let mode = p.mode.map_or("-".to_string(), |m| {
-            serde_json::to_value(m)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        });
+        let mode = p.mode.map_or("-", wakeviz_core::format::ProbeMode::name);
         let state = match &p.state {
             ProbeState::Attached => "attached".to_string(),
             ProbeState::Failed(r) => format!("FAILED: {r}"),
