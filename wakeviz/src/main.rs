@@ -1,20 +1,30 @@
 //! wakeviz: `sudo wakeviz` (live), `--record FILE`, `--replay FILE`, headless reports.
+mod app;
 mod capture;
 mod cli;
 mod meta;
 mod probes;
 mod record;
 mod replay;
+mod schedstat;
 mod signals;
+mod ui;
 mod workload;
 
-use std::process::ExitCode;
+use std::{
+    io::{IsTerminal as _, Write as _},
+    ops::ControlFlow,
+    process::ExitCode,
+};
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use wakeviz_core::source::{EventSource, ReplaySource};
+use wakeviz_core::{
+    analysis::Analysis,
+    source::{EventSource, ReplaySource},
+};
 
-use crate::cli::{Cli, Sub};
+use crate::cli::{Cli, ReportFormat, Sub};
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -35,15 +45,44 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(path) = &cli.replay {
+        if dashboard_wanted(cli) {
+            app::run::run_replay(path, || Ok(Box::new(ReplaySource::open(path)?)))?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let mut src = ReplaySource::open(path)?;
         return replay_mode(cli, &mut src);
     }
     live(cli)
 }
 
+/// The terminal UI, unless asked for text output or not on a terminal.
+fn dashboard_wanted(cli: &Cli) -> bool {
+    !cli.headless && cli.dump.is_none() && cli.report.is_none() && std::io::stdout().is_terminal()
+}
+
+fn print_report(a: &Analysis, fmt: ReportFormat) -> anyhow::Result<()> {
+    let text = match fmt {
+        ReportFormat::Text => a.report_text(),
+        ReportFormat::Json => serde_json::to_string_pretty(&a.report_json())?,
+    };
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report to stdout"),
+    }
+}
+
 fn replay_mode(cli: &Cli, src: &mut dyn EventSource) -> anyhow::Result<ExitCode> {
     let warnings = if cli.dump.is_some() {
         replay::dump_jsonl(src)?
+    } else if let Some(fmt) = cli.report {
+        let mut a = Analysis::new(src.header());
+        let w = replay::for_each_batch(src, |b| {
+            a.on_batch(b);
+            Ok(())
+        })?;
+        print_report(&a, fmt)?;
+        w
     } else {
         let (per, w) = replay::count(src)?;
         println!("{}", replay::counts_text(&per));
@@ -58,9 +97,14 @@ fn replay_mode(cli: &Cli, src: &mut dyn EventSource) -> anyhow::Result<ExitCode>
 fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     signals::install();
     let mb = cli.ringbuf_mb.clamp(1, 1024).next_power_of_two();
+    let ringbuf_bytes = cli
+        .ringbuf_bytes
+        .map_or(mb << 20, |b| b.clamp(4096, 1 << 30).next_power_of_two());
     let cfg = probes::ProbeConfig {
-        ringbuf_bytes: mb << 20,
+        ringbuf_bytes,
         function_probes: !cli.no_function_probes,
+        tracepoint_mode: cli.tracepoint_mode,
+        bpf_stats: cli.bpf_stats,
     };
     let topo = meta::topology(cli.topology.as_deref())?;
     let probes = probes::load(&cfg)?;
@@ -88,7 +132,26 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         cli.duration
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );
-    let out = record::run(&mut src, rec.as_mut(), cli.duration, cli.redact_comm, |_| {});
+    let mut dash = if dashboard_wanted(cli) {
+        Some(app::run::Dashboard::live(&src, cli.record.as_deref())?)
+    } else {
+        None
+    };
+    // Headless report: the same fold the dashboard runs, printed at the end.
+    let mut analysis = cli.report.map(|_| Analysis::new(src.header()));
+    let schedstat = analysis.as_ref().map(|_| schedstat::Session::start());
+    let out = record::run(&mut src, rec.as_mut(), cli.duration, cli.redact_comm, |b| {
+        if let (Some(a), Some(b)) = (analysis.as_mut(), b) {
+            a.on_batch(b);
+        }
+        dash.as_mut()
+            .map_or(ControlFlow::Continue(()), |d| d.step(b))
+    });
+    if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
+        s.finish(a);
+    }
+    // Terminal back first, so the summary and any error below are readable.
+    let ui_result = dash.map_or(Ok(()), app::run::Dashboard::finish);
     let mut bytes = 0;
     if let (Some(r), Some(path)) = (rec, &cli.record) {
         if out.write_error.is_none() {
@@ -101,7 +164,14 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     }
     let out = record::Outcome { bytes, ..out };
+    ui_result?;
     eprintln!("wakeviz: {}", out.summary(cli.record.as_deref()));
+    if cli.bpf_stats {
+        eprint!("{}", probes::describe_run_stats(src.run_stats()));
+    }
+    if let (Some(a), Some(fmt)) = (&analysis, cli.report) {
+        print_report(a, fmt)?;
+    }
     if let Some(e) = &out.write_error {
         anyhow::bail!(
             "capture stopped: {e}; {} is valid up to its last complete chunk",

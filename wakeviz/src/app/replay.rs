@@ -1,0 +1,232 @@
+//! Replay pacing. A [`ReplaySource`](wakeviz_core::source::ReplaySource) hands out chunks as
+//! fast as it is polled; the pacer turns that into a clock over stream time: a cursor that
+//! advances with the wall clock times the speed, and events are folded up to the cursor.
+//!
+//! Seeking moves the cursor. Forward is just folding faster (bounded work per frame, so the UI
+//! keeps answering keys); backward reopens the recording and folds again from its start up to
+//! the new cursor (the fold cannot run backwards and holds no history to rewind).
+use std::time::{Duration, Instant};
+
+use wakeviz_core::source::{Batch, EventSource, Poll, SourceError};
+
+/// Replay speeds, as multiples of real time; `f64::INFINITY` is "as fast as possible".
+pub const SPEEDS: [f64; 10] = [
+    0.01,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+    100.0,
+    f64::INFINITY,
+];
+const ONE_X: usize = 4;
+/// Left/right step and j/J jump, stream time.
+pub const STEP_NS: u64 = 100_000_000;
+pub const JUMP_NS: u64 = 1_000_000_000;
+
+#[derive(Debug)]
+pub struct Pacer {
+    pub speed: usize,
+    /// Stream time of the first event (known after the first batch).
+    pub origin: Option<u64>,
+    /// Fold events up to `origin + cursor`.
+    pub cursor: u64,
+    /// Latest event time folded.
+    pub fed_ts: Option<u64>,
+    /// The source said End.
+    pub ended: bool,
+    /// A backward seek: the run loop must reopen the recording and restart the fold.
+    pub reopen: bool,
+    /// Rest of a batch that reached past the cursor.
+    pending: Option<Batch>,
+    last_tick: Option<Instant>,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Self {
+            speed: ONE_X,
+            origin: None,
+            cursor: 0,
+            fed_ts: None,
+            ended: false,
+            reopen: false,
+            pending: None,
+            last_tick: None,
+        }
+    }
+}
+
+impl Pacer {
+    pub fn speed(&self) -> f64 {
+        SPEEDS[self.speed.min(SPEEDS.len() - 1)]
+    }
+
+    pub fn speed_label(&self) -> String {
+        let s = self.speed();
+        if s.is_infinite() {
+            "max".into()
+        } else if s >= 1.0 {
+            format!("{s:.0}x")
+        } else {
+            format!("{s}x")
+        }
+    }
+
+    pub fn faster(&mut self) {
+        self.speed = (self.speed + 1).min(SPEEDS.len() - 1);
+    }
+
+    pub fn slower(&mut self) {
+        self.speed = self.speed.saturating_sub(1);
+    }
+
+    /// Position shown to the user: stream time folded so far, from the first event.
+    pub fn position_ns(&self) -> u64 {
+        match (self.origin, self.fed_ts) {
+            (Some(o), Some(f)) => f.saturating_sub(o),
+            _ => 0,
+        }
+    }
+
+    /// Folding is behind the cursor by more than a frame's worth (after a seek).
+    pub fn seeking(&self) -> bool {
+        !self.ended && self.cursor != u64::MAX && self.position_ns() + STEP_NS < self.cursor
+    }
+
+    /// Moves the cursor by `delta_ns` (negative: back).
+    pub fn seek_by(&mut self, delta_ns: i64) {
+        let base = if self.cursor == u64::MAX || self.ended {
+            self.position_ns()
+        } else {
+            self.cursor
+        };
+        let to = base.saturating_add_signed(delta_ns);
+        self.seek_to(to);
+    }
+
+    pub fn seek_to(&mut self, to_ns: u64) {
+        if to_ns < self.position_ns() {
+            self.reopen = true;
+        }
+        self.cursor = to_ns;
+    }
+
+    pub fn seek_end(&mut self) {
+        self.cursor = u64::MAX;
+    }
+
+    /// After the run loop reopened the source: nothing is folded yet.
+    pub fn reopened(&mut self) {
+        self.reopen = false;
+        self.pending = None;
+        self.fed_ts = None;
+        self.ended = false;
+    }
+
+    /// Advances the cursor by the wall time since the previous call, times the speed.
+    pub fn tick(&mut self, now: Instant, paused: bool) {
+        let dt = self
+            .last_tick
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.last_tick = Some(now);
+        if paused || self.ended || self.cursor == u64::MAX {
+            return;
+        }
+        let s = self.speed();
+        if s.is_infinite() {
+            self.cursor = u64::MAX;
+        } else {
+            self.cursor = self
+                .cursor
+                .saturating_add((dt.as_nanos() as f64 * s) as u64);
+        }
+    }
+
+    /// Folds events up to the cursor with `fold`, for at most `budget` of wall time.
+    pub fn feed(
+        &mut self,
+        src: &mut dyn EventSource,
+        budget: Duration,
+        mut fold: impl FnMut(&Batch),
+    ) -> Result<(), SourceError> {
+        let start = Instant::now();
+        while !self.ended && start.elapsed() < budget {
+            let batch = match self.pending.take() {
+                Some(b) => b,
+                None => match src.poll(Duration::ZERO)? {
+                    Poll::Batch(b) => b,
+                    Poll::Pending => return Ok(()),
+                    Poll::End => {
+                        self.ended = true;
+                        return Ok(());
+                    }
+                },
+            };
+            let origin = *self
+                .origin
+                .get_or_insert_with(|| batch.events.first().map_or(0, |e| e.ts_ns()));
+            let limit = origin.saturating_add(self.cursor);
+            let cut = batch
+                .events
+                .iter()
+                .position(|e| e.ts_ns() > limit)
+                .unwrap_or(batch.events.len());
+            let (now, rest) = split(batch, cut);
+            if let Some(ts) = now.events.iter().map(|e| e.ts_ns()).max() {
+                self.fed_ts = Some(self.fed_ts.map_or(ts, |f| f.max(ts)));
+            }
+            fold(&now);
+            if let Some(r) = rest {
+                self.pending = Some(r);
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `events[..cut]` (with the batch's names and counters) and the rest, if any.
+fn split(mut b: Batch, cut: usize) -> (Batch, Option<Batch>) {
+    if cut >= b.events.len() {
+        return (b, None);
+    }
+    let rest = b.events.split_off(cut);
+    (
+        b,
+        Some(Batch {
+            tasks: Vec::new(),
+            events: rest,
+            stats: None,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speed_and_seek() {
+        let mut p = Pacer::default();
+        assert_eq!(p.speed_label(), "1x");
+        p.slower();
+        assert_eq!(p.speed_label(), "0.5x");
+        for _ in 0..20 {
+            p.faster();
+        }
+        assert_eq!(p.speed_label(), "max");
+        p.origin = Some(1_000);
+        p.fed_ts = Some(1_000 + 500_000_000);
+        p.cursor = 500_000_000;
+        p.seek_by(STEP_NS as i64);
+        assert_eq!((p.cursor, p.reopen), (600_000_000, false));
+        p.seek_by(-2 * STEP_NS as i64);
+        assert_eq!((p.cursor, p.reopen), (400_000_000, true));
+        p.seek_by(-(10 * JUMP_NS as i64));
+        assert_eq!(p.cursor, 0);
+    }
+}

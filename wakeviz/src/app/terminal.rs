@@ -1,0 +1,76 @@
+//! The terminal, restored on every way out: the guard's `Drop` covers quit, errors, Ctrl-C
+//! (a key in raw mode) and SIGTERM (the run loops poll `signals::stop_requested` and return);
+//! a panic hook restores it before the panic message prints, so the message is readable.
+use std::{
+    io::{self, Stdout, stdout},
+    sync::{
+        Once,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use ratatui::{
+    Terminal,
+    backend::CrosstermBackend,
+    crossterm::{
+        cursor::{Hide, Show},
+        execute,
+        terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode},
+    },
+};
+
+/// Whether the terminal is in our mode now (so restoring twice is harmless).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static HOOK: Once = Once::new();
+
+pub type Term = Terminal<CrosstermBackend<Stdout>>;
+
+/// Raw mode + alternate screen for as long as it lives.
+pub struct TerminalGuard {
+    pub term: Term,
+}
+
+impl TerminalGuard {
+    pub fn enter() -> io::Result<Self> {
+        install_panic_hook();
+        enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        if let Err(e) = execute!(stdout(), EnterAlternateScreen, Hide) {
+            restore();
+            return Err(e);
+        }
+        match Terminal::new(CrosstermBackend::new(stdout())) {
+            Ok(term) => Ok(Self { term }),
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leaves raw mode and the alternate screen, once.
+pub fn restore() {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        // Raw mode first: it has more side effects than the screen switch. Errors cannot be
+        // reported anywhere better than stderr, which may itself be the broken terminal.
+        let _ = disable_raw_mode();
+        let _ = execute!(stdout(), LeaveAlternateScreen, Show);
+    }
+}
+
+fn install_panic_hook() {
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            prev(info);
+        }));
+    });
+}

@@ -1,0 +1,128 @@
+//! Number formatting and small drawing helpers shared by the views.
+use ratatui::{
+    style::{Color, Modifier, Style},
+    text::Span,
+};
+
+/// `1234` -> `1234`, `12345` -> `12.3k`, `1234567` -> `1.23M`.
+pub fn count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
+    }
+}
+
+pub fn rate(r: f64) -> String {
+    if r < 10_000.0 {
+        format!("{r:.0}")
+    } else {
+        count(r as u64)
+    }
+}
+
+/// Nanoseconds with a unit that keeps 2-3 significant digits.
+pub fn ns(v: u64) -> String {
+    match v {
+        0..=999 => format!("{v}ns"),
+        1_000..=999_999 => format!("{:.1}us", v as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}ms", v as f64 / 1e6),
+        _ => format!("{:.2}s", v as f64 / 1e9),
+    }
+}
+
+pub fn pct(n: u64, d: u64) -> String {
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", n as f64 * 100.0 / d as f64)
+    }
+}
+
+/// Seconds of stream time, `+1.234 s`.
+pub fn secs(ns: u64) -> String {
+    format!("+{:.3} s", ns as f64 / 1e9)
+}
+
+/// A horizontal bar of `width` cells filled to `n / max`, with eighth-cell precision.
+pub fn bar(n: u64, max: u64, width: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    if max == 0 || width == 0 {
+        return " ".repeat(width);
+    }
+    let eighths = ((u128::from(n) * width as u128 * 8) / u128::from(max)) as usize;
+    let full = (eighths / 8).min(width);
+    let mut s = "█".repeat(full);
+    if full < width {
+        s.push(PARTS[eighths % 8]);
+        s.push_str(&" ".repeat(width - full - 1));
+    }
+    s
+}
+
+/// Shade of a map cell for `n` out of `max`: ` ` none, then `░▒▓█` by quarter.
+pub fn shade(n: u64, max: u64) -> char {
+    if n == 0 || max == 0 {
+        return '·';
+    }
+    match (n * 4).div_ceil(max) {
+        0 | 1 => '░',
+        2 => '▒',
+        3 => '▓',
+        _ => '█',
+    }
+}
+
+pub fn bold() -> Style {
+    Style::default().add_modifier(Modifier::BOLD)
+}
+
+pub fn dim() -> Style {
+    Style::default().fg(Color::DarkGray)
+}
+
+pub fn warn() -> Style {
+    Style::default().fg(Color::Yellow)
+}
+
+pub fn bad() -> Style {
+    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+}
+
+pub fn key(s: &str) -> Span<'_> {
+    Span::styled(
+        s,
+        Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    )
+}
+
+/// Pads or cuts `s` to exactly `w` characters.
+pub fn fit(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n > w {
+        s.chars().take(w).collect()
+    } else {
+        format!("{s}{}", " ".repeat(w - n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(count(12_345), "12.3k");
+        assert_eq!(ns(1_500), "1.5us");
+        assert_eq!(bar(1, 2, 4), "██  ");
+        assert_eq!(bar(2, 2, 4), "████");
+        assert_eq!(bar(0, 0, 3), "   ");
+        assert_eq!(shade(0, 9), '·');
+        assert_eq!(shade(9, 9), '█');
+        assert_eq!(shade(1, 9), '░');
+        assert_eq!(fit("abcdef", 3), "abc");
+    }
+}

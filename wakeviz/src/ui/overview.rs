@@ -1,0 +1,175 @@
+//! Overview: what is being captured and how well. Source, kernel, topology (with the NPS mode
+//! and the sched-domain rows it implies), recording status, event counts and rates, every drop
+//! counter, and each probe's attach mode, with what is degraded and why.
+use ratatui::{
+    Frame,
+    layout::{Constraint, Layout, Rect},
+    style::Style,
+    text::{Line, Span},
+    widgets::{Paragraph, Wrap},
+};
+use wakeviz_core::{
+    event::Kind,
+    format::{ProbeMode, ProbeState, ScanSource},
+};
+
+use super::{file_name, fmt};
+use crate::app::{App, SourceKind};
+
+pub fn render(f: &mut Frame, area: Rect, app: &App) {
+    let h = app.data.header();
+    let s = &app.data.snap;
+    let mut top = Vec::new();
+    let source = match &app.source {
+        SourceKind::Live { .. } => "live capture".to_string(),
+        SourceKind::Replay { path } => format!("replay of {}", file_name(path)),
+    };
+    top.push(kv(
+        "Source",
+        format!(
+            "{source} · kernel {} · host {}",
+            h.kernel_release, h.hostname
+        ),
+    ));
+    top.push(kv("Topology", s.topology.summary.clone()));
+    let rows: Vec<&str> = s.topology.domain_rows.iter().map(|r| r.name).collect();
+    top.push(kv(
+        "Domains",
+        format!("{} → rows {}", s.topology.nps_mode, rows.join(", ")),
+    ));
+    let rec = match &app.source {
+        SourceKind::Live { recording: Some(p) } => format!(
+            "writing {} ({} events delivered)",
+            p.display(),
+            fmt::count(s.drops.delivered.max(s.events.total()))
+        ),
+        SourceKind::Live { recording: None } => {
+            "not recording (--record FILE saves a capture)".into()
+        }
+        SourceKind::Replay { .. } => format!(
+            "recorded by wakeviz {}{}",
+            h.tool_version,
+            if h.comm_redacted {
+                ", task names redacted"
+            } else {
+                ""
+            }
+        ),
+    };
+    top.push(kv("Recording", rec));
+    for w in &app.warnings {
+        top.push(Line::from(Span::styled(
+            format!("warning: {w}"),
+            fmt::warn(),
+        )));
+    }
+    let n = top.len() as u16;
+    let [head, cols] =
+        Layout::vertical([Constraint::Length(n + 1), Constraint::Min(0)]).areas(area);
+    f.render_widget(Paragraph::new(top).wrap(Wrap { trim: true }), head);
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(39), Constraint::Min(0)]).areas(cols);
+    f.render_widget(Paragraph::new(events(app)), left);
+    f.render_widget(
+        Paragraph::new(probes(app)).wrap(Wrap { trim: false }),
+        right,
+    );
+}
+
+fn kv(k: &str, v: String) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{k:<10}"), fmt::bold()),
+        Span::raw(v),
+    ])
+}
+
+fn events(app: &App) -> Vec<Line<'static>> {
+    let s = &app.data.snap;
+    let mut l = vec![Line::from(Span::styled(
+        format!("{:<20} {:>8} {:>8}", "events", "total", "/s"),
+        fmt::bold(),
+    ))];
+    for k in Kind::ALL {
+        l.push(Line::raw(format!(
+            "{:<20} {:>8} {:>8}",
+            k.name(),
+            fmt::count(s.events.0[k.index()]),
+            fmt::rate(app.data.rates[k.index()])
+        )));
+    }
+    let total: f64 = app.data.rates.iter().sum();
+    l.push(Line::raw(format!(
+        "{:<20} {:>8} {:>8}",
+        "all",
+        fmt::count(s.events.total()),
+        fmt::rate(total)
+    )));
+    l.push(Line::raw(""));
+    let d = &s.drops;
+    l.push(Line::from(Span::styled(
+        "drops, where they happen",
+        fmt::bold(),
+    )));
+    let red = |n: u64| if n > 0 { fmt::bad() } else { Style::default() };
+    for (what, n) in [
+        ("kernel: ring buffer full", d.kernel_drops),
+        ("user: consumer behind", d.user_drops),
+        ("select exit, no entry", d.select_unpaired),
+        ("wakeup, no sched_waking", d.unmatched_wakeups),
+    ] {
+        l.push(Line::from(Span::styled(
+            format!("{what:<29} {:>8}", fmt::count(n)),
+            red(n),
+        )));
+    }
+    l
+}
+
+fn probes(app: &App) -> Vec<Line<'static>> {
+    let h = app.data.header();
+    let mut l = vec![Line::from(Span::styled(
+        format!("{:<19} {:<10} {}", "probe", "mode", "state"),
+        fmt::bold(),
+    ))];
+    for p in &h.probes {
+        let mode = p.mode.map_or("-", |m| match m {
+            ProbeMode::TpBtf => "tp_btf",
+            ProbeMode::RawTp => "raw_tp",
+            ProbeMode::Tracepoint => "tracepoint",
+            ProbeMode::Fentry => "fentry",
+            ProbeMode::Synthetic => "synthetic",
+        });
+        let (state, style) = match &p.state {
+            ProbeState::Attached => ("attached", Style::default()),
+            ProbeState::Failed(_) => ("FAILED", fmt::bad()),
+            ProbeState::Unavailable(_) => ("unavailable", fmt::warn()),
+        };
+        l.push(Line::from(vec![
+            Span::raw(format!("{:<19} {mode:<10} ", p.name)),
+            Span::styled(state, style),
+        ]));
+    }
+    l.push(Line::raw(""));
+    let degraded = h.degraded();
+    if h.scan_source == ScanSource::None {
+        l.push(Line::from(Span::styled(
+            "DEGRADED: tracepoint-only mode",
+            fmt::warn().add_modifier(ratatui::style::Modifier::BOLD),
+        )));
+        l.push(Line::raw("no scan latency; shadow decides at sched_waking"));
+    } else if degraded.is_empty() {
+        l.push(Line::raw("all probes attached"));
+    } else {
+        l.push(Line::from(Span::styled(
+            "DEGRADED",
+            fmt::warn().add_modifier(ratatui::style::Modifier::BOLD),
+        )));
+    }
+    for p in degraded {
+        l.push(Line::from(Span::styled(
+            format!("{}: {}", p.name, p.state.reason().unwrap_or("?")),
+            fmt::dim(),
+        )));
+    }
+    l
+}

@@ -1,0 +1,85 @@
+//! Placement: where woken tasks landed relative to the waker's CPU and to their previous CPU,
+//! at the six topology levels, as bars; the topology map shaded by landings; the selected CPU
+//! (or LLC) in detail.
+use ratatui::{
+    Frame,
+    layout::{Constraint, Layout, Rect},
+    text::{Line, Span},
+    widgets::Paragraph,
+};
+use wakeviz_core::{analysis::placement::PlacementCounts, topology::Level};
+
+use super::{fmt, topomap};
+use crate::app::{App, View, Window, map::Map};
+
+pub fn render(f: &mut Frame, area: Rect, app: &App) {
+    let p = &app.data.snap.placement;
+    let c = match app.window {
+        Window::Cumulative => &p.wakeups,
+        Window::Last10s => &p.windows.w10s.placement,
+        Window::Last1s => &p.windows.w1s.placement,
+    };
+    let [bars, rest] = Layout::vertical([Constraint::Length(9), Constraint::Min(0)]).areas(area);
+    f.render_widget(
+        Paragraph::new(level_bars(c, usize::from(bars.width), app)),
+        bars,
+    );
+    let map = Map::new(&app.data.header().topology, app.per_cpu_map);
+    let sel = app.sel[View::Placement.index()].min(map.units.len().saturating_sub(1));
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Min(0)]).areas(rest);
+    topomap::render_map(f, left, app, &map, sel);
+    topomap::render_detail(f, right, app, &map, sel);
+}
+
+fn level_bars(c: &PlacementCounts, width: usize, app: &App) -> Vec<Line<'static>> {
+    let name_w = 14;
+    let col = (width.saturating_sub(name_w)) / 2;
+    let bar_w = col.saturating_sub(8).max(4);
+    let topo = &app.data.header().topology;
+    let (tw, tp) = (c.vs_waker.total(), c.vs_prev.total());
+    let max = Level::ALL
+        .iter()
+        .map(|&l| c.vs_waker.get(l).max(c.vs_prev.get(l)))
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![Line::from(Span::styled(
+        format!(
+            "{:<name_w$}{}{}",
+            "level",
+            fmt::fit("vs waker CPU", col),
+            fmt::fit("vs previous CPU", col)
+        ),
+        fmt::bold(),
+    ))];
+    for l in Level::ALL {
+        let style = if topo.level_exists(l) {
+            ratatui::style::Style::default()
+        } else {
+            fmt::dim()
+        };
+        let (w, p) = (c.vs_waker.get(l), c.vs_prev.get(l));
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{:<name_w$}{} {:>6} {} {:>6}",
+                l.name(),
+                fmt::bar(w, max, bar_w),
+                fmt::pct(w, tw),
+                fmt::bar(p, max, bar_w),
+                fmt::pct(p, tp)
+            ),
+            style,
+        )));
+    }
+    lines.push(Line::raw(format!(
+        "n={}  affine {} ({})  migrated {} ({})  unclassified {}  forks {}",
+        fmt::count(c.count),
+        fmt::count(c.affine),
+        fmt::pct(c.affine, c.count),
+        fmt::count(c.migrations),
+        fmt::pct(c.migrations, c.count),
+        c.unclassified,
+        fmt::count(app.data.snap.placement.new_tasks.count),
+    )));
+    lines
+}

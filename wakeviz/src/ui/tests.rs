@@ -1,0 +1,156 @@
+//! Screens of every view from a fixed synthetic recording (TestBackend + insta). Nothing in them
+//! depends on the wall clock: rates and positions are in stream time, and the recording is a
+//! seeded simulation on a topology read from a generated sysfs tree.
+use ratatui::{Terminal, backend::TestBackend};
+use wakeviz_core::{
+    event::Event,
+    format::{ProbeState, ScanSource},
+    source::{Batch, EventSource, Poll, ReplaySource},
+    topology::fixture::SysfsSpec,
+};
+
+use super::draw;
+use crate::app::{
+    App, Msg, SourceKind, View,
+    tests::{recording, refeed, replayed, topo, topo_of},
+};
+
+fn screen(app: &App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    term.draw(|f| draw(f, app)).expect("draw");
+    term.backend().to_string()
+}
+
+fn fixture() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = recording(dir.path(), &topo(), 30_000);
+    let app = replayed(&path);
+    (dir, app)
+}
+
+#[test]
+fn every_view_at_80x24() {
+    let (_dir, mut app) = fixture();
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        insta::assert_snapshot!(
+            format!("view_{}_80x24", v.tab().to_lowercase()),
+            screen(&app, 80, 24)
+        );
+    }
+}
+
+#[test]
+fn every_view_at_120x40() {
+    let (_dir, mut app) = fixture();
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        insta::assert_snapshot!(
+            format!("view_{}_120x40", v.tab().to_lowercase()),
+            screen(&app, 120, 40)
+        );
+    }
+}
+
+#[test]
+fn overlays_windows_and_selection() {
+    let (dir, mut app) = fixture();
+    app.update(Msg::ToggleHelp);
+    insta::assert_snapshot!("help_80x24", screen(&app, 80, 24));
+    app.update(Msg::ToggleHelp);
+    app.update(Msg::Show(View::Placement));
+    app.update(Msg::EditFilter);
+    "hackb".chars().for_each(|c| app.update(Msg::FilterChar(c)));
+    insta::assert_snapshot!("filter_prompt_80x24", screen(&app, 80, 24));
+    app.update(Msg::FilterApply);
+    refeed(&mut app, &dir.path().join("fixture.wvz"));
+    let w = app.data.snap.placement.wakeups.count;
+    assert!(
+        w > 0 && w < 5_949 && app.data.per_cpu.total == w,
+        "filtered {w}"
+    );
+    app.update(Msg::Show(View::Shadow));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("rows: comm:hackb wakees only"), "{s}");
+    let rows = &app.data.shadow.rows;
+    assert!(
+        rows.first()
+            .is_some_and(|r| r.evaluated > 0 && r.evaluated <= w),
+        "{rows:?}"
+    );
+    insta::assert_snapshot!("shadow_filtered_80x24", s);
+    app.update(Msg::Show(View::Placement));
+    app.update(Msg::Move(5));
+    app.update(Msg::ToggleAggregate);
+    app.update(Msg::Move(3));
+    insta::assert_snapshot!("placement_llc_map_80x24", screen(&app, 80, 24));
+    app.update(Msg::Show(View::Scan));
+    app.update(Msg::CycleWindow);
+    app.update(Msg::CycleWindow);
+    insta::assert_snapshot!("scan_last1s_80x24", screen(&app, 80, 24));
+}
+
+#[test]
+fn too_small_is_a_message_not_a_panic() {
+    let (_dir, mut app) = fixture();
+    let s = screen(&app, 79, 24);
+    assert!(
+        s.contains("terminal too small (need 80x24, have 79x24)"),
+        "{s}"
+    );
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        for (w, h) in [(1, 1), (20, 5), (80, 23), (79, 40), (80, 24), (200, 60)] {
+            let _ = screen(&app, w, h);
+        }
+    }
+    insta::assert_snapshot!("too_small_60x20", screen(&app, 60, 20));
+}
+
+/// A 2 x 64C Zen3 in NPS4: the map aggregates by LLC, four node lines per package.
+#[test]
+fn large_machine_map_is_aggregated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = topo_of(&SysfsSpec::zen3(4));
+    let path = recording(dir.path(), &t, 40_000);
+    let mut app = replayed(&path);
+    assert!(!app.per_cpu_map);
+    app.update(Msg::Show(View::Placement));
+    app.update(Msg::Move(9));
+    insta::assert_snapshot!("placement_zen3_nps4_80x24", screen(&app, 80, 24));
+    app.update(Msg::ToggleAggregate);
+    app.update(Msg::Move(200));
+    insta::assert_snapshot!("placement_zen3_nps4_per_cpu_120x40", screen(&app, 120, 40));
+}
+
+/// What the live machine shows when only tracepoints attach: labelled, no scan figures.
+#[test]
+fn tracepoint_only_mode_is_labelled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = recording(dir.path(), &topo(), 20_000);
+    let mut src = ReplaySource::open(&path).expect("open");
+    let mut h = src.header().clone();
+    h.scan_source = ScanSource::None;
+    for p in &mut h.probes {
+        if p.name == "select_task_rq_fair" {
+            p.mode = None;
+            p.state =
+                ProbeState::Unavailable("fentry: not permitted by this kernel (lockdown)".into());
+        }
+    }
+    let mut app = App::new(&h, SourceKind::Live { recording: None });
+    while let Ok(Poll::Batch(mut b)) = src.poll(std::time::Duration::ZERO) {
+        b.events.retain(|e| !matches!(e, Event::Select(_)));
+        app.data.on_batch(&Batch {
+            tasks: b.tasks,
+            events: b.events,
+            stats: b.stats,
+        });
+    }
+    app.refresh();
+    insta::assert_snapshot!("overview_tracepoint_only_80x24", screen(&app, 80, 24));
+    app.update(Msg::Show(View::Scan));
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("unavailable: tracepoint-only mode"), "{s}");
+    insta::assert_snapshot!("scan_tracepoint_only_80x24", s);
+}

@@ -1,0 +1,206 @@
+//! The topology map: one line per NUMA node (`p<package> n<node>` and its share of wakeups),
+//! LLCs as runs of cells, each cell a CPU (or a whole LLC on large machines) shaded by how many
+//! wakeups landed there, relative to the busiest cell. NPS1/2/4 layouts show as one, two or
+//! four lines per package. The selected cell is reversed; its detail is drawn next to the map.
+use ratatui::{
+    Frame,
+    layout::Rect,
+    style::{Modifier, Style},
+    text::{Line, Span},
+    widgets::Paragraph,
+};
+use wakeviz_core::topology::Level;
+
+use super::fmt;
+use crate::app::{
+    App,
+    data::PerCpu,
+    map::{Map, Unit},
+};
+
+const LABEL: usize = 12;
+
+fn landed(pc: &PerCpu, u: &Unit) -> u64 {
+    u.cpus
+        .iter()
+        .map(|&c| pc.landed.get(c as usize).copied().unwrap_or(0))
+        .sum()
+}
+
+pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
+    let pc = &app.data.per_cpu;
+    let counts: Vec<u64> = map.units.iter().map(|u| landed(pc, u)).collect();
+    let max = counts.iter().copied().max().unwrap_or(0);
+    let width = usize::from(area.width).max(LABEL + 8);
+    let per_cpu = app.per_cpu_map;
+    let mut lines: Vec<Line> = Vec::new();
+    let mut sel_line = 0;
+    for r in &map.rows {
+        let node_n: u64 = r.groups.iter().flatten().map(|&i| counts[i]).sum();
+        let label = fmt::fit(
+            &format!(
+                "p{} n{} {:>4}",
+                r.package,
+                r.node,
+                short_pct(node_n, pc.total)
+            ),
+            LABEL,
+        );
+        let mut spans = vec![Span::styled(label, fmt::bold())];
+        let mut used = LABEL;
+        for g in &r.groups {
+            let glen = if per_cpu { g.len() + 1 } else { 9 };
+            if used + glen > width && used > LABEL {
+                lines.push(Line::from(std::mem::take(&mut spans)));
+                spans.push(Span::raw(" ".repeat(LABEL)));
+                used = LABEL;
+            }
+            spans.push(Span::styled("▕", fmt::dim()));
+            for &i in g {
+                if i == sel {
+                    sel_line = lines.len();
+                }
+                let style = if i == sel {
+                    Style::default().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::default()
+                };
+                let sh = fmt::shade(counts[i], max);
+                let text = if per_cpu {
+                    sh.to_string()
+                } else {
+                    format!("L{:<4}{sh}{sh}", llc_id(app, map.units[i].llc))
+                };
+                if per_cpu && used + 2 > width {
+                    lines.push(Line::from(std::mem::take(&mut spans)));
+                    spans.push(Span::raw(" ".repeat(LABEL)));
+                    used = LABEL;
+                }
+                used += text.chars().count();
+                spans.push(Span::styled(text, style));
+            }
+            used += 1;
+        }
+        lines.push(Line::from(spans));
+    }
+    let rows = usize::from(area.height).saturating_sub(1);
+    let first = sel_line.saturating_sub(rows.saturating_sub(1));
+    let mut out = vec![Line::from(Span::styled(
+        format!("wakeups landed: · none, ░▒▓█ quarters of {max}"),
+        fmt::dim(),
+    ))];
+    out.extend(lines.into_iter().skip(first).take(rows));
+    f.render_widget(Paragraph::new(out), area);
+}
+
+/// The kernel's cache id of LLC index `i` (what sysfs and the scan view show).
+fn llc_id(app: &App, i: u32) -> u32 {
+    app.data
+        .header()
+        .topology
+        .llcs
+        .get(i as usize)
+        .map_or(i, |g| g.id)
+}
+
+fn short_pct(n: u64, d: u64) -> String {
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.0}%", n as f64 * 100.0 / d as f64)
+    }
+}
+
+/// Detail of the selected cell: for a CPU, the levels its wakeups came from; for an LLC, its
+/// CPUs one by one (the per-CPU detail of the aggregated map).
+pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
+    let Some(u) = map.units.get(sel) else {
+        return;
+    };
+    let pc = &app.data.per_cpu;
+    let t = &app.data.header().topology;
+    let n = landed(pc, u);
+    let woke: u64 = u
+        .cpus
+        .iter()
+        .map(|&c| pc.woke.get(c as usize).copied().unwrap_or(0))
+        .sum();
+    let mut lines = Vec::new();
+    let single = match u.cpus.as_slice() {
+        [c] if app.per_cpu_map => Some(*c),
+        _ => None,
+    };
+    let title = match single {
+        Some(c) => format!(
+            "CPU {c} · p{} n{} LLC {} core {}",
+            u.package,
+            u.node,
+            llc_id(app, u.llc),
+            t.cpu(c).map_or(0, |x| x.core)
+        ),
+        None => format!(
+            "LLC {} · p{} n{} · {} CPUs",
+            llc_id(app, u.llc),
+            u.package,
+            u.node,
+            u.cpus.len()
+        ),
+    };
+    lines.push(Line::from(Span::styled(title, fmt::bold())));
+    lines.push(Line::raw(format!(
+        "landed {} ({})",
+        fmt::count(n),
+        fmt::pct(n, pc.total)
+    )));
+    lines.push(Line::raw(format!("woke from here {}", fmt::count(woke))));
+    if single.is_some() {
+        let w = pc.vs_waker.get(sel_cpu(u)).copied().unwrap_or_default();
+        let p = pc.vs_prev.get(sel_cpu(u)).copied().unwrap_or_default();
+        lines.push(Line::from(Span::styled(
+            format!("{:<14} {:>7} {:>7}", "came from", "waker", "prev"),
+            fmt::dim(),
+        )));
+        for l in Level::ALL {
+            lines.push(Line::raw(format!(
+                "{:<14} {:>7} {:>7}",
+                l.name(),
+                fmt::pct(w.get(l), w.total()),
+                fmt::pct(p.get(l), p.total())
+            )));
+        }
+    } else {
+        let max = u
+            .cpus
+            .iter()
+            .map(|&c| pc.landed.get(c as usize).copied().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        let cols = (usize::from(area.width) / 15).max(1);
+        let rows = usize::from(area.height)
+            .saturating_sub(lines.len() + 1)
+            .max(1);
+        let cells: Vec<String> = u
+            .cpus
+            .iter()
+            .map(|&c| {
+                let k = pc.landed.get(c as usize).copied().unwrap_or(0);
+                format!("{c:>4} {} {:<7}", fmt::shade(k, max), fmt::count(k))
+            })
+            .collect();
+        lines.push(Line::from(Span::styled("cpu landed", fmt::dim())));
+        for chunk in cells.chunks(cols).take(rows) {
+            lines.push(Line::raw(chunk.join(" ")));
+        }
+        if cells.len() > cols * rows {
+            lines.push(Line::from(Span::styled(
+                format!("… {} more (a: per-CPU map)", cells.len() - cols * rows),
+                fmt::dim(),
+            )));
+        }
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn sel_cpu(u: &Unit) -> usize {
+    u.cpus.first().map_or(usize::MAX, |&c| c as usize)
+}

@@ -1,0 +1,286 @@
+//! End to end: `wakeviz --replay FIXTURE` in a real terminal (a private tmux server), driven by
+//! keys, read back with `capture-pane`, and checked for what a person would see: views switch,
+//! the filter applies, help opens, a small terminal gets a message, and `q` gives the shell
+//! back with the alternate screen left.
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use wakeviz_core::{
+    synth::{self, SynthConfig},
+    topology::{
+        fixture::{Symmetric, SysfsSpec},
+        from_sysfs,
+    },
+};
+
+struct Tmux {
+    sock: PathBuf,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.sock)
+            .args(["-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("running tmux")
+    }
+
+    fn pane(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "wv"]).stdout).into_owned()
+    }
+
+    fn alternate_on(&self) -> bool {
+        String::from_utf8_lossy(
+            &self
+                .run(&["display-message", "-p", "-t", "wv", "#{alternate_on}"])
+                .stdout,
+        )
+        .trim()
+            == "1"
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut a = vec!["send-keys", "-t", "wv"];
+        a.extend_from_slice(keys);
+        assert!(self.run(&a).status.success(), "send-keys {keys:?}");
+    }
+
+    /// Waits until the pane shows every one of `want`; prints and returns it.
+    fn expect(&self, step: &str, want: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let p = self.pane();
+            if want.iter().all(|w| p.contains(w)) {
+                eprintln!("----- {step} -----\n{p}");
+                return p;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "{step}: pane never showed {want:?}; it shows:\n{p}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A 32-CPU NPS2 machine and 30 000 synthetic events on it.
+fn fixture(dir: &Path) -> PathBuf {
+    let spec = SysfsSpec::symmetric(Symmetric {
+        packages: 2,
+        cores_per_package: 8,
+        threads_per_core: 2,
+        cores_per_llc: 2,
+        nodes_per_package: 2,
+        local: 10,
+        same_package: 12,
+        remote: 32,
+    });
+    let sys = dir.join("sys");
+    spec.write(&sys).expect("sysfs tree");
+    let t = from_sysfs(&sys).expect("topology");
+    let path = dir.join("fixture.wvz");
+    let f = std::fs::File::create(&path).expect("recording");
+    synth::generate(&t, &SynthConfig::new(30_000, 7), std::io::BufWriter::new(f))
+        .expect("generate");
+    path
+}
+
+#[test]
+fn dashboard_in_tmux() {
+    if !have_tmux() {
+        eprintln!("SKIPPED dashboard_in_tmux: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = fixture(dir.path());
+    let t = Tmux {
+        sock: dir.path().join("tmux.sock"),
+    };
+    let shell = "env -i PATH=/usr/bin:/bin HOME=/tmp TERM=xterm-256color PS1='$ ' sh";
+    assert!(
+        t.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-s",
+            "wv",
+            shell
+        ])
+        .status
+        .success(),
+        "tmux new-session"
+    );
+    t.expect("shell", &["$"]);
+    let cmd = format!(
+        "{} --replay {}; echo EXITED=$?",
+        env!("CARGO_BIN_EXE_wakeviz"),
+        rec.display()
+    );
+    t.keys(&["-l", &cmd]);
+    t.keys(&["Enter"]);
+    let p = t.expect(
+        "overview",
+        &[
+            "1 Overview",
+            "REPLAY fixture.wvz",
+            "Topology",
+            "NPS2",
+            "drops 0",
+            "sched_waking",
+        ],
+    );
+    assert!(
+        t.alternate_on(),
+        "the dashboard runs on the alternate screen:\n{p}"
+    );
+    t.expect("replay reached the end", &["end │"]);
+    t.keys(&["2"]);
+    t.expect(
+        "scan view",
+        &[
+            "Scan latency [cumulative]",
+            "source select_task_rq_fair duration",
+            "log2 buckets",
+            "per LLC",
+        ],
+    );
+    t.keys(&["Tab"]);
+    t.expect(
+        "placement view",
+        &[
+            "Placement of wakeups",
+            "same_llc",
+            "wakeups landed",
+            "p1 n3",
+        ],
+    );
+    t.keys(&["/"]);
+    t.expect("filter prompt", &["filter (comm substring or pid)>"]);
+    t.keys(&["-l", "pipe"]);
+    t.expect("filter typed", &["> pipe█"]);
+    t.keys(&["Enter"]);
+    t.expect(
+        "filter applied",
+        &["filter: comm:pipe", "Placement of wakeups"],
+    );
+    t.keys(&["4"]);
+    t.expect(
+        "shadow view",
+        &[
+            "Shadow policies (open loop)",
+            "Fidelity",
+            "observed",
+            "filter: comm:pipe",
+            "rows: comm:pipe wakees only",
+        ],
+    );
+    t.keys(&["5"]);
+    t.expect(
+        "latency view",
+        &["Wakeup latency", "same_cpu", "new tasks (fork)"],
+    );
+    t.keys(&["?"]);
+    t.expect(
+        "help",
+        &["Help: keys", "quit", "filter by comm substring or pid"],
+    );
+    t.keys(&["Escape"]);
+    assert!(
+        t.run(&["resize-window", "-t", "wv", "-x", "70", "-y", "20"])
+            .status
+            .success()
+    );
+    t.expect(
+        "too small",
+        &["terminal too small (need 80x24, have 70x20)"],
+    );
+    assert!(
+        t.run(&["resize-window", "-t", "wv", "-x", "120", "-y", "40"])
+            .status
+            .success()
+    );
+    t.expect("resized back", &["Wakeup latency"]);
+    t.keys(&["?"]);
+    t.expect("help again", &["Help: keys"]);
+    t.keys(&["q"]);
+    let p = t.expect("after q", &["EXITED=0"]);
+    assert!(
+        !t.alternate_on(),
+        "alternate screen left on after quit:\n{p}"
+    );
+    assert!(
+        !p.contains("1 Overview") && !p.contains("Help: keys"),
+        "dashboard still on screen after quit:\n{p}"
+    );
+    // The terminal is usable: the shell echoes a command.
+    t.keys(&["-l", "clear; echo still-$((1+1))-alive"]);
+    t.keys(&["Enter"]);
+    t.expect("shell works", &["still-2-alive"]);
+
+    // Ctrl-C (a key in raw mode) and SIGTERM restore the terminal too.
+    for how in ["ctrl-c", "sigterm"] {
+        let cmd = format!(
+            "clear; {} --replay {}; echo EXITED=$? {how}",
+            env!("CARGO_BIN_EXE_wakeviz"),
+            rec.display()
+        );
+        t.keys(&["-l", &cmd]);
+        t.keys(&["Enter"]);
+        t.expect(
+            &format!("dashboard before {how}"),
+            &["1 Overview", "Topology"],
+        );
+        if how == "ctrl-c" {
+            t.keys(&["C-c"]);
+        } else {
+            let shell = t.run(&["display-message", "-p", "-t", "wv", "#{pane_pid}"]);
+            let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+            let kids = Command::new("ps")
+                .args(["-o", "pid=", "--ppid", &shell])
+                .output()
+                .expect("ps");
+            let pid = String::from_utf8_lossy(&kids.stdout).trim().to_string();
+            assert!(
+                !pid.is_empty() && !pid.contains(char::is_whitespace),
+                "one child of the shell: {pid:?}"
+            );
+            assert!(
+                Command::new("kill")
+                    .args(["-TERM", &pid])
+                    .status()
+                    .is_ok_and(|s| s.success())
+            );
+        }
+        let p = t.expect(&format!("after {how}"), &[&format!("EXITED=0 {how}")]);
+        assert!(
+            !t.alternate_on(),
+            "alternate screen left on after {how}:\n{p}"
+        );
+        assert!(
+            !p.contains("1 Overview"),
+            "dashboard still on screen after {how}:\n{p}"
+        );
+    }
+}
