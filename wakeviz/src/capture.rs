@@ -257,8 +257,11 @@ async fn drain_task(ring: RingBuf<MapData>, tx: SyncSender<Batch>, sh: Arc<Share
     let mut last_handover = Instant::now();
     loop {
         if sh.stop.load(Ordering::SeqCst) {
-            let ring = fd.get_mut();
-            drain_ring(ring, &tx, &sh, &mut names, &mut batch);
+            // The probes are detached by now, but a program already running on another CPU
+            // (or an fexit trampoline) may still submit: drain, let them finish, drain again.
+            drain_ring(fd.get_mut(), &tx, &sh, &mut names, &mut batch);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            drain_ring(fd.get_mut(), &tx, &sh, &mut names, &mut batch);
             hand_over(&tx, &mut batch, &sh);
             return;
         }

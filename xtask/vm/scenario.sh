@@ -5,6 +5,7 @@
 #
 #   WVZ_MODE      test | demo | infra (infra: boot, sysfs and tracefs only, no wakeviz)
 #   WVZ_PAIRS     "comm:wakercpu:wakeecpu ..." pinned ping-pong pairs, run one after another
+#                 (demo: run together; a CPU of "-" leaves that thread unpinned)
 #   WVZ_ITER      ping-pong round trips per pair
 #   WVZ_FANOUT    "comm:groups:receivers:loops" fan-out group run after the pairs ("" for none)
 #   WVZ_BUF_KB    tracefs buffer per CPU
@@ -25,56 +26,61 @@ fail() {
 }
 
 # A copy of the sysfs files wakeviz's topology reader uses, under /out/sysfs/devices/system.
+# Few processes: a fork+exec costs tens of ms under TCG.
 snapshot_sysfs() {
     src=/sys/devices/system
     dst=/out/sysfs/devices/system
-    mkdir -p "$dst/cpu" "$dst/node"
-    for f in online present possible; do
-        [ -f "$src/cpu/$f" ] && cat "$src/cpu/$f" >"$dst/cpu/$f"
-    done
+    dirs="$dst/cpu $dst/node"
     for c in "$src"/cpu/cpu[0-9]*; do
-        n=${c##*/}
-        mkdir -p "$dst/cpu/$n/topology"
-        for f in "$c"/topology/*; do
-            [ -f "$f" ] && cat "$f" >"$dst/cpu/$n/topology/${f##*/}" 2>/dev/null
-        done
+        dirs="$dirs $dst/cpu/${c##*/}/topology"
         for i in "$c"/cache/index*; do
-            [ -d "$i" ] || continue
-            mkdir -p "$dst/cpu/$n/cache/${i##*/}"
-            for f in level type shared_cpu_list id; do
-                [ -f "$i/$f" ] && cat "$i/$f" >"$dst/cpu/$n/cache/${i##*/}/$f" 2>/dev/null
-            done
+            [ -d "$i" ] && dirs="$dirs $dst/cpu/${c##*/}/cache/${i##*/}"
         done
     done
+    for nd in "$src"/node/node[0-9]*; do
+        [ -d "$nd" ] && dirs="$dirs $dst/node/${nd##*/}"
+    done
+    mkdir -p $dirs
+    log "sysfs copy starts at $(now)"
+    # One awk for every file: few processes, and large reads (the cpulist-style files are
+    # binary attributes that return nothing to the shell's byte-by-byte `read`).
+    awk -v src="$src" -v dst="$dst" 'FNR == 1 { f = FILENAME; sub("^" src, dst, f); print >f; close(f) }' \
+        "$src"/cpu/online "$src"/cpu/present "$src"/cpu/possible \
+        "$src"/cpu/cpu[0-9]*/topology/physical_package_id "$src"/cpu/cpu[0-9]*/topology/die_id \
+        "$src"/cpu/cpu[0-9]*/topology/core_id "$src"/cpu/cpu[0-9]*/topology/thread_siblings_list \
+        "$src"/cpu/cpu[0-9]*/cache/index*/level "$src"/cpu/cpu[0-9]*/cache/index*/type \
+        "$src"/cpu/cpu[0-9]*/cache/index*/shared_cpu_list "$src"/cpu/cpu[0-9]*/cache/index*/id \
+        "$src"/node/node[0-9]*/cpulist "$src"/node/node[0-9]*/distance 2>/dev/null
+    log "sysfs copy done at $(now)"
+    src=$dst
+    read -r sib <$src/cpu/cpu0/topology/thread_siblings_list
+    read -r l3 <$src/cpu/cpu0/cache/index3/shared_cpu_list
+    read -r pk <$src/cpu/cpu0/topology/physical_package_id
+    log "cpu0: siblings $sib, L3 $l3, package $pk"
     for nd in "$src"/node/node[0-9]*; do
         [ -d "$nd" ] || continue
-        n=${nd##*/}
-        mkdir -p "$dst/node/$n"
-        cat "$nd/cpulist" >"$dst/node/$n/cpulist"
-        cat "$nd/distance" >"$dst/node/$n/distance"
-    done
-    c0=$src/cpu/cpu0
-    log "cpu0: siblings $(cat $c0/topology/thread_siblings_list)," \
-        "L3 $(cat $c0/cache/index3/shared_cpu_list 2>/dev/null)," \
-        "package $(cat $c0/topology/physical_package_id)"
-    for nd in "$src"/node/node[0-9]*; do
-        [ -d "$nd" ] && log "${nd##*/}: cpus $(cat "$nd/cpulist"), distances $(cat "$nd/distance")"
+        read -r cl <"$nd/cpulist"
+        read -r di <"$nd/distance"
+        log "${nd##*/}: cpus $cl, distances $di"
     done
 }
 
 # Kernel tracing as the independent ground truth: the same five tracepoints, filtered on the
-# workloads' comm prefix, counted from the trace buffer after the window closes.
+# workloads' comm prefix plus "sh" (a workload process is forked by this shell and only takes its
+# wvz-* name at exec, so its first events say comm=sh; the host attributes every event to its
+# pid's final name, as wakeviz's task table does).
 trace_setup() {
     echo 0 >$T/tracing_on
     echo nop >$T/current_tracer
     echo "$WVZ_BUF_KB" >$T/buffer_size_kb || fail "tracefs: cannot set buffer_size_kb"
     echo >$T/trace
     for e in sched_waking sched_wakeup sched_wakeup_new sched_migrate_task; do
-        echo 'comm ~ "wvz-*"' >$T/events/sched/$e/filter || fail "tracefs: filter on $e"
+        echo 'comm ~ "wvz-*" || comm == "sh"' >$T/events/sched/$e/filter ||
+            fail "tracefs: filter on $e"
         echo 1 >$T/events/sched/$e/enable || fail "tracefs: enable $e"
     done
-    echo 'prev_comm ~ "wvz-*" || next_comm ~ "wvz-*"' >$T/events/sched/sched_switch/filter ||
-        fail "tracefs: filter on sched_switch"
+    echo 'prev_comm ~ "wvz-*" || next_comm ~ "wvz-*" || prev_comm == "sh" || next_comm == "sh"' \
+        >$T/events/sched/sched_switch/filter || fail "tracefs: filter on sched_switch"
     echo 1 >$T/events/sched/sched_switch/enable || fail "tracefs: enable sched_switch"
 }
 
@@ -83,35 +89,22 @@ trace_on() {
     log "tracefs on at $(now)"
 }
 
-# Per (event, comm) counts; sched_switch counts once under prev_comm when that is a workload's,
-# else under next_comm (the host counts wakeviz's events the same way).
+# The filtered trace goes to the host as is (it parses and counts it); per-CPU losses too.
 trace_count() {
     echo 0 >$T/tracing_on
     log "tracefs off at $(now)"
-    awk '
-    {
-        ev = ""
-        for (i = 1; i <= NF; i++) if ($i ~ /^sched_[a-z_]+:$/) { ev = substr($i, 1, length($i) - 1); break }
-        if (ev == "") next
-        c = ""; p = ""; n = ""
-        if (ev == "sched_switch") {
-            for (j = i + 1; j <= NF; j++) {
-                if ($j ~ /^prev_comm=/) p = substr($j, 11)
-                if ($j ~ /^next_comm=/) n = substr($j, 11)
-            }
-            c = (p ~ /^wvz-/) ? p : n
-        } else {
-            for (j = i + 1; j <= NF; j++) if ($j ~ /^comm=/) { c = substr($j, 6); break }
+    cat $T/trace >/out/tracefs_trace.txt
+    awk -F': *' '
+        FNR == 1 {
+            if (cpu != "") print cpu, o, co, de
+            cpu = FILENAME; sub(/.*per_cpu\//, "", cpu); sub(/\/stats$/, "", cpu)
+            o = "?"; co = "?"; de = "?"
         }
-        cnt[ev " " c]++
-    }
-    END { for (k in cnt) print k, cnt[k] }' $T/trace >/out/tracefs_counts.txt
-    for d in $T/per_cpu/cpu*; do
-        o=$(awk -F': *' '$1 == "overrun" { print $2 }' "$d/stats")
-        co=$(awk -F': *' '$1 == "commit overrun" { print $2 }' "$d/stats")
-        de=$(awk -F': *' '$1 == "dropped events" { print $2 }' "$d/stats")
-        echo "${d##*/} ${o:-?} ${co:-?} ${de:-?}"
-    done >/out/tracefs_stats.txt
+        $1 == "overrun" { o = $2 }
+        $1 == "commit overrun" { co = $2 }
+        $1 == "dropped events" { de = $2 }
+        END { if (cpu != "") print cpu, o, co, de }' $T/per_cpu/cpu*/stats >/out/tracefs_stats.txt
+    log "tracefs copied at $(now)"
     for e in sched_waking sched_wakeup sched_wakeup_new sched_migrate_task sched_switch; do
         echo 0 >$T/events/sched/$e/enable
     done
@@ -152,8 +145,12 @@ stop_wakeviz() {
     elif [ "${WVZ_STOP:-int}" = int ]; then
         kill -INT "$WPID"
     fi
+    # A wakeviz that does not finish within 60 s of the stop is killed (and reported).
+    (sleep 60 && kill -KILL "$WPID" 2>/dev/null && echo "wakeviz did not exit within 60 s of SIGINT; killed" >>/out/guest_errors.txt) &
+    dog=$!
     wait "$WPID"
     rc=$?
+    kill "$dog" 2>/dev/null
     echo "$rc" >/out/wakeviz.rc
     log "wakeviz exited with $rc at $(now)"
     WPID=
@@ -172,14 +169,40 @@ sh_pingpong() {
     mkfifo "$d/a" "$d/b"
     taskset -c "$b" sh -c "printf %s $comm >/proc/self/comm; while read x; do echo \$x; done" \
         <"$d/a" >"$d/b" &
+    peer=$!
     taskset -c "$a" sh -c "printf %s $comm >/proc/self/comm; exec 3>$d/a 4<$d/b; i=0;
         while [ \$i -lt $n ]; do echo p >&3; read x <&4; i=\$((i + 1)); done; exec 3>&-"
-    wait
+    wait $peer
+}
+
+# Runs wakeviz through a symlink named COMM, so the process has its final name from exec on
+# (threads then inherit it at creation: no event of theirs carries another name).
+link_comm() {
+    [ -e "/tmp/$1" ] || ln -s "$WVZ" "/tmp/$1"
+}
+
+# A workload that hangs is killed after WVZ_WORKLOAD_TIMEOUT s and reported, so the results
+# still reach the host. (Not with busybox `timeout`: it would exec the workload from a process
+# named "timeout", an early name the tracefs filter does not catch.)
+as_comm() {
+    comm=$1
+    shift
+    link_comm "$comm"
+    "/tmp/$comm" "$@" &
+    wl=$!
+    (sleep "${WVZ_WORKLOAD_TIMEOUT:-120}" && kill -KILL "$wl" 2>/dev/null &&
+        echo "workload $comm hung: killed after ${WVZ_WORKLOAD_TIMEOUT:-120} s" >>/out/guest_errors.txt) &
+    dog=$!
+    wait "$wl"
+    rc=$?
+    kill "$dog" 2>/dev/null
+    return $rc
 }
 
 pingpong() {
     if [ "$WORKLOAD" = wakeviz ]; then
-        "$WVZ" workload pingpong --waker-cpu "$2" --wakee-cpu "$3" --iterations "$4" --comm "$1"
+        as_comm "$1" workload pingpong --waker-cpu "$2" --wakee-cpu "$3" --iterations "$4" \
+            --comm "$1"
     else
         sh_pingpong "$@"
     fi
@@ -188,10 +211,11 @@ pingpong() {
 fanout() {
     comm=$1 g=$2 r=$3 l=$4
     if [ "$WORKLOAD" = wakeviz ]; then
-        "$WVZ" workload fanout --groups "$g" --receivers "$r" --loops "$l" --comm "$comm"
+        as_comm "$comm" workload fanout --groups "$g" --receivers "$r" --loops "$l" --comm "$comm"
     else
         # Without wakeviz's workload: unpinned ping-pong pairs stand in for the fan-out.
         k=0
+        pids=
         while [ $k -lt "$g" ]; do
             d=/tmp/fo.$k
             mkdir -p "$d"
@@ -199,11 +223,13 @@ fanout() {
             mkfifo "$d/a" "$d/b"
             sh -c "printf %s $comm >/proc/self/comm; while read x; do echo \$x; done" \
                 <"$d/a" >"$d/b" &
+            pids="$pids $!"
             sh -c "printf %s $comm >/proc/self/comm; exec 3>$d/a 4<$d/b; i=0;
                 while [ \$i -lt $l ]; do echo p >&3; read x <&4; i=\$((i + 1)); done" &
+            pids="$pids $!"
             k=$((k + 1))
         done
-        wait
+        wait $pids
     fi
 }
 
@@ -231,8 +257,6 @@ EOF
 
 snapshot_sysfs
 uname -r >/out/uname.txt
-grep -E ' (select_task_rq_fair|select_idle_cpu|select_idle_sibling|select_idle_core)' \
-    /proc/kallsyms | awk '{ print $2, $3 }' >/out/kallsyms.txt
 
 WORKLOAD=busybox
 if have_workload; then
@@ -262,18 +286,28 @@ demo)
     if start_wakeviz /out/demo.wvz; then
         s=$WVZ_DEMO_SECS
         phase=$((s * 2 / 5))
+        pids=
         for p in $WVZ_PAIRS; do
             comm=${p%%:*}
             rest=${p#*:}
-            timeout "$phase" "$WVZ" workload pingpong --waker-cpu "${rest%%:*}" \
-                --wakee-cpu "${rest#*:}" --iterations 100000000 --comm "$comm" &
+            a=${rest%%:*}
+            b=${rest#*:}
+            # "-" leaves that thread unpinned: the scheduler places it (select_task_rq_fair).
+            pin=
+            [ "$a" = - ] || pin="--waker-cpu $a"
+            [ "$b" = - ] || pin="$pin --wakee-cpu $b"
+            link_comm "$comm"
+            timeout "$phase" "/tmp/$comm" workload pingpong $pin --iterations 100000000 \
+                --comm "$comm" &
+            pids="$pids $!"
         done
-        wait
+        wait $pids
         log "demo: ping-pong phase done at $(now)"
         IFS=: read -r comm g r l <<EOF
 $WVZ_FANOUT
 EOF
-        timeout "$phase" "$WVZ" workload fanout --groups "$g" --receivers "$r" --loops "$l" \
+        link_comm "$comm"
+        timeout "$phase" "/tmp/$comm" workload fanout --groups "$g" --receivers "$r" --loops "$l" \
             --comm "$comm"
         log "demo: fan-out phase done at $(now)"
         # Idle-ish: a few sleepers waking now and then.

@@ -11,6 +11,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+#[derive(Clone)]
 pub struct Initramfs {
     out: Vec<u8>,
     ino: u32,
@@ -27,8 +28,8 @@ impl Initramfs {
             files: BTreeSet::new(),
         };
         for d in [
-            "bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "out", "vm",
-            "etc", "root", "lib64",
+            "bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "out", "vm", "etc",
+            "root", "lib64",
         ] {
             s.dir(d);
         }
@@ -67,7 +68,7 @@ impl Initramfs {
     }
 
     fn pad(&mut self) {
-        while self.out.len() % 4 != 0 {
+        while !self.out.len().is_multiple_of(4) {
             self.out.push(0);
         }
     }
@@ -139,7 +140,10 @@ impl Initramfs {
         self.file(guest_path, &data, true);
         let _ = fs::remove_file(&stripped);
         for lib in shared_libs(host)? {
-            if !self.files.contains(lib.to_string_lossy().trim_start_matches('/')) {
+            if !self
+                .files
+                .contains(lib.to_string_lossy().trim_start_matches('/'))
+            {
                 self.host_file(&lib, true)?;
             }
         }
@@ -148,7 +152,8 @@ impl Initramfs {
 
     pub fn write(mut self, path: &Path) -> Result<u64> {
         self.entry("TRAILER!!!", 0, &[], (0, 0));
-        let mut f = fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let mut f =
+            fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
         f.write_all(&self.out)
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(self.out.len() as u64)
@@ -161,8 +166,8 @@ pub fn shared_libs(bin: &Path) -> Result<Vec<PathBuf>> {
         .arg(bin)
         .output()
         .context("running ldd (package libc-bin)")?;
-    let text = String::from_utf8_lossy(&o.stdout).into_owned()
-        + &String::from_utf8_lossy(&o.stderr);
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     if text.contains("not a dynamic executable") || text.contains("statically linked") {
         return Ok(Vec::new());
     }
@@ -184,4 +189,45 @@ pub fn shared_libs(bin: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(libs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newc_layout() {
+        let mut ir = Initramfs::new();
+        ir.file("vm/env", b"x=1\n", false);
+        ir.symlink("bin/sh", "busybox");
+        let dir = std::env::temp_dir().join(format!("wvz-cpio-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temp dir");
+        let p = dir.join("t.cpio");
+        let n = ir.write(&p).expect("write");
+        let b = fs::read(&p).expect("read");
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(b.len() as u64, n);
+        assert_eq!(b.len() % 4, 0);
+        assert!(b.starts_with(b"070701"));
+        let text = String::from_utf8_lossy(&b);
+        for name in ["dev/console", "vm/env", "bin/sh", "TRAILER!!!"] {
+            assert!(text.contains(name), "{name} missing");
+        }
+        // Every header's magic sits on a 4-byte boundary.
+        let mut at = 0;
+        let mut entries = 0;
+        while at < b.len() && b[at..].starts_with(b"070701") {
+            let field = |i: usize| {
+                let s = std::str::from_utf8(&b[at + 6 + i * 8..at + 14 + i * 8]).expect("hex");
+                usize::from_str_radix(s, 16).expect("hex")
+            };
+            let (size, namesize) = (field(6), field(11));
+            let name_end = at + 110 + namesize;
+            let data = name_end.next_multiple_of(4);
+            at = (data + size).next_multiple_of(4);
+            entries += 1;
+        }
+        assert_eq!(at, b.len());
+        assert!(entries > 10);
+    }
 }

@@ -39,7 +39,13 @@ pub struct Boot<'a> {
 
 pub struct Outcome {
     pub wall: Duration,
+    /// Wall time from qemu's start until /init said it booted.
+    pub to_init: Option<Duration>,
     pub console: PathBuf,
+}
+
+fn booted(console: &Path) -> bool {
+    fs::read(console).is_ok_and(|b| b.windows(14).any(|w| w == b"wvz-vm: booted"))
 }
 
 /// Last `n` meaningful lines of the guest console, for error messages.
@@ -65,8 +71,41 @@ pub fn console_tail(path: &Path, n: usize) -> String {
 
 impl Boot<'_> {
     /// Boots, waits for power-off (or kills qemu at the timeout) and unpacks the guest's archive
-    /// into `results`.
+    /// into `results`. A guest whose kernel dies before /init runs is booted again (twice at
+    /// most): multi-threaded TCG has rare races with the kernel's boot-time code patching, and
+    /// such a death says nothing about wakeviz. Deaths after /init started are failures.
     pub fn run(&self, results: &Path) -> Result<Outcome> {
+        let console = self.work.join("console.log");
+        let mut attempt = 1;
+        loop {
+            match self.run_once(results) {
+                Ok(o) => return Ok(o),
+                Err(e) if attempt < 3 && !booted(&console) => {
+                    let text = fs::read(&console)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_default();
+                    let why = text
+                        .lines()
+                        .find(|l| l.contains("Oops") || l.contains("panic") || l.contains("BUG"))
+                        .unwrap_or("no kernel message")
+                        .trim()
+                        .to_owned();
+                    let keep = self.work.join(format!("console.attempt{attempt}.log"));
+                    let _ = fs::rename(&console, &keep);
+                    eprintln!(
+                        "vm-test: the guest kernel died before /init (attempt {attempt}: {why}; \
+                         {}); booting again",
+                        keep.display()
+                    );
+                    let _ = e;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn run_once(&self, results: &Path) -> Result<Outcome> {
         let console = self.work.join("console.log");
         let port = self.work.join("out.bin");
         let qemu_log = self.work.join("qemu.log");
@@ -82,7 +121,10 @@ impl Boot<'_> {
             .arg(self.initrd)
             .args([
                 "-append",
-                "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off",
+                // tsc=reliable: no TSC watchdog or boot-time sync check, so the kernel never
+                // flips the sched_clock static key while all vCPUs run. That runtime code
+                // patching raced with multi-threaded TCG once here (an int3 Oops at boot).
+                "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off tsc=reliable",
             ])
             .arg("-serial")
             .arg(format!("file:{}", console.display()))
@@ -99,9 +141,13 @@ impl Boot<'_> {
         fs::write(self.work.join("qemu.cmdline"), format!("{cmd:?}\n"))?;
         let start = Instant::now();
         let mut child = cmd.spawn().with_context(|| format!("starting {QEMU}"))?;
+        let mut to_init = None;
         let status = loop {
             if let Some(st) = child.try_wait().context("waiting for qemu")? {
                 break st;
+            }
+            if to_init.is_none() && booted(&console) {
+                to_init = Some(start.elapsed());
             }
             if start.elapsed() > self.timeout {
                 let _ = child.kill();
@@ -136,7 +182,11 @@ impl Boot<'_> {
                 console_tail(&console, 25)
             ))
         })?;
-        Ok(Outcome { wall, console })
+        Ok(Outcome {
+            wall,
+            to_init,
+            console,
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 //!
 //! qemu 7.2 numbers vCPUs socket-major: `cpu = ((socket * dies + die) * cores + core) * threads
 //! + thread`, so SMT siblings are adjacent (0-1, 2-3, ...) and a socket is a contiguous range.
+//!
 //! Facts checked by booting (Debian 6.12 cloud kernel, TCG):
 //! - `EPYC-Milan,+topoext`: TCG filters topoext, and the guest's L3 then follows the NUMA node
 //!   (one L3 per node, whatever `dies=` says; without `-numa`, one L3 per socket). So an AMD
@@ -124,9 +125,16 @@ impl Spec {
     }
 
     pub fn qemu_args(&self) -> Vec<String> {
+        // Single-threaded TCG by default: with thread=multi the guest kernel's live code patching
+        // (text_poke_bp: tracepoint static keys flipping when wakeviz or tracefs attach or
+        // detach) raced with other vCPUs still running the old translated code, an `int3` Oops
+        // in ttwu_do_activate / sched_clock_cpu in about one boot in five here. One host thread
+        // for all vCPUs costs no wall time on a 2-core machine (the suite took as long).
+        // WAKEVIZ_VM_TCG_THREAD=multi restores the multi-threaded mode.
+        let threads = std::env::var("WAKEVIZ_VM_TCG_THREAD").unwrap_or_else(|_| "single".into());
         let mut a: Vec<String> = vec![
             "-accel".into(),
-            "tcg,thread=multi".into(),
+            format!("tcg,thread={threads}"),
             "-cpu".into(),
             self.cpu_model.into(),
             "-m".into(),
@@ -281,12 +289,7 @@ pub fn describe(t: &Topology) -> String {
     let dist: Vec<String> = t
         .distances
         .iter()
-        .map(|r| {
-            r.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        .map(|r| r.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
         .collect();
     format!(
         "{}; SMT [{}]; LLC [{}]; nodes [{}]; packages [{}]; distances [{}]",

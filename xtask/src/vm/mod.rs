@@ -1,0 +1,548 @@
+//! `cargo xtask vm-test`: wakeviz on a real kernel with real topologies.
+//!
+//! Boots Debian's 6.12 cloud kernel under qemu TCG (this machine's own kernel forbids fentry) on
+//! NUMA/SMT topologies, runs `wakeviz --record` with its full probe set while pinned ping-pong
+//! pairs and a fan-out group run, counts the same tracepoints with the kernel's own tracing as
+//! ground truth, and checks on the host: the guest's sysfs layout, which probes attached in which
+//! mode, wakeviz's event counts against tracefs's (within 0.5% per kind), the placement level of
+//! every pinned pair, and reports the SIS_UTIL shadow fidelity. `--demo OUT` records the demo.
+//!
+//! Guest side: `xtask/vm/init.sh` (the initramfs's /init) and `xtask/vm/scenario.sh`.
+//! Environment: `WAKEVIZ_VM_CACHE` (kernel cache, default `<workspace>/.vm-cache`),
+//! `WAKEVIZ_VM_KERNEL` (boot this vmlinuz instead of fetching Debian's).
+mod check;
+mod initramfs;
+mod kernel;
+mod qemu;
+mod topo;
+
+use std::{
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use self::{check::Findings, initramfs::Initramfs, topo::Spec};
+
+const INIT_SH: &str = include_str!("../../vm/init.sh");
+const SCENARIO_SH: &str = include_str!("../../vm/scenario.sh");
+const DEMO_MAX_BYTES: u64 = 5 * 1024 * 1024;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Run one topology only: nps1, nps2 or nosmt.
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// wakeviz binary to test [default: <workspace>/target/release/wakeviz, built if missing].
+    #[arg(long)]
+    pub wakeviz: Option<PathBuf>,
+    /// Record the demo (about 10 s, mixed workload, NPS2-like guest) to this file instead of
+    /// running the tests.
+    #[arg(long, value_name = "OUT.wvz")]
+    pub demo: Option<PathBuf>,
+    /// Keep the per-guest work directories (initramfs, console log, raw port output).
+    #[arg(long)]
+    pub keep: bool,
+    /// Kill a guest that has not powered off after this many seconds.
+    #[arg(long, default_value_t = 240)]
+    pub timeout: u64,
+    /// Ping-pong round trips per pinned pair.
+    #[arg(long, default_value_t = 500)]
+    pub iterations: u32,
+    /// Boot, sysfs and tracefs only, with busybox workloads and no wakeviz (harness debugging).
+    #[arg(long, hide = true)]
+    pub infra_only: bool,
+}
+
+fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_owned()
+}
+
+fn target_dir(ws: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
+        Some(d) => ws.join(d),
+        None => ws.join("target"),
+    }
+}
+
+/// The wakeviz binary: `--wakeviz`, else `<ws>/target/release/wakeviz` (built when missing).
+fn resolve_wakeviz(a: &Args, ws: &Path) -> Result<PathBuf> {
+    if let Some(p) = &a.wakeviz {
+        if !p.is_file() {
+            bail!("--wakeviz {}: no such file", p.display());
+        }
+        return Ok(p.clone());
+    }
+    let p = ws.join("target/release/wakeviz");
+    if !p.is_file() {
+        eprintln!("vm-test: {} missing; building it", p.display());
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-p", "wakeviz", "--target-dir"])
+            .arg(ws.join("target"))
+            .current_dir(ws)
+            .status()
+            .context("running cargo build --release -p wakeviz")?;
+        if !st.success() || !p.is_file() {
+            bail!(
+                "cargo build --release -p wakeviz failed ({st}); run scripts/setup.sh for the \
+                 eBPF toolchain"
+            );
+        }
+    }
+    Ok(p)
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let started = Instant::now();
+    let ws = workspace_root();
+    let qemu_version = match qemu::probe() {
+        Ok(v) => v,
+        Err(reason) => {
+            println!("SKIPPED: vm-test: {reason}");
+            return Ok(());
+        }
+    };
+    let busybox = kernel::which("busybox")
+        .context("busybox not found: install Debian's busybox-static (scripts/setup.sh does)")?;
+    let cache = std::env::var_os("WAKEVIZ_VM_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join(".vm-cache"));
+    let kernel = match kernel::obtain(&cache)? {
+        Ok(k) => k,
+        Err(kernel::Unavailable(reason)) => {
+            println!("SKIPPED: vm-test: no kernel to boot: {reason}");
+            return Ok(());
+        }
+    };
+    eprintln!(
+        "vm-test: {qemu_version}; kernel {} from {}",
+        kernel.release, kernel.origin
+    );
+    let wakeviz = if a.infra_only {
+        None
+    } else {
+        Some(resolve_wakeviz(a, &ws)?)
+    };
+
+    let out_root = target_dir(&ws).join("vm-test");
+    let work_root = out_root.join(".work");
+    fs::create_dir_all(&work_root).with_context(|| format!("creating {}", work_root.display()))?;
+    let base = base_initramfs(&busybox, wakeviz.as_deref(), &work_root)?;
+
+    let specs: Vec<Spec> = topo::all();
+    if let Some(out) = &a.demo {
+        let wakeviz = wakeviz.context("--demo needs wakeviz (not --infra-only)")?;
+        let spec = specs
+            .into_iter()
+            .find(|s| s.name == "nps2")
+            .context("no nps2 topology")?;
+        return demo(a, &spec, &kernel, &base, &wakeviz, &out_root, out);
+    }
+    let specs: Vec<Spec> = match &a.topology {
+        Some(name) => {
+            let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+            let v: Vec<Spec> = specs.into_iter().filter(|s| s.name == *name).collect();
+            if v.is_empty() {
+                bail!("unknown --topology {name}; known: {}", names.join(", "));
+            }
+            v
+        }
+        None => specs,
+    };
+
+    let mut summary = String::new();
+    let mut failed = Vec::new();
+    for spec in &specs {
+        eprintln!("vm-test: == {} ({})", spec.name, spec.title);
+        let r = run_topology(a, spec, &kernel, &base, wakeviz.as_deref(), &out_root);
+        let _ = writeln!(summary, "\n== {}: {}", spec.name, spec.title);
+        match r {
+            Ok(f) => {
+                for l in &f.lines {
+                    let _ = writeln!(summary, "{l}");
+                }
+                if f.failures.is_empty() {
+                    let _ = writeln!(summary, "  PASS");
+                } else {
+                    let _ = writeln!(summary, "  FAIL ({} problem(s))", f.failures.len());
+                    failed.push(spec.name);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(summary, "  FAIL: {e:#}");
+                failed.push(spec.name);
+            }
+        }
+    }
+    if !a.keep && failed.is_empty() {
+        let _ = fs::remove_dir_all(&work_root);
+    }
+    let summary = format!(
+        "vm-test summary (kernel {}, {qemu_version}){summary}",
+        kernel.release
+    );
+    println!("{summary}");
+    let _ = fs::write(out_root.join("summary.txt"), &summary);
+    println!(
+        "\nvm-test: {} topologies, {} passed, {} failed, {:.0} s; recordings under {}",
+        specs.len(),
+        specs.len() - failed.len(),
+        failed.len(),
+        started.elapsed().as_secs_f64(),
+        out_root.display()
+    );
+    if !failed.is_empty() {
+        bail!(
+            "vm-test failed on {} (work dirs kept under {})",
+            failed.join(", "),
+            work_root.display()
+        );
+    }
+    Ok(())
+}
+
+/// Everything but the per-run settings: busybox and its applets, /init, the scenario, wakeviz
+/// and its libraries.
+fn base_initramfs(busybox: &Path, wakeviz: Option<&Path>, work: &Path) -> Result<Initramfs> {
+    let mut ir = Initramfs::new();
+    ir.program(busybox, "bin/busybox", work)?;
+    let list = Command::new(busybox)
+        .arg("--list")
+        .output()
+        .context("running busybox --list")?;
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        let applet = applet.trim();
+        if applet.is_empty() || applet == "busybox" || applet.contains('/') {
+            continue;
+        }
+        ir.symlink(&format!("bin/{applet}"), "busybox");
+    }
+    ir.file("init", INIT_SH.as_bytes(), true);
+    ir.file("vm/scenario.sh", SCENARIO_SH.as_bytes(), true);
+    if let Some(w) = wakeviz {
+        ir.program(w, "bin/wakeviz", work)?;
+    }
+    Ok(ir)
+}
+
+struct Settings<'a> {
+    mode: &'a str,
+    pairs: String,
+    iterations: u32,
+    fanout: &'a str,
+    buf_kb: u32,
+    duration_s: u32,
+    demo_secs: u32,
+}
+
+fn env_file(s: &Settings) -> String {
+    format!(
+        "export WVZ_MODE={}\nexport WVZ_PAIRS=\"{}\"\nexport WVZ_ITER={}\nexport WVZ_FANOUT=\"{}\"\n\
+         export WVZ_BUF_KB={}\nexport WVZ_DURATION={}\nexport WVZ_READY=\"{}\"\n\
+         export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\n",
+        s.mode,
+        s.pairs,
+        s.iterations,
+        s.fanout,
+        s.buf_kb,
+        s.duration_s,
+        "wakeviz: capturing",
+        s.demo_secs
+    )
+}
+
+/// Writes the initramfs, boots the guest, returns its results directory (cleared first).
+fn boot(
+    a: &Args,
+    spec: &Spec,
+    kernel: &kernel::Kernel,
+    base: &Initramfs,
+    settings: &Settings,
+    work: &Path,
+    results: &Path,
+) -> Result<qemu::Outcome> {
+    if work.exists() {
+        fs::remove_dir_all(work).with_context(|| format!("clearing {}", work.display()))?;
+    }
+    fs::create_dir_all(work)?;
+    if results.exists() {
+        fs::remove_dir_all(results).with_context(|| format!("clearing {}", results.display()))?;
+    }
+    let mut ir = base.clone();
+    ir.file("vm/env", env_file(settings).as_bytes(), false);
+    let initrd = work.join("initramfs.cpio");
+    let size = ir.write(&initrd)?;
+    eprintln!(
+        "vm-test: {}: initramfs {:.1} MB; booting {} vCPUs ({})",
+        spec.name,
+        size as f64 / 1e6,
+        spec.nr_cpus(),
+        spec.cpu_model
+    );
+    let out = qemu::Boot {
+        work,
+        kernel: &kernel.vmlinuz,
+        initrd: &initrd,
+        machine: spec.qemu_args(),
+        timeout: Duration::from_secs(a.timeout),
+    }
+    .run(results)?;
+    let _ = fs::copy(&out.console, results.join("console.log"));
+    Ok(out)
+}
+
+/// The guest's uptime when /init started, from its "booted" console line.
+fn boot_secs(console: &Path) -> Option<f64> {
+    let text = fs::read_to_string(console).ok()?;
+    let line = text.lines().find(|l| l.contains("wvz-vm: booted"))?;
+    let rest = line.split("uptime ").nth(1)?;
+    rest.trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()
+}
+
+fn run_topology(
+    a: &Args,
+    spec: &Spec,
+    kernel: &kernel::Kernel,
+    base: &Initramfs,
+    wakeviz: Option<&Path>,
+    out_root: &Path,
+) -> Result<Findings> {
+    let work = out_root.join(".work").join(spec.name);
+    let results = out_root.join(spec.name);
+    let pairs = spec
+        .pairs
+        .iter()
+        .map(|p| format!("{}:{}:{}", p.comm, p.waker, p.wakee))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let settings = Settings {
+        mode: if wakeviz.is_some() { "test" } else { "infra" },
+        pairs,
+        iterations: a.iterations,
+        fanout: "wvz-fan:2:4:40",
+        buf_kb: 2048,
+        duration_s: 600,
+        demo_secs: 10,
+    };
+    let out = boot(a, spec, kernel, base, &settings, &work, &results)?;
+    let mut f = Findings::default();
+    f.line(format!(
+        "  guest: {} vCPUs, -cpu {}, kernel {}; /init after {} s wall ({} s guest uptime), \
+         whole VM {:.1} s",
+        spec.nr_cpus(),
+        spec.cpu_model,
+        fs::read_to_string(results.join("uname.txt"))
+            .unwrap_or_default()
+            .trim(),
+        out.to_init
+            .map_or("?".into(), |d| format!("{:.1}", d.as_secs_f64())),
+        boot_secs(&out.console).map_or("?".into(), |s| format!("{s:.1}")),
+        out.wall.as_secs_f64()
+    ));
+    if let Ok(errs) = fs::read_to_string(results.join("guest_errors.txt")) {
+        for e in errs.lines() {
+            f.fail(format!("guest: {e}"));
+        }
+    }
+
+    // 1. Topology.
+    let sysfs = results.join("sysfs/devices/system");
+    let t = wakeviz_core::topology::from_sysfs(&sysfs)
+        .with_context(|| format!("reading the guest's sysfs copy {}", sysfs.display()))?;
+    f.line(format!("  sysfs: {}", topo::describe(&t)));
+    match spec.check(&t) {
+        Ok(()) => f.line("  sysfs layout: as intended"),
+        Err(e) => f.fail(format!("{e:#}")),
+    }
+
+    // 2. Ground truth from tracefs.
+    let truth = check::tracefs_stream(&results.join("tracefs_trace.txt"))?;
+    for l in check::tracefs_losses(&results.join("tracefs_stats.txt"))? {
+        f.fail(format!("tracefs lost events: {l}"));
+    }
+    let truth_counts = truth.counts();
+    let Some(wakeviz) = wakeviz else {
+        f.line("  tracefs counts (no wakeviz: --infra-only):");
+        for ((kind, comm), n) in &truth_counts {
+            f.line(format!("    {kind:<20} {comm:<10} {n}"));
+        }
+        return Ok(f);
+    };
+    let impl_ = fs::read_to_string(results.join("workload_impl.txt")).unwrap_or_default();
+    if impl_.trim() != "wakeviz" {
+        f.line("  note: workloads ran as busybox shell loops (wakeviz has no `workload` yet)");
+    }
+
+    // 3. Probes: the live run's report (or its stderr table); scan source from a host replay.
+    let trace = results.join("trace.wvz");
+    let guest_report = fs::read(results.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let stderr = fs::read_to_string(results.join("wakeviz.stderr")).unwrap_or_default();
+    let replay = if trace.is_file() {
+        check::replay_report(wakeviz, &trace)
+    } else {
+        Err(anyhow::anyhow!("the guest's wakeviz wrote no trace.wvz"))
+    };
+    if guest_report.is_none() {
+        f.fail("the guest's `wakeviz --record --headless --report json` printed no JSON report");
+    }
+    match fs::read_to_string(results.join("wakeviz.rc")) {
+        Ok(rc) if rc.trim() == "0" => {}
+        Ok(rc) => f.fail(format!(
+            "the guest's wakeviz exited with status {} after SIGINT; its stderr:\n{stderr}",
+            rc.trim()
+        )),
+        Err(_) => f.fail("the guest's wakeviz never finished (no exit status)"),
+    }
+    match check::probe_list(guest_report.as_ref(), &stderr) {
+        Some((list, from)) => {
+            f.line(format!("  probes (from {from}):"));
+            let src = guest_report
+                .as_ref()
+                .and_then(check::scan_source)
+                .or_else(|| replay.as_ref().ok().and_then(check::scan_source));
+            check::probes(&mut f, &list, src.as_deref());
+        }
+        None => f.fail(format!(
+            "no probe table from the guest's wakeviz; its stderr:\n{stderr}"
+        )),
+    }
+    if !trace.is_file() {
+        f.fail("the guest's wakeviz wrote no trace.wvz");
+        return Ok(f);
+    }
+
+    // 4. Counts and placement, from the recording.
+    let d = check::dump(wakeviz, &trace)?;
+    let events = d.events.len() as u64 + d.other.values().sum::<u64>();
+    let selects = d.other.get("select_task_rq_fair").copied().unwrap_or(0);
+    let size = fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+    f.line(format!(
+        "  recording: {events} events, {size} bytes ({:.1} B/event), {selects} \
+         select_task_rq_fair (fentry/fexit) events",
+        size as f64 / events.max(1) as f64,
+    ));
+    if selects == 0 {
+        f.fail("no select_task_rq_fair (fentry/fexit) events recorded");
+    }
+    check::compare_counts(&mut f, &d.counts(), &truth_counts);
+    f.line("  placement of pinned pairs (waker CPU -> wakee CPU, the pair's own sched_waking):");
+    check::placement(
+        &mut f,
+        &d.placement(&t),
+        &truth.placement(&t),
+        &spec.pairs,
+        a.iterations,
+    );
+
+    // 5. Shadow fidelity, from the replay report.
+    match replay {
+        Ok(r) => {
+            fs::write(results.join("replay_report.json"), r.to_string())?;
+            let drop = |k: &str| {
+                r.get("drops")
+                    .and_then(|d| d.get(k))
+                    .map_or("?".into(), Value::to_string)
+            };
+            f.line(format!(
+                "  wakeviz drops: {} in the kernel, {} in userspace",
+                drop("kernel_drops"),
+                drop("user_drops")
+            ));
+            f.line(format!(
+                "  SIS_UTIL shadow fidelity: {}",
+                check::sis_util_fidelity(&r)
+            ));
+        }
+        Err(e) => f.fail(format!("{e:#}")),
+    }
+    Ok(f)
+}
+
+fn demo(
+    a: &Args,
+    spec: &Spec,
+    kernel: &kernel::Kernel,
+    base: &Initramfs,
+    wakeviz: &Path,
+    out_root: &Path,
+    out: &Path,
+) -> Result<()> {
+    let work = out_root.join(".work").join("demo");
+    let results = out_root.join("demo");
+    let settings = Settings {
+        mode: "demo",
+        // Phase 1: a pinned cross-package pair and an unpinned pair (placed by the scheduler)
+        // ping-pong; phase 2: a fan-out group; phase 3: idle-ish.
+        pairs: "wvz-pp-xpkg:1:14 wvz-pp-free:-:-".into(),
+        iterations: 0,
+        fanout: "wvz-fanout:2:4:1000000",
+        buf_kb: 1024,
+        duration_s: 60,
+        demo_secs: 10,
+    };
+    let o = boot(a, spec, kernel, base, &settings, &work, &results)?;
+    let errs = fs::read_to_string(results.join("guest_errors.txt")).unwrap_or_default();
+    if !errs.trim().is_empty() {
+        bail!(
+            "demo run failed in the guest: {}\nwakeviz stderr:\n{}",
+            errs.trim(),
+            fs::read_to_string(results.join("wakeviz.stderr")).unwrap_or_default()
+        );
+    }
+    let sysfs = results.join("sysfs/devices/system");
+    let t = wakeviz_core::topology::from_sysfs(&sysfs)
+        .with_context(|| format!("reading the guest's sysfs copy {}", sysfs.display()))?;
+    spec.check(&t)?;
+    let rec = results.join("demo.wvz");
+    let size = fs::metadata(&rec)
+        .with_context(|| format!("the guest wrote no {}", rec.display()))?
+        .len();
+    if size > DEMO_MAX_BYTES {
+        bail!("demo recording is {size} bytes, over the {DEMO_MAX_BYTES}-byte limit");
+    }
+    // It must replay: every event through `--dump jsonl`.
+    let d = check::dump(wakeviz, &rec)?;
+    let mut kinds: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for e in &d.events {
+        *kinds.entry(e.kind.as_str()).or_default() += 1;
+    }
+    for (k, n) in &d.other {
+        kinds.insert(k.as_str(), *n);
+    }
+    let total: u64 = kinds.values().sum();
+    fs::copy(&rec, out).with_context(|| format!("copying the demo to {}", out.display()))?;
+    // The guest wrote it 0600 as root; it ships in the repository.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(out, fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("chmod 644 {}", out.display()))?;
+    }
+    if !a.keep {
+        let _ = fs::remove_dir_all(&work);
+    }
+    println!(
+        "vm-test: demo recorded in the {} guest ({:.0} s VM): {} ({size} bytes, {total} events: \
+         {})",
+        spec.name,
+        o.wall.as_secs_f64(),
+        out.display(),
+        kinds
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
