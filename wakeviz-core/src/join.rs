@@ -37,6 +37,9 @@ impl Placement {
 struct Pending {
     waking: Option<Wake>,
     select: Option<Select>,
+    /// `sched_waking` of the running task itself (`p == current`): the kernel emits
+    /// `sched_wakeup` for it without any placement.
+    self_wake: bool,
 }
 
 /// Forget half-joined wakeups older than this (their `sched_wakeup` was dropped).
@@ -48,6 +51,8 @@ pub struct Joiner {
     seen: u64,
     /// Wakeups whose `sched_waking` was never seen (dropped, or before the capture started).
     pub unmatched_wakeups: u64,
+    /// Wakeups of the running task itself (no placement).
+    pub self_wakeups: u64,
 }
 
 impl Joiner {
@@ -71,15 +76,15 @@ impl Joiner {
         }
         match e {
             Event::Waking(w) => {
-                if w.pid != w.waker_pid {
-                    self.pending.insert(
-                        w.pid,
-                        Pending {
-                            waking: Some(*w),
-                            select: None,
-                        },
-                    );
-                }
+                let self_wake = w.pid == w.waker_pid;
+                self.pending.insert(
+                    w.pid,
+                    Pending {
+                        waking: (!self_wake).then_some(*w),
+                        select: None,
+                        self_wake,
+                    },
+                );
                 None
             }
             Event::Select(s) => {
@@ -91,6 +96,10 @@ impl Joiner {
                     self.unmatched_wakeups += 1;
                     return None;
                 };
+                if p.self_wake {
+                    self.self_wakeups += 1;
+                    return None;
+                }
                 let Some(waking) = p.waking else {
                     self.unmatched_wakeups += 1;
                     return None;
@@ -186,6 +195,7 @@ mod tests {
         j.on_event(&Event::Waking(wake(10, 0, 5, 0, 5)));
         assert!(j.on_event(&Event::Wakeup(wake(11, 0, 5, 0, 5))).is_none());
         assert!(j.on_event(&Event::Wakeup(wake(12, 0, 6, 0, 5))).is_none());
-        assert_eq!(j.unmatched_wakeups, 2);
+        assert_eq!(j.unmatched_wakeups, 1);
+        assert_eq!(j.self_wakeups, 1);
     }
 }

@@ -121,7 +121,8 @@ fn json_schema_is_pinned() {
             "delivered",
             "select_unpaired",
             "decode_errors",
-            "unmatched_wakeups"
+            "unmatched_wakeups",
+            "probe_misses"
         ])
     );
     assert_eq!(j["drops"]["unmatched_wakeups"], 1);

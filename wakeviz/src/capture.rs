@@ -54,6 +54,7 @@ pub struct LiveSource {
     /// Keeps programs and links alive for as long as we capture; dropped by `stop`.
     probes: Option<Probes>,
     run_stats: Vec<RunStat>,
+    probe_misses: u64,
 }
 
 impl LiveSource {
@@ -99,6 +100,7 @@ impl LiveSource {
             warnings: Vec::new(),
             probes: Some(probes),
             run_stats: Vec::new(),
+            probe_misses: 0,
         })
     }
 
@@ -108,6 +110,7 @@ impl LiveSource {
     pub fn stop(&mut self) {
         if let Some(p) = self.probes.take() {
             self.run_stats = p.run_stats();
+            self.probe_misses = p.recursion_misses();
         }
         self.shared.stop.store(true, Ordering::SeqCst);
     }
@@ -123,6 +126,10 @@ impl LiveSource {
         s.user_drops = self.shared.user_drops.load(Ordering::Relaxed);
         s.delivered = self.delivered;
         s.decode_errors = self.shared.decode_errors.load(Ordering::Relaxed);
+        if let Some(p) = &self.probes {
+            self.probe_misses = p.recursion_misses();
+        }
+        s.probe_misses = self.probe_misses;
         self.stats = s;
         self.last_stats = Instant::now();
     }

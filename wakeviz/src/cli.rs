@@ -31,7 +31,7 @@ pub struct Cli {
     #[arg(long, value_enum)]
     pub report: Option<ReportFormat>,
     /// Print every event of a recording, one JSON object per line.
-    #[arg(long, value_enum, requires = "replay")]
+    #[arg(long, value_enum)]
     pub dump: Option<DumpFormat>,
     /// Ring buffer size in MiB (rounded up to a power of two).
     #[arg(long, default_value_t = 16)]

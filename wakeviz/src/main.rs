@@ -19,8 +19,11 @@ use std::{
 
 use anyhow::Context as _;
 use clap::Parser as _;
+use std::path::Path;
+
 use wakeviz_core::{
     analysis::Analysis,
+    format::Reader,
     source::{EventSource, ReplaySource},
 };
 
@@ -44,6 +47,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         workload::run(w)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if cli.demo {
+        return demo(cli);
+    }
     if let Some(path) = &cli.replay {
         if dashboard_wanted(cli) {
             app::run::run_replay(path, || Ok(Box::new(ReplaySource::open(path)?)))?;
@@ -52,7 +58,48 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         let mut src = ReplaySource::open(path)?;
         return replay_mode(cli, &mut src);
     }
-    live(cli)
+    match live(cli) {
+        Err(e) if offer_demo(cli, &e) => demo(cli),
+        r => r,
+    }
+}
+
+/// Without privileges on an interactive terminal, offer the built-in demo instead of just
+/// failing: a first-time user sees what wakeviz does before reaching for sudo.
+fn offer_demo(cli: &Cli, e: &anyhow::Error) -> bool {
+    let denied = matches!(
+        e.downcast_ref::<probes::LoadError>(),
+        Some(probes::LoadError::NotPermitted(_))
+    );
+    if !denied || cli.record.is_some() || !dashboard_wanted(cli) || !std::io::stdin().is_terminal()
+    {
+        return false;
+    }
+    eprintln!("wakeviz: {e:#}");
+    eprint!("wakeviz: replay the built-in demo recording instead? [Y/n] ");
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    !answer.trim().eq_ignore_ascii_case("n")
+}
+
+/// A recording made in the VM suite (Debian 6.12, NPS2-like 2-package guest, full probes,
+/// mixed workload), so wakeviz shows something real without root or BPF.
+static DEMO: &[u8] = include_bytes!("../assets/demo.wvz");
+
+fn demo_source() -> anyhow::Result<ReplaySource<std::io::Cursor<&'static [u8]>>> {
+    let r = Reader::new(std::io::Cursor::new(DEMO), Path::new("demo.wvz"))
+        .context("the built-in demo recording is unreadable")?;
+    Ok(ReplaySource::new(r))
+}
+
+fn demo(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if dashboard_wanted(cli) {
+        app::run::run_replay(Path::new("demo.wvz"), || Ok(Box::new(demo_source()?)))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    replay_mode(cli, &mut demo_source()?)
 }
 
 /// The terminal UI, unless asked for text output or not on a terminal.
@@ -65,10 +112,15 @@ fn print_report(a: &Analysis, fmt: ReportFormat) -> anyhow::Result<()> {
         ReportFormat::Text => a.report_text(),
         ReportFormat::Json => serde_json::to_string_pretty(&a.report_json())?,
     };
+    print_stdout(&text)
+}
+
+/// Prints to stdout; a reader that went away (`| head`) is not an error.
+fn print_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}") {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the report to stdout"),
+        r => r.context("writing to stdout"),
     }
 }
 
@@ -85,7 +137,7 @@ fn replay_mode(cli: &Cli, src: &mut dyn EventSource) -> anyhow::Result<ExitCode>
         w
     } else {
         let (per, w) = replay::count(src)?;
-        println!("{}", replay::counts_text(&per));
+        print_stdout(&replay::counts_text(&per))?;
         w
     };
     for w in warnings {
@@ -95,6 +147,9 @@ fn replay_mode(cli: &Cli, src: &mut dyn EventSource) -> anyhow::Result<ExitCode>
 }
 
 fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if cli.dump.is_some() {
+        anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
+    }
     signals::install();
     let mb = cli.ringbuf_mb.clamp(1, 1024).next_power_of_two();
     let ringbuf_bytes = cli

@@ -54,6 +54,10 @@ impl Outcome {
             "\n  drops: {} in the kernel (ring buffer full), {} in userspace (consumer behind)",
             self.stats.kernel_drops, self.stats.user_drops
         ));
+        s.push_str(&format!(
+            "\n  missed: {} probe runs skipped by the kernel (BPF programs do not nest, e.g. an interrupt waking a task while a probe ran)",
+            self.stats.probe_misses
+        ));
         let offered: u64 = self.stats.offered.iter().sum();
         s.push_str(&format!(
             "\n  accounting: offered {offered} = delivered {} + dropped {} + undecodable {}",

@@ -189,6 +189,11 @@ pub fn text(s: &Snapshot) -> String {
         );
     }
     let _ = writeln!(o, "  wakeups without sched_waking: {}", d.unmatched_wakeups);
+    let _ = writeln!(
+        o,
+        "  probe runs skipped by the kernel (BPF programs do not nest): {}",
+        d.probe_misses
+    );
     let _ = writeln!(o, "\n== probes");
     for p in &s.probes {
         let mode = p

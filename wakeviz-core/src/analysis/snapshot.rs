@@ -53,8 +53,11 @@ pub struct Drops {
     pub select_unpaired: u64,
     /// Ring-buffer records userspace could not decode.
     pub decode_errors: u64,
-    /// `sched_wakeup`s without their `sched_waking` (dropped, or before the capture started).
+    /// `sched_wakeup`s without their `sched_waking` (dropped, skipped by the kernel, or before
+    /// the capture started).
     pub unmatched_wakeups: u64,
+    /// Probe runs the kernel skipped (BPF programs do not nest on a CPU).
+    pub probe_misses: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -281,6 +284,7 @@ impl Analysis {
                 select_unpaired: s.select_unpaired,
                 decode_errors: s.decode_errors,
                 unmatched_wakeups: self.joiner.unmatched_wakeups,
+                probe_misses: s.probe_misses,
             },
             probes: self.header.probes.clone(),
             topology: TopologySection {

@@ -108,6 +108,11 @@ pub struct CaptureStats {
     /// Ring-buffer records userspace could not decode (ABI mismatch; should stay 0).
     #[serde(default)]
     pub decode_errors: u64,
+    /// Probe runs the kernel skipped because a BPF program was already running on that CPU
+    /// (BPF programs do not nest: an interrupt that wakes a task while a probe runs). These
+    /// events never reached a probe, so they are outside `offered`.
+    #[serde(default)]
+    pub probe_misses: u64,
 }
 
 impl CaptureStats {

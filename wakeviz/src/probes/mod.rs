@@ -396,7 +396,49 @@ pub struct RunStat {
     pub run_time_ns: u64,
 }
 
+/// `recursion_misses` of one program: times the kernel skipped it because a BPF program of the
+/// same kind was already running on that CPU (an interrupt waking a task while our probe ran).
+/// Those events never reach the probe, so they are losses to report like drops. aya does not
+/// expose the field, hence the direct BPF_OBJ_GET_INFO_BY_FD.
+fn recursion_misses(p: &aya::programs::Program) -> Option<u64> {
+    use std::os::fd::{AsFd as _, AsRawFd as _};
+    use aya_obj::generated::bpf_prog_info;
+
+    let info_fd = p.fd().ok()?;
+    let fd = info_fd.as_fd().as_raw_fd();
+    // SAFETY: bpf_prog_info is plain data; all-zero is a valid value.
+    let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
+    #[repr(C)]
+    struct InfoAttr {
+        bpf_fd: u32,
+        info_len: u32,
+        info: u64,
+    }
+    let mut attr = InfoAttr {
+        bpf_fd: u32::try_from(fd).ok()?,
+        info_len: size_of::<bpf_prog_info>() as u32,
+        info: std::ptr::from_mut(&mut info) as u64,
+    };
+    const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+    // SAFETY: the attr points to a live, correctly sized bpf_prog_info; the kernel writes at most
+    // info_len bytes into it and reads the three attr fields (the rest of bpf_attr is unused).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_OBJ_GET_INFO_BY_FD,
+            std::ptr::from_mut(&mut attr),
+            size_of::<InfoAttr>(),
+        )
+    };
+    (r == 0).then_some(info.recursion_misses)
+}
+
 impl Probes {
+    /// Events lost before reaching a probe because the kernel does not nest BPF programs.
+    pub fn recursion_misses(&self) -> u64 {
+        self.ebpf.programs().filter_map(|(_, p)| recursion_misses(p)).sum()
+    }
+
     /// Run counts and times of the attached programs (zero unless stats were enabled).
     pub fn run_stats(&self) -> Vec<RunStat> {
         self.ebpf

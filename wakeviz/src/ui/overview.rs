@@ -116,6 +116,7 @@ fn events(app: &App) -> Vec<Line<'static>> {
         ("user: consumer behind", d.user_drops),
         ("select exit, no entry", d.select_unpaired),
         ("wakeup, no sched_waking", d.unmatched_wakeups),
+        ("probe skipped (BPF nesting)", d.probe_misses),
     ] {
         l.push(Line::from(Span::styled(
             format!("{what:<29} {:>8}", fmt::count(n)),
