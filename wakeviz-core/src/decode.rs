@@ -13,7 +13,11 @@ pub enum DecodeError {
     #[error("unknown record kind {kind}")]
     UnknownKind { kind: u16 },
     #[error("record of kind {kind} has {len} bytes, expected {expected}")]
-    ShortRecord { kind: u16, len: usize, expected: usize },
+    ShortRecord {
+        kind: u16,
+        len: usize,
+        expected: usize,
+    },
 }
 
 /// Reads a `T` from the start of `bytes` if it is long enough.
@@ -205,6 +209,9 @@ mod tests {
             Err(DecodeError::ShortRecord { kind: 4, .. })
         ));
         h[8] = 99;
-        assert_eq!(decode_record(&h), Err(DecodeError::UnknownKind { kind: 99 }));
+        assert_eq!(
+            decode_record(&h),
+            Err(DecodeError::UnknownKind { kind: 99 })
+        );
     }
 }

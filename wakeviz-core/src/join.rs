@@ -70,7 +70,10 @@ impl Joiner {
         if self.seen.is_multiple_of(1 << 16) {
             let now = e.ts_ns();
             self.pending.retain(|_, p| {
-                let t = p.waking.map_or(0, |w| w.ts_ns).max(p.select.map_or(0, |s| s.ts_ns));
+                let t = p
+                    .waking
+                    .map_or(0, |w| w.ts_ns)
+                    .max(p.select.map_or(0, |s| s.ts_ns));
                 now.saturating_sub(t) < STALE_NS
             });
         }
@@ -159,7 +162,10 @@ mod tests {
         assert!(j.on_event(&Event::Waking(wake(10, 0, 5, 1, 4))).is_none());
         // The wakeup is delivered on the target CPU 3 (wake-list path).
         let p = j.on_event(&Event::Wakeup(wake(20, 3, 5, 3, 0))).unwrap();
-        assert_eq!((p.waker_cpu, p.prev_cpu, p.chosen_cpu, p.waker_pid), (0, 1, 3, 4));
+        assert_eq!(
+            (p.waker_cpu, p.prev_cpu, p.chosen_cpu, p.waker_pid),
+            (0, 1, 3, 4)
+        );
         assert_eq!(j.in_flight(), 0);
     }
 

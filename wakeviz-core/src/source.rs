@@ -96,8 +96,10 @@ impl<R: Read> EventSource for ReplaySource<R> {
                     if self.good_chunks == 0 {
                         return Err(e.into());
                     }
-                    self.warnings
-                        .push(format!("{e}; replaying the {} intact chunk(s) before it", self.good_chunks));
+                    self.warnings.push(format!(
+                        "{e}; replaying the {} intact chunk(s) before it",
+                        self.good_chunks
+                    ));
                     return Ok(end_or(batch));
                 }
                 Some(Ok(c)) => {

@@ -80,7 +80,9 @@ impl LiveSource {
         let drain = std::thread::Builder::new()
             .name("wakeviz-drain".into())
             .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
                 match rt {
                     Ok(rt) => rt.block_on(drain_task(ring, tx, sh)),
                     Err(e) => log::error!("cannot start the capture runtime: {e}"),
@@ -142,7 +144,6 @@ impl LiveSource {
     pub fn stats(&self) -> &CaptureStats {
         &self.stats
     }
-
 }
 
 fn sum(map: &PerCpuArray<MapData, u64>, idx: u32) -> u64 {
@@ -208,7 +209,8 @@ fn hand_over(tx: &SyncSender<Batch>, batch: &mut Batch, sh: &Shared) -> bool {
     match tx.try_send(b) {
         Ok(()) => true,
         Err(TrySendError::Full(b)) => {
-            sh.user_drops.fetch_add(b.events.len() as u64, Ordering::Relaxed);
+            sh.user_drops
+                .fetch_add(b.events.len() as u64, Ordering::Relaxed);
             true
         }
         Err(TrySendError::Disconnected(_)) => false,
@@ -249,13 +251,14 @@ fn drain_ring(
 async fn drain_task(ring: RingBuf<MapData>, tx: SyncSender<Batch>, sh: Arc<Shared>) {
     // SAFETY: the ring buffer owns its map fd for as long as the AsyncFd (which owns the ring
     // buffer) lives, and nothing else closes or re-registers that fd.
-    let mut fd = match unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) } {
-        Ok(fd) => fd,
-        Err(e) => {
-            log::error!("cannot poll the ring buffer: {e}");
-            return;
-        }
-    };
+    let mut fd =
+        match unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) } {
+            Ok(fd) => fd,
+            Err(e) => {
+                log::error!("cannot poll the ring buffer: {e}");
+                return;
+            }
+        };
     // Names already sent: the table is bounded by the number of tasks that ever ran.
     let mut names = TaskTable::default();
     let mut batch = Batch::default();

@@ -15,7 +15,11 @@ fn uname() -> (String, String) {
         return ("unknown".into(), "unknown".into());
     }
     let s = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     (s(&u.release), s(&u.nodename))
@@ -33,7 +37,8 @@ fn clock_ns(clock: libc::clockid_t) -> i64 {
 
 pub fn topology(dir: Option<&Path>) -> anyhow::Result<Topology> {
     let root = dir.unwrap_or(Path::new("/sys/devices/system"));
-    topology::from_sysfs(root).with_context(|| format!("reading the CPU topology under {}", root.display()))
+    topology::from_sysfs(root)
+        .with_context(|| format!("reading the CPU topology under {}", root.display()))
 }
 
 pub fn header(

@@ -48,7 +48,11 @@ impl Outcome {
             self.events as f64 / secs
         );
         for k in Kind::ALL {
-            s.push_str(&format!("\n  {:<20} {}", k.name(), self.per_kind[k.index()]));
+            s.push_str(&format!(
+                "\n  {:<20} {}",
+                k.name(),
+                self.per_kind[k.index()]
+            ));
         }
         s.push_str(&format!(
             "\n  drops: {} in the kernel (ring buffer full), {} in userspace (consumer behind)",

@@ -61,7 +61,10 @@ pub fn pin(cpu: usize) -> anyhow::Result<()> {
     // SAFETY: valid pointer and size for the calling thread (pid 0).
     let r = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
     if r != 0 {
-        bail!("cannot pin to CPU {cpu}: {}", std::io::Error::last_os_error());
+        bail!(
+            "cannot pin to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
     }
     Ok(())
 }
@@ -73,7 +76,12 @@ fn pipe() -> anyhow::Result<(std::fs::File, std::fs::File)> {
         bail!("pipe: {}", std::io::Error::last_os_error());
     }
     // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (std::fs::File::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) })
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
 }
 
 /// Runs the ping-pong; returns the thread ids (waker, wakee) so tests can find them.

@@ -34,7 +34,13 @@ fn capture(mode: &str, iterations: u64, comm: &str) -> Capture {
         .arg(&path)
         // The cap only guards against a hang: the test stops the capture with SIGINT once the
         // workload is done, which also exercises the signal path that finalises the file.
-        .args(["--duration", "120s", "--headless", "--tracepoint-mode", mode])
+        .args([
+            "--duration",
+            "120s",
+            "--headless",
+            "--tracepoint-mode",
+            mode,
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -42,24 +48,38 @@ fn capture(mode: &str, iterations: u64, comm: &str) -> Capture {
     let mut stderr = String::new();
     loop {
         let mut line = String::new();
-        assert!(err.read_line(&mut line).unwrap() > 0, "wakeviz exited early:\n{stderr}");
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "wakeviz exited early:\n{stderr}"
+        );
         stderr.push_str(&line);
         if line.contains("capturing") {
             break;
         }
     }
-    let (a, b) = if nr_cpus() >= 2 { ("0", "1") } else { ("0", "0") };
+    let (a, b) = if nr_cpus() >= 2 {
+        ("0", "1")
+    } else {
+        ("0", "0")
+    };
     let out = Command::new(BIN)
         .args(["workload", "pingpong", "--waker-cpu", a, "--wakee-cpu", b])
         .args(["--iterations", &iterations.to_string(), "--comm", comm])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let so = String::from_utf8_lossy(&out.stdout).to_string();
     let tid = |key: &str| -> u32 {
         so.split(key)
             .nth(1)
-            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).find(|s| !s.is_empty()))
+            .and_then(|r| {
+                r.split(|c: char| !c.is_ascii_digit())
+                    .find(|s| !s.is_empty())
+            })
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("no {key} in {so}"))
     };
@@ -108,14 +128,21 @@ fn check(mode: &str, comm: &str) {
         eprintln!("SKIPPED live test ({mode}): needs root to load BPF");
         return;
     }
-    let _guard = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let iterations = 10_000;
     let c = capture(mode, iterations, comm);
-    let facts = format!("mode={mode} waker={} wakee={}\n{}", c.waker_tid, c.wakee_tid, c.stderr);
+    let facts = format!(
+        "mode={mode} waker={} wakee={}\n{}",
+        c.waker_tid, c.wakee_tid, c.stderr
+    );
     // Replayed counts equal the counts printed at the end of recording.
     let mut replayed = std::collections::BTreeMap::new();
     for l in &c.lines {
-        *replayed.entry(l["kind"].as_str().unwrap().to_string()).or_insert(0u64) += 1;
+        *replayed
+            .entry(l["kind"].as_str().unwrap().to_string())
+            .or_insert(0u64) += 1;
     }
     for (k, v) in &c.printed {
         assert_eq!(replayed.get(k).copied().unwrap_or(0), *v, "{k}: {facts}");
@@ -136,8 +163,16 @@ fn check(mode: &str, comm: &str) {
     let of_wakee = wakings(c.wakee_tid, c.waker_tid);
     let of_waker = wakings(c.waker_tid, c.wakee_tid);
     let min = iterations * 9 / 10;
-    assert!(of_wakee.len() as u64 >= min, "{} wakings of the wakee: {facts}", of_wakee.len());
-    assert!(of_waker.len() as u64 >= min, "{} wakings of the waker: {facts}", of_waker.len());
+    assert!(
+        of_wakee.len() as u64 >= min,
+        "{} wakings of the wakee: {facts}",
+        of_wakee.len()
+    );
+    assert!(
+        of_waker.len() as u64 >= min,
+        "{} wakings of the waker: {facts}",
+        of_waker.len()
+    );
     // The waker CPU is the CPU the waker was pinned to, never the wakee's.
     let (a, b) = if nr_cpus() >= 2 { (0, 1) } else { (0, 0) };
     assert!(of_wakee.iter().all(|l| l["cpu"] == a), "{facts}");
@@ -175,7 +210,12 @@ fn without_privileges_the_error_names_them_and_points_to_replay() {
         return;
     }
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
         .arg(BIN)
         .args(["--headless", "--duration", "1s"])
         .output();

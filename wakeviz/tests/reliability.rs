@@ -21,6 +21,10 @@ fn root() -> bool {
     r
 }
 
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is returned to the caller, which always waits for it"
+)]
 /// Starts `wakeviz --record path ...` and waits until it captures. Returns the child and the
 /// stderr read so far (the rest stays in the pipe).
 fn start(path: &Path, extra: &[&str]) -> (Child, BufReader<std::process::ChildStderr>, String) {
@@ -37,6 +41,7 @@ fn start(path: &Path, extra: &[&str]) -> (Child, BufReader<std::process::ChildSt
     loop {
         let mut l = String::new();
         if err.read_line(&mut l).unwrap() == 0 {
+            let _ = c.wait();
             panic!("wakeviz exited before capturing:\n{seen}");
         }
         seen.push_str(&l);
@@ -46,7 +51,11 @@ fn start(path: &Path, extra: &[&str]) -> (Child, BufReader<std::process::ChildSt
     }
 }
 
-fn finish(mut c: Child, mut err: BufReader<std::process::ChildStderr>, mut seen: String) -> (bool, String) {
+fn finish(
+    mut c: Child,
+    mut err: BufReader<std::process::ChildStderr>,
+    mut seen: String,
+) -> (bool, String) {
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     seen.push_str(&rest);
@@ -59,12 +68,25 @@ fn signal(c: &Child, sig: i32) {
 }
 
 fn workload(args: &[&str]) {
-    let out = Command::new(BIN).arg("workload").args(args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(BIN)
+        .arg("workload")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn replay(path: &Path, args: &[&str]) -> Output {
-    Command::new(BIN).arg("--replay").arg(path).args(args).output().unwrap()
+    Command::new(BIN)
+        .arg("--replay")
+        .arg(path)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn total_events(o: &Output) -> u64 {
@@ -94,7 +116,9 @@ fn sigterm_and_sigint_finalize_the_file_and_accounting_is_exact() {
     if !root() {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.wvz");
@@ -109,7 +133,11 @@ fn sigterm_and_sigint_finalize_the_file_and_accounting_is_exact() {
         let r = replay(&p, &[]);
         assert!(r.status.success());
         // A finalized file has its END chunk: no "cut short" warning.
-        assert!(r.stderr.is_empty(), "{}", String::from_utf8_lossy(&r.stderr));
+        assert!(
+            r.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         assert_eq!(total_events(&r), delivered);
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "recordings are private by default");
@@ -121,7 +149,9 @@ fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
     if !root() {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.wvz");
     let (c, _err, _seen) = start(&p, &[]);
@@ -136,8 +166,15 @@ fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
     let r = replay(&p, &[]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "{err}");
-    assert!(err.contains("cut short") || err.contains("damaged") || err.contains("truncated"), "{err}");
-    assert!(total_events(&r) > 5000, "{}", String::from_utf8_lossy(&r.stdout));
+    assert!(
+        err.contains("cut short") || err.contains("damaged") || err.contains("truncated"),
+        "{err}"
+    );
+    assert!(
+        total_events(&r) > 5000,
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
     // The dump of the same file works too.
     assert!(replay(&p, &["--dump", "jsonl"]).status.success());
 }
@@ -147,7 +184,9 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
     if !root() {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
@@ -165,7 +204,15 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
     // A first chunk fits and is flushed; then far more events than 256 KiB can hold.
     workload(&["pingpong", "--iterations", "2000"]);
     std::thread::sleep(Duration::from_millis(1500));
-    workload(&["fanout", "--groups", "2", "--receivers", "4", "--loops", "40000"]);
+    workload(&[
+        "fanout",
+        "--groups",
+        "2",
+        "--receivers",
+        "4",
+        "--loops",
+        "40000",
+    ]);
     std::thread::sleep(Duration::from_millis(1500));
     signal(&c, libc::SIGINT);
     let (ok, stderr) = finish(c, err, seen);
@@ -173,7 +220,10 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
     let _ = Command::new("umount").arg(&mnt).status();
     assert!(!ok, "a full disk must fail the capture:\n{stderr}");
     let last = stderr.trim().lines().last().unwrap_or("");
-    assert!(last.contains("No space left") && last.contains("valid up to"), "{stderr}");
+    assert!(
+        last.contains("No space left") && last.contains("valid up to"),
+        "{stderr}"
+    );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(total_events(&r) > 0);
 }
@@ -183,16 +233,29 @@ fn tiny_ring_buffer_counts_drops_and_loses_nothing_else() {
     if !root() {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.wvz");
     let (c, err, seen) = start(&p, &["--ringbuf-bytes", "4096"]);
-    workload(&["fanout", "--groups", "4", "--receivers", "8", "--loops", "3000"]);
+    workload(&[
+        "fanout",
+        "--groups",
+        "4",
+        "--receivers",
+        "8",
+        "--loops",
+        "3000",
+    ]);
     signal(&c, libc::SIGINT);
     let (ok, stderr) = finish(c, err, seen);
     assert!(ok, "{stderr}");
     let (offered, delivered, dropped, bad) = accounting(&stderr);
-    assert!(dropped > 0, "a one-page ring buffer under fan-out load must drop:\n{stderr}");
+    assert!(
+        dropped > 0,
+        "a one-page ring buffer under fan-out load must drop:\n{stderr}"
+    );
     assert_eq!(offered, delivered + dropped + bad, "{stderr}");
     let r = replay(&p, &[]);
     assert_eq!(total_events(&r), delivered);
@@ -206,7 +269,9 @@ fn redact_comm_keeps_names_out_of_the_file() {
     if !root() {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.wvz");
     let (c, err, seen) = start(&p, &["--redact-comm"]);

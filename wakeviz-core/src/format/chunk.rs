@@ -94,7 +94,10 @@ impl ChunkHeader {
             return Err(format!("unknown codec {}", h.codec));
         }
         if h.raw_len > MAX_RAW_LEN || h.stored_len > MAX_RAW_LEN {
-            return Err(format!("implausible chunk length {}", h.raw_len.max(h.stored_len)));
+            return Err(format!(
+                "implausible chunk length {}",
+                h.raw_len.max(h.stored_len)
+            ));
         }
         Ok(h)
     }

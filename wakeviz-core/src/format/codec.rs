@@ -165,7 +165,8 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
     out.reserve(count as usize);
     for i in 0..count {
         let tag = c.byte()?;
-        let kind = Kind::from_abi(u16::from(tag)).ok_or_else(|| format!("event {i}: unknown kind {tag}"))?;
+        let kind = Kind::from_abi(u16::from(tag))
+            .ok_or_else(|| format!("event {i}: unknown kind {tag}"))?;
         let cpu = c.u32()?;
         let ts_ns = prev_ts.wrapping_add(unzigzag(c.varint()?) as u64);
         prev_ts = ts_ns;
@@ -212,12 +213,36 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                 if present & !0b11_1111 != 0 {
                     return Err(format!("event {i}: bad presence bits {present:#x}"));
                 }
-                let waker_nr_running = if present & 1 != 0 { Some(c.u32()?) } else { None };
-                let nr_idle_scan = if present & 2 != 0 { Some(c.u32()?) } else { None };
-                let has_idle_cores = if present & 4 != 0 { Some(c.byte()? != 0) } else { None };
-                let prev_nr_idle_scan = if present & 8 != 0 { Some(c.u32()?) } else { None };
-                let prev_has_idle_cores = if present & 16 != 0 { Some(c.byte()? != 0) } else { None };
-                let idle_scan_ns = if present & 32 != 0 { Some(c.u32()?) } else { None };
+                let waker_nr_running = if present & 1 != 0 {
+                    Some(c.u32()?)
+                } else {
+                    None
+                };
+                let nr_idle_scan = if present & 2 != 0 {
+                    Some(c.u32()?)
+                } else {
+                    None
+                };
+                let has_idle_cores = if present & 4 != 0 {
+                    Some(c.byte()? != 0)
+                } else {
+                    None
+                };
+                let prev_nr_idle_scan = if present & 8 != 0 {
+                    Some(c.u32()?)
+                } else {
+                    None
+                };
+                let prev_has_idle_cores = if present & 16 != 0 {
+                    Some(c.byte()? != 0)
+                } else {
+                    None
+                };
+                let idle_scan_ns = if present & 32 != 0 {
+                    Some(c.u32()?)
+                } else {
+                    None
+                };
                 Event::Select(Select {
                     ts_ns,
                     entry_ts_ns: ts_ns.wrapping_sub(dur),

@@ -11,7 +11,9 @@ pub enum FormatError {
     },
     #[error("{path}: not a wakeviz recording (bad magic at offset 0)")]
     NotWakeviz { path: PathBuf },
-    #[error("{path}: written by a newer wakeviz (format version {found}, this build reads up to {supported})")]
+    #[error(
+        "{path}: written by a newer wakeviz (format version {found}, this build reads up to {supported})"
+    )]
     NewerVersion {
         path: PathBuf,
         found: u32,

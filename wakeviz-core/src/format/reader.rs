@@ -189,10 +189,11 @@ impl<R: Read> Reader<R> {
         }
         let h = ChunkHeader::parse(&hb).map_err(|m| self.bad(m))?;
         self.stored.resize(h.stored_len as usize, 0);
-        let got = read_full(&mut self.inner, &mut self.stored).map_err(|source| FormatError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        let got =
+            read_full(&mut self.inner, &mut self.stored).map_err(|source| FormatError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
         if got < self.stored.len() {
             return Err(FormatError::Truncated {
                 path: self.path.clone(),
@@ -239,8 +240,8 @@ impl<R: Read> Reader<R> {
                 ChunkPayload::Events(evs)
             }
             kind => {
-                let s: CaptureStats = serde_json::from_slice(&raw)
-                    .map_err(|e| self.bad(format!("counters: {e}")))?;
+                let s: CaptureStats =
+                    serde_json::from_slice(&raw).map_err(|e| self.bad(format!("counters: {e}")))?;
                 if kind == chunk::KIND_END {
                     ChunkPayload::End(s)
                 } else {
@@ -256,7 +257,9 @@ impl<R: Read> Reader<R> {
 
 /// Reads a whole recording into memory (tests, small files). The error, if any, is what stopped
 /// the reading after the returned chunks.
-pub fn read_all(path: &Path) -> Result<(Header, Vec<ChunkPayload>, Option<FormatError>), FormatError> {
+pub fn read_all(
+    path: &Path,
+) -> Result<(Header, Vec<ChunkPayload>, Option<FormatError>), FormatError> {
     let mut r = Reader::open(path)?;
     let mut chunks = Vec::new();
     let mut err = None;

@@ -112,7 +112,9 @@ impl<W: Write> Recorder<W> {
         self.frame.clear();
         self.frame.extend_from_slice(&h.to_bytes());
         self.frame.extend_from_slice(&stored);
-        self.out.write_all(&self.frame).map_err(FormatError::Write)?;
+        self.out
+            .write_all(&self.frame)
+            .map_err(FormatError::Write)?;
         self.bytes += self.frame.len() as u64;
         Ok(())
     }

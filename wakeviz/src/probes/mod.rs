@@ -58,7 +58,9 @@ pub enum LoadError {
         "loading eBPF needs root (CAP_BPF and CAP_PERFMON): {0}; run with sudo, or read a recording with `wakeviz --replay FILE` (try `wakeviz --demo`)"
     )]
     NotPermitted(String),
-    #[error("the kernel refused the wakeviz probes: {0}; `wakeviz --replay FILE` works without BPF")]
+    #[error(
+        "the kernel refused the wakeviz probes: {0}; `wakeviz --replay FILE` works without BPF"
+    )]
     Refused(String),
     #[error("no sched tracepoint could be attached ({0}); nothing to capture")]
     NothingAttached(String),
@@ -97,7 +99,10 @@ fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
 /// Symbols of the running kernel (names are listed even when addresses are hidden).
 fn kallsyms_has(name: &str) -> Option<bool> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
-    Some(text.lines().any(|l| l.split_whitespace().nth(2) == Some(name)))
+    Some(
+        text.lines()
+            .any(|l| l.split_whitespace().nth(2) == Some(name)),
+    )
 }
 
 fn raise_memlock() {
@@ -227,7 +232,12 @@ fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
 }
 
 /// fentry + fexit on `func`, as one probe point.
-fn attach_function(ebpf: &mut Ebpf, btf: Option<&Btf>, func: &str, has_btf_func: bool) -> ProbeStatus {
+fn attach_function(
+    ebpf: &mut Ebpf,
+    btf: Option<&Btf>,
+    func: &str,
+    has_btf_func: bool,
+) -> ProbeStatus {
     let unavailable = |why: String| ProbeStatus {
         name: func.into(),
         mode: None,
@@ -247,7 +257,9 @@ fn attach_function(ebpf: &mut Ebpf, btf: Option<&Btf>, func: &str, has_btf_func:
         return unavailable("no vmlinux BTF: fentry impossible".into());
     };
     if !has_btf_func {
-        return unavailable(format!("not in kernel BTF: {func} cannot be an fentry target"));
+        return unavailable(format!(
+            "not in kernel BTF: {func} cannot be an fentry target"
+        ));
     }
     let entry_name = format!("fentry_{func}");
     let exit_name = format!("fexit_{func}");
@@ -314,7 +326,10 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     if kbtf.is_none() {
         notes.push("no /sys/kernel/btf/vmlinux: classic tracepoints only".into());
     }
-    let offsets = kbtf.as_ref().map(btf::KernelBtf::offsets).unwrap_or_default();
+    let offsets = kbtf
+        .as_ref()
+        .map(btf::KernelBtf::offsets)
+        .unwrap_or_default();
     let aya_btf = Btf::from_sys_fs().ok();
     let globals = globals(&offsets, &mut notes);
     let mut loader = EbpfLoader::new();
@@ -342,7 +357,9 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
         ));
     }
     if status.iter().all(|s| !s.attached()) {
-        let all_eperm = status.iter().all(|s| s.state.reason().is_some_and(|r| r.contains("EPERM")));
+        let all_eperm = status
+            .iter()
+            .all(|s| s.state.reason().is_some_and(|r| r.contains("EPERM")));
         let why = status
             .iter()
             .filter_map(|s| s.state.reason())
@@ -401,8 +418,8 @@ pub struct RunStat {
 /// Those events never reach the probe, so they are losses to report like drops. aya does not
 /// expose the field, hence the direct BPF_OBJ_GET_INFO_BY_FD.
 fn recursion_misses(p: &aya::programs::Program) -> Option<u64> {
-    use std::os::fd::{AsFd as _, AsRawFd as _};
     use aya_obj::generated::bpf_prog_info;
+    use std::os::fd::{AsFd as _, AsRawFd as _};
 
     let info_fd = p.fd().ok()?;
     let fd = info_fd.as_fd().as_raw_fd();
@@ -436,7 +453,10 @@ fn recursion_misses(p: &aya::programs::Program) -> Option<u64> {
 impl Probes {
     /// Events lost before reaching a probe because the kernel does not nest BPF programs.
     pub fn recursion_misses(&self) -> u64 {
-        self.ebpf.programs().filter_map(|(_, p)| recursion_misses(p)).sum()
+        self.ebpf
+            .programs()
+            .filter_map(|(_, p)| recursion_misses(p))
+            .sum()
     }
 
     /// Run counts and times of the attached programs (zero unless stats were enabled).
@@ -469,12 +489,21 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
         );
     }
     let on_path = |n: &str| {
-        ["sched_waking", "sched_wakeup", "select_task_rq_fair", "sched_migrate_task"]
-            .iter()
-            .any(|p| n.ends_with(p))
+        [
+            "sched_waking",
+            "sched_wakeup",
+            "select_task_rq_fair",
+            "sched_migrate_task",
+        ]
+        .iter()
+        .any(|p| n.ends_with(p))
             && !n.ends_with("sched_wakeup_new")
     };
-    let path_ns: u64 = stats.iter().filter(|r| on_path(&r.program)).map(|r| r.run_time_ns).sum();
+    let path_ns: u64 = stats
+        .iter()
+        .filter(|r| on_path(&r.program))
+        .map(|r| r.run_time_ns)
+        .sum();
     let wakeups: u64 = stats
         .iter()
         .filter(|r| r.program.ends_with("_sched_wakeup"))

@@ -86,7 +86,10 @@ pub fn parse_format(text: &str) -> HashMap<String, Field> {
 }
 
 pub fn read_format(event: &str) -> Option<HashMap<String, Field>> {
-    let p = PathBuf::from(TRACEFS).join("events/sched").join(event).join("format");
+    let p = PathBuf::from(TRACEFS)
+        .join("events/sched")
+        .join(event)
+        .join("format");
     std::fs::read_to_string(p).ok().map(|t| parse_format(&t))
 }
 
@@ -103,7 +106,14 @@ mod tests {
              \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
              \tfield:__data_loc char[] comm;\toffset:8;\tsize:4;\tsigned:0;\n",
         );
-        assert_eq!(f["prev_comm"], Field { offset: 8, size: 16, data_loc: false });
+        assert_eq!(
+            f["prev_comm"],
+            Field {
+                offset: 8,
+                size: 16,
+                data_loc: false
+            }
+        );
         assert_eq!(f["prev_pid"].offset, 24);
         assert_eq!(f["prev_state"].size, 8);
         assert!(f["comm"].data_loc);
