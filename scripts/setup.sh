@@ -6,7 +6,7 @@
 #           qemu-system-x86 busybox-static cpio (VM tests), tmux (UI end-to-end test),
 #           linux-perf rt-tests (benchmarks)
 #   rustup: nightly toolchain + rust-src (for -Z build-std=core on bpfel-unknown-none)
-#   cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22
+#   cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22, cargo-fuzz
 set -euo pipefail
 
 say() { echo "setup: $*" >&2; }
@@ -42,5 +42,9 @@ if ! command -v bpf-linker >/dev/null || ! bpf-linker --version 2>/dev/null | gr
     --no-default-features --features llvm-22 >/dev/null 2>&1 \
     || LLVM_PREFIX=/usr/lib/llvm-22 cargo install bpf-linker --version 0.13.0 \
       --no-default-features --features llvm-22
+fi
+if ! command -v cargo-fuzz >/dev/null; then
+  say "installing cargo-fuzz (fuzzing the recording decoder)"
+  cargo install --locked cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz
 fi
 say "toolchain ready"

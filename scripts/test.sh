@@ -11,8 +11,12 @@ cargo fmt --all -- --check
 # Default members: the eBPF crate only builds for bpfel-unknown-none (through build.rs).
 cargo clippy --all-targets -- -D warnings
 
-step "unit, scenario, snapshot and live tests"
-cargo test --workspace --release
+step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
+cargo test --release
+
+step "short fuzz pass on the decoders (the long run's corpus and crashes are replayed above)"
+(cd fuzz && cargo +nightly fuzz run recording -- -max_total_time=45 -rss_limit_mb=1024 \
+  && cargo +nightly fuzz run ringbuf_record -- -max_total_time=15 -rss_limit_mb=1024)
 
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"
 cargo build --release -p wakeviz
