@@ -6,24 +6,30 @@
 //!    kernel inputs, and a decision time approximated by `sched_waking`;
 //! 2. `unknown_in_task_kthread_rule`: waker CPU = prev CPU, the kernel kept the task there and
 //!    the waker CPU ran at most one task — exactly what the per-CPU-kthread stacking rule does,
-//!    which needs the waker's `PF_KTHREAD`/`in_task()` (not captured);
+//!    which needs the waker's `PF_KTHREAD`/`in_task()` (not captured). Not when the waker is an
+//!    idle task (pid 0): its wakeups come from interrupts, where `in_task()` is false and the
+//!    rule cannot fire;
 //! 3. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
 //!    distance of 31-32, where the kernel keeps `SD_WAKE_AFFINE` only on AMD Zen
 //!    (`node_reclaim_distance` 32, else 30); the shadow assumes 32 and the header has no vendor;
 //! 4. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
 //!    needs loads, decided in the kernel) and the two choices sit in different LLCs;
-//! 5. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
+//! 5. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
+//!    than the target and `prev_cpu`, and the shadow did not know the wakee's
+//!    `recent_used_cpu` (no SIS pass or fork of that task since the capture started, and the
+//!    probe does not read the field), which is what SIS's `recent_used_cpu` rule returns;
+//! 6. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
 //!    at decision time although it was not the SIS target (so the kernel saw it idle): our idle
 //!    map lags or leads the kernel's by the events in flight (concurrent wakers, IPIs);
-//! 6. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
+//! 7. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
 //!    budget (not read by the probe) and both choices were otherwise plausible;
-//! 7. `unknown`: everything was exact and the kernel's CPU looked idle (affinity masks, which
+//! 8. `unknown`: everything was exact and the kernel's CPU looked idle (affinity masks, which
 //!    are not captured, SCHED_IDLE or core-scheduling predicates, or out-of-tree features).
 use serde_json::{Value, json};
 
 use super::{
     policy::{Front, FrontRule},
-    topo::ShadowTopo,
+    topo::{NONE, ShadowTopo},
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,17 +38,19 @@ pub enum Bucket {
     KthreadRule,
     NumaAffine,
     WakeAffineWeight,
+    RecentUnknown,
     SnapshotSkew,
     HintOrBudget,
     Unknown,
 }
 
 impl Bucket {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::TracepointOnly,
         Self::KthreadRule,
         Self::NumaAffine,
         Self::WakeAffineWeight,
+        Self::RecentUnknown,
         Self::SnapshotSkew,
         Self::HintOrBudget,
         Self::Unknown,
@@ -54,6 +62,7 @@ impl Bucket {
             Self::KthreadRule => "unknown_in_task_kthread_rule",
             Self::NumaAffine => "numa_affine_reclaim_distance",
             Self::WakeAffineWeight => "wake_affine_weight_not_modelled",
+            Self::RecentUnknown => "recent_used_cpu_unknown",
             Self::SnapshotSkew => "snapshot_skew_or_claimed_cpu_race",
             Self::HintOrBudget => "stale_or_emulated_has_idle_cores_or_nr_idle_scan",
             Self::Unknown => "unknown",
@@ -75,17 +84,29 @@ pub struct Disagreement {
     /// The shadow used only probe-read inputs.
     pub shadow_exact: bool,
     pub nr_running_w: u32,
+    /// The waker's pid (0: an idle task, so an interrupt-context wakeup).
+    pub waker_pid: u32,
+    /// The wakee's `recent_used_cpu` as the shadow knew it before this wakeup ([`NONE`] when
+    /// unknown).
+    pub recent_used: u32,
 }
 
 pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
     if !d.has_select {
         Bucket::TracepointOnly
-    } else if d.w == d.p && d.kernel == d.p && d.nr_running_w <= 1 {
+    } else if d.w == d.p && d.kernel == d.p && d.nr_running_w <= 1 && d.waker_pid != 0 {
         Bucket::KthreadRule
     } else if t.affine_vendor_dependent(d.w, d.p) {
         Bucket::NumaAffine
     } else if d.front.rule == FrontRule::Undecided && t.llc(d.kernel) != t.llc(d.shadow) {
         Bucket::WakeAffineWeight
+    } else if d.recent_used == NONE
+        && d.kernel_idle
+        && d.kernel != d.front.target
+        && d.kernel != d.p
+        && t.share_llc(d.kernel, d.front.target)
+    {
+        Bucket::RecentUnknown
     } else if !d.kernel_idle && d.kernel != d.front.target {
         Bucket::SnapshotSkew
     } else if !d.shadow_exact {
@@ -100,7 +121,7 @@ pub struct Fidelity {
     pub policy: &'static str,
     pub evaluated: u64,
     pub agree: u64,
-    pub buckets: [u64; 7],
+    pub buckets: [u64; Bucket::ALL.len()],
     /// Evaluated with a select record and every kernel input the policy read exact.
     pub exact_evaluated: u64,
     pub exact_agree: u64,
@@ -112,7 +133,7 @@ impl Fidelity {
             policy,
             evaluated: 0,
             agree: 0,
-            buckets: [0; 7],
+            buckets: [0; Bucket::ALL.len()],
             exact_evaluated: 0,
             exact_agree: 0,
         }

@@ -65,6 +65,9 @@ struct Record {
     no_placement: bool,
     front: Front,
     nr_running_w: u32,
+    waker_pid: u32,
+    /// The wakee's `recent_used_cpu` as known before this wakeup (for the fidelity buckets).
+    recent_used: u32,
 }
 
 /// Sync wakeups waiting for their waker's next switch-out.
@@ -267,6 +270,7 @@ impl ShadowEval {
     pub fn on_event(&mut self, e: &Event) {
         self.events += 1;
         self.state.advance(e.ts_ns());
+        self.state.expire_claims(&self.topo, e.ts_ns());
         if self.events.is_multiple_of(1 << 16) {
             self.purge(e.ts_ns());
         }
@@ -275,7 +279,17 @@ impl ShadowEval {
                 self.resolve_watch(s.cpu, s.prev_pid, s.prev_state, s.ts_ns);
                 self.state.on_switch(&self.topo, s);
             }
-            Event::Wakeup(w) | Event::WakeupNew(w) => self.state.on_wakeup(&self.topo, w),
+            Event::Wakeup(w) => self.state.on_wakeup(&self.topo, w),
+            Event::WakeupNew(w) => {
+                // `wake_up_new_task` sets `p->recent_used_cpu = task_cpu(p)` before the
+                // fork placement, and `sched_fork` had set the child's CPU to the forking
+                // CPU; the slow path never runs SIS, so the child's first wakeup tests that
+                // CPU. `wake_up_new_task` runs in the parent, where this record fires.
+                if self.topo.valid(w.cpu) {
+                    self.state.set_recent_used(w.pid, w.cpu);
+                }
+                self.state.on_wakeup(&self.topo, w);
+            }
             Event::Migrate(m) => self.state.on_migrate(&self.topo, m),
             Event::Waking(w) => {
                 if w.pid == w.waker_pid || !self.topo.valid(w.target_cpu) {
@@ -283,9 +297,16 @@ impl ShadowEval {
                 }
                 if self.select_mode {
                     // Wakeups that never reach select_task_rq_fair (pinned tasks, the
-                    // on_cpu wake-list path) still set ttwu_pending on the old CPU; a select
-                    // record, if one follows, moves the claim to the chosen CPU.
-                    if !matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_)) {
+                    // on_cpu wake-list path) set ttwu_pending on the old CPU right after
+                    // `sched_waking`, so the claim starts here. A wakeup that goes through
+                    // select_task_rq_fair sets nothing before the select returns (the kernel's
+                    // idle tests of other wakers in between see the old CPU as it is), so a
+                    // task known to take that path is claimed by its select record instead;
+                    // claiming here would mark its old CPU busy for the whole select, which
+                    // under emulation (TCG) can last milliseconds.
+                    if !self.state.takes_select_path(w.pid)
+                        && !matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_))
+                    {
                         self.state.claim(&self.topo, w.pid, w.target_cpu);
                     }
                     return;
@@ -316,10 +337,16 @@ impl ShadowEval {
                 let ttwu =
                     s.wake_flags & wf::TTWU != 0 && s.wake_flags & (wf::FORK | wf::EXEC) == 0;
                 if ttwu && self.topo.valid(s.cpu) && self.topo.valid(s.prev_cpu) {
+                    self.state.set_select_path(s.pid);
                     self.state.release(&self.topo, s.pid);
                     self.decide(select_ctx(s));
                 }
-                self.state.claim(&self.topo, s.pid, s.chosen_cpu);
+                // Only a wakeup leaves the task in flight towards its CPU (`ttwu_pending`
+                // until `sched_wakeup`; `sched_wakeup_new` ends a fork's). `sched_exec`
+                // places a running task and no wakeup follows, so a claim would never end.
+                if s.wake_flags & wf::EXEC == 0 {
+                    self.state.claim(&self.topo, s.pid, s.chosen_cpu);
+                }
             }
         }
     }
@@ -425,6 +452,8 @@ impl ShadowEval {
             no_placement: false,
             front: ctx.front,
             nr_running_w,
+            waker_pid: ctx.waker_pid,
+            recent_used: ctx.recent_used_cpu,
         };
         if let Some(l) = clear {
             self.state.set_hic(l, false);
@@ -609,6 +638,8 @@ impl ShadowEval {
                 kernel_idle,
                 shadow_exact: fo.exact,
                 nr_running_w: rec.nr_running_w,
+                waker_pid: rec.waker_pid,
+                recent_used: rec.recent_used,
             },
         );
         self.last_placement = Some(*pl);
@@ -668,7 +699,8 @@ impl ShadowEval {
         vec![
             "open loop: a policy's choice does not change later events; only the kernel's choices happened",
             "decision time: select_task_rq_fair exit with function probes, sched_waking without (no wake flags then: WF_SYNC unknown, treated as not sync)",
-            "idle map reconstructed from sched_switch/sched_wakeup/sched_migrate_task; a CPU claimed by an in-flight wakeup counts busy (ttwu_pending)",
+            "idle map reconstructed from sched_switch/sched_wakeup/sched_migrate_task; a CPU claimed by an in-flight wakeup counts busy (ttwu_pending): from the select exit (from sched_waking for tasks never seen reaching select_task_rq_fair, e.g. pinned ones) until its sched_wakeup, the task's next switch-in, or 100 ms; sched_exec placements claim nothing",
+            "recent_used_cpu reconstructed: prev_cpu of the task's last SIS pass past the target/prev shortcuts (as the kernel-flavour shadow judged it), the forking CPU for a new task (wake_up_new_task); unknown for tasks not seen since the capture started",
             "wakee affinity not captured: all online CPUs treated as allowed",
             "wake_affine: WA_IDLE only; WA_WEIGHT needs cpu/task loads that are not captured, undecided keeps prev_cpu",
             "affine domain across NUMA nodes when the SLIT distance is <= 32 (AMD Zen's node_reclaim_distance; the default 30 only differs for distances 31-32)",

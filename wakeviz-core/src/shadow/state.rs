@@ -7,7 +7,11 @@
 //!   idle when it runs the idle task, nothing is queued and nothing claimed it — the kernel's
 //!   `idle_rq()` = `curr == idle && nr_running == 0 && !ttwu_pending`; the claim models
 //!   `ttwu_pending`, held from the decision (select exit, or `sched_waking` without function
-//!   probes) to that task's `sched_wakeup`;
+//!   probes or for a task never seen reaching the select) to that task's `sched_wakeup`, its
+//!   next switch-in, or [`CLAIM_MAX_NS`], whichever comes first. A claim that outlives its
+//!   wakeup marks an idle CPU busy for every later decision; on the VM recordings such leaks
+//!   (exec placements, tasks exiting, wakeups before the capture started) made most idle
+//!   waker CPUs look busy and cost 40 points of fidelity;
 //! - per task: runnable or sleeping, and on which CPU, plus `recent_used_cpu` (the `prev_cpu`
 //!   of its previous placement: SIS sets `p->recent_used_cpu = prev` on every pass) and the
 //!   `record_wakee()` state (`wakee_flips`, `last_wakee`, decay stamp) for `wake_wide()`;
@@ -23,7 +27,7 @@
 //! Kernel inputs read exactly by the probes (the select record) override these per event; the
 //! reconstruction is the fallback. Events naming CPUs outside the topology are ignored.
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     hash::{BuildHasherDefault, Hasher},
 };
 
@@ -45,9 +49,11 @@ pub const LLC_IMBALANCE_PCT: u64 = 117;
 pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 /// `sysctl_sched_migration_cost`: SIS_PROP's `max_idle_balance_cost` floor.
 pub const MIGRATION_COST_NS: u64 = 500_000;
-/// A wakeup's claim on its CPU (`ttwu_pending`) normally lasts microseconds (an IPI at worst);
-/// older claims are dropped as lost.
-pub const CLAIM_MAX_NS: u64 = 10_000_000;
+/// A wakeup's claim on its CPU (`ttwu_pending`) normally lasts microseconds, but the wake-list
+/// IPI to an idle CPU can take far longer under emulation (27 ms seen under qemu TCG, during
+/// which the kernel rightly saw that CPU as not idle). Claims whose `sched_wakeup` was lost
+/// usually end earlier, at the task's next switch-in; only what remains is dropped at this age.
+pub const CLAIM_MAX_NS: u64 = 100_000_000;
 
 /// A task's run state with stale queue entries (older queue epoch) read as unknown.
 fn live_run(t: &Task, q_epoch: &[u32]) -> Run {
@@ -108,6 +114,8 @@ struct Task {
     claim: u32,
     claim_ns: u64,
     flips: Flips,
+    /// A wakeup of this task reached `select_task_rq_fair` (so it is not pinned).
+    select_path: bool,
 }
 
 impl Default for Task {
@@ -119,6 +127,7 @@ impl Default for Task {
             claim: NONE,
             claim_ns: 0,
             flips: Flips::default(),
+            select_path: false,
         }
     }
 }
@@ -165,6 +174,8 @@ pub struct State {
     /// tasks still marked queued there from an earlier epoch (lost events) are stale.
     q_epoch: Vec<u32>,
     claims: Vec<u32>,
+    /// (time, pid) of every claim in the order made, for [`State::expire_claims`].
+    claim_log: VecDeque<(u64, u32)>,
     tasks: PidMap<Task>,
     /// `record_wakee` state of each CPU's idle task: IRQ-context wakeups are charged to
     /// whatever `current` is, and the idle tasks all have pid 0.
@@ -200,6 +211,7 @@ impl State {
             queued: vec![0; n],
             q_epoch: vec![0; n],
             claims: vec![0; n],
+            claim_log: VecDeque::new(),
             tasks: PidMap::default(),
             idle_flips: vec![Flips::default(); n],
             hic: vec![t.smt; t.n_llcs()],
@@ -256,6 +268,15 @@ impl State {
         self.tasks.get(&pid).map_or(NONE, |t| t.recent_used)
     }
 
+    /// Whether a wakeup of `pid` was seen going through `select_task_rq_fair`.
+    pub fn takes_select_path(&self, pid: u32) -> bool {
+        self.tasks.get(&pid).is_some_and(|t| t.select_path)
+    }
+
+    pub fn set_select_path(&mut self, pid: u32) {
+        self.tasks.entry(pid).or_default().select_path = true;
+    }
+
     pub fn set_recent_used(&mut self, pid: u32, cpu: u32) {
         self.tasks.entry(pid).or_default().recent_used = cpu;
     }
@@ -299,20 +320,28 @@ impl State {
         let task = self.tasks.entry(pid).or_default();
         task.claim = cpu;
         task.claim_ns = self.now_ns;
+        self.claim_log.push_back((self.now_ns, pid));
         self.refresh(t, cpu);
     }
 
-    /// Releases claims older than [`CLAIM_MAX_NS`]: their `sched_wakeup` was lost, and a
-    /// claim that never ends would keep a CPU busy for the rest of the stream.
+    /// Releases claims older than [`CLAIM_MAX_NS`]: their `sched_wakeup` was lost (or came
+    /// before the capture started), and a claim that never ends would keep a CPU busy for the
+    /// rest of the stream. Cheap enough to call on every event: claims are logged in the order
+    /// they were made, so only the expired head of that log is visited.
     pub fn expire_claims(&mut self, t: &ShadowTopo, now: u64) {
-        let mut stale = Vec::new();
-        for (&pid, task) in &self.tasks {
-            if task.claim != NONE && now.saturating_sub(task.claim_ns) > CLAIM_MAX_NS {
-                stale.push(pid);
+        while let Some(&(ts, pid)) = self.claim_log.front() {
+            if now.saturating_sub(ts) <= CLAIM_MAX_NS {
+                break;
             }
-        }
-        for pid in stale {
-            self.release(t, pid);
+            self.claim_log.pop_front();
+            // Only the claim made at that time; a newer claim by the same task stays.
+            if self
+                .tasks
+                .get(&pid)
+                .is_some_and(|x| x.claim != NONE && x.claim_ns == ts)
+            {
+                self.release(t, pid);
+            }
         }
     }
 
@@ -432,6 +461,11 @@ impl State {
         }
         let ci = c as usize;
         self.decay_util(ci, s.ts_ns);
+        if s.next_pid != 0 {
+            // Running means enqueued: any wakeup claim it still holds is over (its
+            // `sched_wakeup` was lost or reordered after this switch).
+            self.release(t, s.next_pid);
+        }
         if s.prev_pid != 0 {
             let task = self.tasks.entry(s.prev_pid).or_default();
             let was = live_run(task, &self.q_epoch);
