@@ -1218,6 +1218,9 @@ pub fn header(topo: &Topology, cfg: &SynthConfig, synth: &Synth) -> Header {
         topology: topo.clone(),
         ringbuf_bytes: 0,
         comm_redacted: false,
+        // The model pulls wakeups across NUMA nodes only up to distance 30 (the kernel's
+        // default node_reclaim_distance), i.e. it behaves like a non-AMD machine.
+        cpu_vendor: Some("synthetic".into()),
         notes: vec![
             format!(
                 "synthetic recording (wakeviz_core::synth), seed {}, {} events, topology {}",

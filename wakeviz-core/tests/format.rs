@@ -48,6 +48,7 @@ fn header() -> Header {
         topology: topo(),
         ringbuf_bytes: 1 << 20,
         comm_redacted: false,
+        cpu_vendor: None,
         notes: vec![],
     }
 }

@@ -75,6 +75,7 @@ fn header(topology: Topology, select_probe: bool) -> Header {
         topology,
         ringbuf_bytes: 0,
         comm_redacted: false,
+        cpu_vendor: None,
         notes: Vec::new(),
     }
 }

@@ -41,6 +41,15 @@ pub fn topology(dir: Option<&Path>) -> anyhow::Result<Topology> {
         .with_context(|| format!("reading the CPU topology under {}", root.display()))
 }
 
+/// `vendor_id` of the first CPU in /proc/cpuinfo.
+fn cpu_vendor() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("vendor_id"))
+        .and_then(|r| r.split(':').nth(1))
+        .map(|v| v.trim().to_string())
+}
+
 pub fn header(
     topology: Topology,
     probes: Vec<ProbeStatus>,
@@ -63,6 +72,7 @@ pub fn header(
         topology,
         ringbuf_bytes,
         comm_redacted: false,
+        cpu_vendor: cpu_vendor(),
         notes,
     }
 }

@@ -146,6 +146,11 @@ pub struct Header {
     /// Task names were replaced by stable hashes (`--redact-comm`).
     #[serde(default)]
     pub comm_redacted: bool,
+    /// `/proc/cpuinfo` `vendor_id` (`AuthenticAMD`, `GenuineIntel`, ...): the kernel's
+    /// `node_reclaim_distance`, which decides whether wakeups may be pulled across NUMA nodes,
+    /// depends on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_vendor: Option<String>,
     /// Free-form notes (degraded modes, synthetic workload description).
     #[serde(default)]
     pub notes: Vec<String>,

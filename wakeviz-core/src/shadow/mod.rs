@@ -172,7 +172,10 @@ pub fn kernel_policy(release: &str) -> &'static str {
 
 impl ShadowEval {
     pub fn new(header: &Header) -> Self {
-        let topo = ShadowTopo::new(&header.topology);
+        let topo = ShadowTopo::new(
+            &header.topology,
+            topo::reclaim_distance_for(header.cpu_vendor.as_deref()),
+        );
         let policies = policies::registry(&topo);
         let want = kernel_policy(&header.kernel_release);
         let kernel_idx = policies
@@ -703,7 +706,7 @@ impl ShadowEval {
             "recent_used_cpu reconstructed: prev_cpu of the task's last SIS pass past the target/prev shortcuts (as the kernel-flavour shadow judged it), the forking CPU for a new task (wake_up_new_task); unknown for tasks not seen since the capture started",
             "wakee affinity not captured: all online CPUs treated as allowed",
             "wake_affine: WA_IDLE only; WA_WEIGHT needs cpu/task loads that are not captured, undecided keeps prev_cpu",
-            "affine domain across NUMA nodes when the SLIT distance is <= 32 (AMD Zen's node_reclaim_distance; the default 30 only differs for distances 31-32)",
+            "affine domain across NUMA nodes when the SLIT distance is <= node_reclaim_distance: 32 on AMD/Hygon (and recordings without a vendor), 30 otherwise, from the header's cpu_vendor",
             "wake_wide: record_wakee replayed from the (waker pid -> wakee pid) pairs of placed wakeups, HZ=250 decay",
             "per-CPU kthread stacking rule not applied (waker PF_KTHREAD/in_task() not captured)",
             "has_idle_cores and nr_idle_scan: probe reads where captured (waker's and prev's LLC), else emulated (hint set on idle entry with idle siblings, cleared by the kernel policy's failed core scan; nr_idle_scan from PELT-like util, 32 ms half-life, refreshed every 4 ms)",

@@ -14,6 +14,18 @@ pub const NODE_RECLAIM_DISTANCE: u32 = 32;
 /// The kernel's default `node_reclaim_distance` (non-AMD).
 pub const DEFAULT_RECLAIM_DISTANCE: u32 = 30;
 
+/// `node_reclaim_distance` for a CPU vendor as the header records it (`/proc/cpuinfo`
+/// `vendor_id`): 32 on AMD and Hygon (`init_amd_zen_common`), the default 30 on others. An
+/// unknown vendor (recordings from before the field existed) keeps the AMD value, which only
+/// differs for SLIT distances 31-32, reported in practice only by AMD machines.
+pub fn reclaim_distance_for(vendor: Option<&str>) -> u32 {
+    match vendor {
+        None => NODE_RECLAIM_DISTANCE,
+        Some(v) if v == "AuthenticAMD" || v == "HygonGenuine" => NODE_RECLAIM_DISTANCE,
+        Some(_) => DEFAULT_RECLAIM_DISTANCE,
+    }
+}
+
 /// Topology reshaped for the shadow policies.
 #[derive(Clone, Debug)]
 pub struct ShadowTopo {
@@ -54,7 +66,9 @@ pub struct ShadowTopo {
 }
 
 impl ShadowTopo {
-    pub fn new(t: &Topology) -> Self {
+    /// `reclaim_distance`: the kernel's `node_reclaim_distance` on the traced machine (see
+    /// [`reclaim_distance_for`]).
+    pub fn new(t: &Topology, reclaim_distance: u32) -> Self {
         let bound = t.cpu_bound().max(1);
         let nwords = bound.div_ceil(64);
         let mut s = Self {
@@ -165,7 +179,7 @@ impl ShadowTopo {
         for a in 0..n {
             for b in 0..n {
                 let d = t.distance(a, b).unwrap_or(10);
-                s.affine_nodes[a * n + b] = d <= NODE_RECLAIM_DISTANCE;
+                s.affine_nodes[a * n + b] = d <= reclaim_distance;
                 s.affine_vendor_dependent[a * n + b] =
                     d > DEFAULT_RECLAIM_DISTANCE && d <= NODE_RECLAIM_DISTANCE;
             }

@@ -50,6 +50,7 @@ pub fn header(name: &str, scan: ScanSource) -> Header {
         topology: topology(name),
         ringbuf_bytes: 1 << 20,
         comm_redacted: false,
+        cpu_vendor: None,
         notes: vec![],
     }
 }
