@@ -1,0 +1,241 @@
+//! Item 3, synthetic: can the userspace side keep up at 256 CPUs? Synthetic events of the
+//! 256-CPU NPS4 topology are turned into the ring-buffer records the probes emit (the
+//! `wakeviz-common` ABI structs, 8-byte aligned, as a BPF ring buffer lays them out), then one
+//! thread runs what the live capture runs on them: `decode_record`, the task-name table,
+//! batches, and `format::Recorder` (varint/delta encoding, zstd, chunk CRCs) writing to a sink.
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use wakeviz_common::{
+    EventHeader, EventKind, MigrateEvent, SelectEvent, SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
+};
+use wakeviz_core::{
+    decode::decode_record,
+    event::{Comm, Event, TaskTable},
+    format::{Recorder, RecorderConfig},
+    source::Batch,
+    synth::{self, FIRST_PID},
+    topology,
+};
+
+use super::{Ctx, Summary, median, mega, rate, thread_cpu};
+
+pub const NPS4: &str = "wakeviz-core/tests/fixtures/sysfs/zen3-nps4";
+const BATCH_EVENTS: usize = 8192;
+
+fn push_struct<T: Copy>(buf: &mut Vec<u8>, v: &T) {
+    // SAFETY: T is one of the padding-free repr(C) ABI structs; viewing it as bytes is sound.
+    let b = unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) };
+    buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&0u32.to_le_bytes());
+    buf.extend_from_slice(b);
+    while !buf.len().is_multiple_of(8) {
+        buf.push(0);
+    }
+}
+
+fn hdr(kind: EventKind, ts_ns: u64, cpu: u32, pid: u32) -> EventHeader {
+    EventHeader {
+        ts_ns,
+        kind: kind as u16,
+        cpu: cpu as u16,
+        pid,
+    }
+}
+
+/// The record a probe would have emitted for `e`.
+fn encode(buf: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; 16]) {
+    match e {
+        Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
+            let kind = match e {
+                Event::Waking(_) => EventKind::Waking,
+                Event::Wakeup(_) => EventKind::Wakeup,
+                _ => EventKind::WakeupNew,
+            };
+            push_struct(
+                buf,
+                &WakeEvent {
+                    hdr: hdr(kind, w.ts_ns, w.cpu, w.pid),
+                    target_cpu: w.target_cpu,
+                    waker_pid: w.waker_pid,
+                    prio: w.prio,
+                    _pad0: 0,
+                    comm: comm(w.pid),
+                },
+            );
+        }
+        Event::Switch(s) => push_struct(
+            buf,
+            &SwitchEvent {
+                hdr: hdr(EventKind::Switch, s.ts_ns, s.cpu, s.prev_pid),
+                next_pid: s.next_pid,
+                prev_state: s.prev_state,
+                prev_prio: s.prev_prio,
+                next_prio: s.next_prio,
+                next_comm: comm(s.next_pid),
+            },
+        ),
+        Event::Migrate(m) => push_struct(
+            buf,
+            &MigrateEvent {
+                hdr: hdr(EventKind::Migrate, m.ts_ns, m.cpu, m.pid),
+                orig_cpu: m.orig_cpu,
+                dest_cpu: m.dest_cpu,
+            },
+        ),
+        Event::Select(s) => {
+            let mut mask = 0;
+            let mut bit = |o: Option<u32>, b: u32| {
+                if o.is_some() {
+                    mask |= b;
+                }
+                o.unwrap_or(0)
+            };
+            let waker_nr_running = bit(s.waker_nr_running, exact::NR_RUNNING);
+            let nr_idle_scan = bit(s.nr_idle_scan, exact::NR_IDLE_SCAN);
+            let has_idle_cores = bit(s.has_idle_cores.map(u32::from), exact::HAS_IDLE_CORES);
+            let prev_nr_idle_scan = bit(s.prev_nr_idle_scan, exact::PREV_NR_IDLE_SCAN);
+            let prev_has_idle_cores = bit(
+                s.prev_has_idle_cores.map(u32::from),
+                exact::PREV_HAS_IDLE_CORES,
+            );
+            push_struct(
+                buf,
+                &SelectEvent {
+                    hdr: hdr(EventKind::Select, s.ts_ns, s.cpu, s.pid),
+                    entry_ts_ns: s.entry_ts_ns,
+                    prev_cpu: s.prev_cpu,
+                    wake_flags: s.wake_flags,
+                    chosen_cpu: s.chosen_cpu,
+                    waker_pid: s.waker_pid,
+                    waker_nr_running,
+                    nr_idle_scan,
+                    has_idle_cores,
+                    prev_nr_idle_scan,
+                    prev_has_idle_cores,
+                    exact_mask: mask,
+                    idle_scan_ns: s.idle_scan_ns.unwrap_or(UNKNOWN_U32),
+                },
+            );
+        }
+    }
+}
+
+struct Pass {
+    events: u64,
+    cpu: Duration,
+    wall: Duration,
+    bytes: u64,
+}
+
+/// One pass over the records: what the drain thread and the recorder do, on one thread.
+fn pass(records: &[u8], header: &wakeviz_core::format::Header) -> anyhow::Result<Pass> {
+    let (w0, c0) = (Instant::now(), thread_cpu());
+    let mut rec = Recorder::new(std::io::sink(), header, RecorderConfig::default())?;
+    let mut names = TaskTable::default();
+    let mut batch = Batch::default();
+    let mut events = 0u64;
+    let hand = |batch: &mut Batch, rec: &mut Recorder<std::io::Sink>| -> anyhow::Result<()> {
+        for t in &batch.tasks {
+            rec.learn_task(*t);
+        }
+        for e in &batch.events {
+            rec.push(e)?;
+        }
+        rec.tick()?;
+        batch.tasks.clear();
+        batch.events.clear();
+        Ok(())
+    };
+    let mut off = 0;
+    while off + 8 <= records.len() {
+        let len = u32::from_le_bytes(records[off..off + 4].try_into()?) as usize;
+        let item = &records[off + 8..off + 8 + len];
+        off = (off + 8 + len).next_multiple_of(8);
+        let (ev, name) = decode_record(item).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(n) = name
+            && n.comm.0[0] != 0
+            && names.learn(n)
+        {
+            batch.tasks.push(n);
+        }
+        batch.events.push(ev);
+        events += 1;
+        if batch.events.len() >= BATCH_EVENTS {
+            hand(&mut batch, &mut rec)?;
+        }
+    }
+    hand(&mut batch, &mut rec)?;
+    let (_, bytes) = rec.finish(&Default::default())?;
+    Ok(Pass {
+        events,
+        cpu: thread_cpu() - c0,
+        wall: w0.elapsed(),
+        bytes,
+    })
+}
+
+pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
+    let (n, passes) = if ctx.quick {
+        (2_000_000, 3)
+    } else {
+        (4_000_000, 5)
+    };
+    let topo_dir = ctx.root.join(NPS4);
+    let topo = topology::from_sysfs(&topo_dir)
+        .with_context(|| format!("reading {}", topo_dir.display()))?;
+    println!(
+        "\n[3] userspace ingest at {} CPUs ({}): {n} synthetic events as ABI ring-buffer records -> decode_record -> task names -> batches -> format::Recorder -> sink, one thread, {passes} passes",
+        topo.nr_cpus(),
+        topo.summary()
+    );
+    let cfg = synth::SynthConfig::new(n, 1);
+    let mut s = synth::events(&topo, &cfg)?;
+    let header = synth::header(&topo, &cfg, &s);
+    let names: Vec<[u8; 16]> = s.tasks().iter().map(|t| t.comm.0).collect();
+    let swapper = Comm::new("swapper").0;
+    let comm = |pid: u32| {
+        if pid == 0 {
+            return swapper;
+        }
+        pid.checked_sub(FIRST_PID)
+            .and_then(|i| names.get(i as usize))
+            .copied()
+            .unwrap_or([0; 16])
+    };
+    let mut records = Vec::with_capacity(n as usize * 64);
+    for e in s.by_ref() {
+        encode(&mut records, &e, &comm);
+    }
+    println!(
+        "  {} bytes of records ({:.1} bytes/record)",
+        records.len(),
+        records.len() as f64 / n as f64
+    );
+    let mut cpu_rates = Vec::new();
+    let mut wall_rates = Vec::new();
+    for i in 1..=passes {
+        let p = pass(&records, &header)?;
+        let (rc, rw) = (rate(p.events as f64, p.cpu), rate(p.events as f64, p.wall));
+        println!(
+            "  pass {i}: {} events, {:.3} s CPU ({}), {:.3} s wall ({}), {:.2} bytes/event recorded",
+            p.events,
+            p.cpu.as_secs_f64(),
+            mega(rc),
+            p.wall.as_secs_f64(),
+            mega(rw),
+            p.bytes as f64 / p.events.max(1) as f64
+        );
+        cpu_rates.push(rc);
+        wall_rates.push(rw);
+    }
+    let (mc, mw) = (median(&cpu_rates), median(&wall_rates));
+    sum.add(
+        "3",
+        "userspace ingest, 256-CPU synthetic (decode+record, CPU time)",
+        format!("{} ({} wall)", mega(mc), mega(mw)),
+        ">= 2 M events/s",
+        Some(mc >= 2e6),
+    );
+    Ok(())
+}

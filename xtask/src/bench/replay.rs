@@ -1,0 +1,312 @@
+//! Item 5: replay and analysis of synthetic 256-CPU NPS4 recordings, one core each, and peak
+//! memory for a small and a 10x larger recording. Every stage runs in its own child process
+//! (`xtask bench --replay-child FILE --stage S`) so that its peak RSS (`VmHWM`) is its own.
+//!
+//! Stages:
+//! - `decode`: `format::Reader` chunks -> events (read, CRC, zstd, varint/delta decode);
+//! - `analysis`: `analysis::Analysis` with shadow off (`set_shadow(None)`): classification,
+//!   histograms, windows; timed around `on_batch` only;
+//! - `shadow`: `shadow::ShadowEval` alone, `on_event` for every event and `on_placement` for
+//!   every `join::Joiner` output; timed around that loop only; rate in placements/s;
+//! - `full`: what `wakeviz --replay FILE --report json` does (analysis with every shadow policy,
+//!   then the report); used for memory.
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use serde_json::json;
+use wakeviz_core::{
+    analysis::Analysis,
+    format::{ChunkPayload, Reader},
+    join::Joiner,
+    shadow::ShadowEval,
+    source::{EventSource, Poll, ReplaySource},
+    synth, topology,
+};
+
+use super::{Ctx, Summary, ingest::NPS4, median, mega, rate, run_measured, thread_cpu, vm_hwm_kb};
+
+const STAGES: [&str; 4] = ["decode", "analysis", "shadow", "full"];
+const SEED: u64 = 1;
+
+/// The child side: one stage over `file`, one `BENCH-CHILD {json}` line on stdout.
+pub fn child(file: &Path, stage: &str) -> anyhow::Result<()> {
+    let (w0, c0) = (Instant::now(), thread_cpu());
+    let mut events = 0u64;
+    let mut placements = 0u64;
+    let mut decode_cpu = Duration::ZERO;
+    let mut stage_cpu = Duration::ZERO;
+    let mut evaluated = 0u64;
+    match stage {
+        "decode" => {
+            let mut r = Reader::open(file)?;
+            while let Some(c) = r.next_chunk() {
+                if let ChunkPayload::Events(ev) = c? {
+                    events += ev.len() as u64;
+                    std::hint::black_box(&ev);
+                }
+            }
+            decode_cpu = thread_cpu() - c0;
+            stage_cpu = decode_cpu;
+        }
+        "analysis" | "full" | "shadow" => {
+            let mut src = ReplaySource::open(file)?;
+            let mut an = (stage != "shadow").then(|| Analysis::new(src.header()));
+            if stage == "analysis"
+                && let Some(a) = an.as_mut()
+            {
+                a.set_shadow(None);
+            }
+            let mut sh = (stage == "shadow").then(|| ShadowEval::new(src.header()));
+            let mut joiner = Joiner::new();
+            loop {
+                let t0 = thread_cpu();
+                let p = src.poll(Duration::ZERO)?;
+                let t1 = thread_cpu();
+                decode_cpu += t1 - t0;
+                let Poll::Batch(b) = p else { break };
+                events += b.events.len() as u64;
+                if let Some(a) = an.as_mut() {
+                    a.on_batch(&b);
+                }
+                if let Some(s) = sh.as_mut() {
+                    for e in &b.events {
+                        s.on_event(e);
+                        if let Some(pl) = joiner.on_event(e) {
+                            s.on_placement(&pl);
+                            placements += 1;
+                        }
+                    }
+                }
+                stage_cpu += thread_cpu() - t1;
+            }
+            let t = thread_cpu();
+            if let Some(a) = &an {
+                std::hint::black_box(a.report_json());
+            }
+            if let Some(s) = &sh {
+                evaluated = s.evaluated();
+                std::hint::black_box(s.report_json());
+            }
+            if stage == "full" {
+                stage_cpu += thread_cpu() - t;
+            }
+        }
+        s => bail!("unknown stage {s}"),
+    }
+    let line = json!({
+        "stage": stage,
+        "events": events,
+        "placements": placements,
+        "evaluated": evaluated,
+        "decode_cpu_ns": decode_cpu.as_nanos() as u64,
+        "stage_cpu_ns": stage_cpu.as_nanos() as u64,
+        "total_cpu_ns": (thread_cpu() - c0).as_nanos() as u64,
+        "wall_ns": w0.elapsed().as_nanos() as u64,
+        "vm_hwm_kb": vm_hwm_kb(),
+    });
+    println!("BENCH-CHILD {line}");
+    Ok(())
+}
+
+/// A synthetic recording of `events` events, generated once and reused (same size and seed:
+/// the generator is deterministic, and a file only gets its final name once complete).
+fn synth_file(ctx: &Ctx, events: u64) -> anyhow::Result<PathBuf> {
+    let path = ctx
+        .out
+        .join(format!("synth-zen3-nps4-{events}-seed{SEED}.wvz"));
+    if path.exists() {
+        println!("  reusing {}", path.display());
+        return Ok(path);
+    }
+    let dir = ctx.root.join(NPS4);
+    let topo = topology::from_sysfs(&dir).with_context(|| format!("reading {}", dir.display()))?;
+    let tmp = path.with_extension("wvz.tmp");
+    let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let (w0, c0) = (Instant::now(), thread_cpu());
+    let s = synth::generate(
+        &topo,
+        &synth::SynthConfig::new(events, SEED),
+        std::io::BufWriter::with_capacity(1 << 20, f),
+    )?;
+    std::fs::rename(&tmp, &path)?;
+    println!(
+        "  generated {} ({} events, {} bytes, {:.2} bytes/event, {:.3} s simulated; {:.1} s, {:.1} s CPU)",
+        path.display(),
+        s.events,
+        s.bytes,
+        s.bytes as f64 / s.events as f64,
+        s.span_ns as f64 / 1e9,
+        w0.elapsed().as_secs_f64(),
+        (thread_cpu() - c0).as_secs_f64()
+    );
+    Ok(path)
+}
+
+#[derive(Clone, Debug)]
+struct Res {
+    events: f64,
+    placements: f64,
+    evaluated: f64,
+    decode_cpu: f64,
+    stage_cpu: f64,
+    wall: f64,
+    hwm_kb: f64,
+}
+
+fn run_child(file: &Path, stage: &str) -> anyhow::Result<Res> {
+    let exe = std::env::current_exe()?;
+    let f = run_measured(
+        Command::new(exe)
+            .args(["bench", "--replay-child"])
+            .arg(file)
+            .args(["--stage", stage]),
+        Duration::from_secs(3600),
+    )?;
+    if !f.ok() {
+        bail!(
+            "replay child {stage} {} failed:\n{}{}",
+            file.display(),
+            f.stdout,
+            f.stderr
+        );
+    }
+    let l = f
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("BENCH-CHILD "))
+        .context("no BENCH-CHILD line")?;
+    let v: serde_json::Value = serde_json::from_str(l)?;
+    let g = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    Ok(Res {
+        events: g("events"),
+        placements: g("placements"),
+        evaluated: g("evaluated"),
+        decode_cpu: g("decode_cpu_ns") / 1e9,
+        stage_cpu: g("stage_cpu_ns") / 1e9,
+        wall: g("wall_ns") / 1e9,
+        hwm_kb: g("vm_hwm_kb"),
+    })
+}
+
+pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
+    let (small, big) = if ctx.quick {
+        (1_000_000u64, 10_000_000u64)
+    } else {
+        (10_000_000, 100_000_000)
+    };
+    let rounds = 3;
+    println!(
+        "\n[5] replay and analysis, synthetic 256-CPU Zen3 NPS4 recordings of {small} and {big} events (seed {SEED}), each stage in its own process, one thread; {rounds} rounds on the smaller file, stages alternating, then one on the larger"
+    );
+    let fs = synth_file(ctx, small)?;
+    let fb = synth_file(ctx, big)?;
+    let mut res: Vec<(u64, &str, Res)> = Vec::new();
+    let plan: Vec<(u64, &Path, usize)> = vec![(small, &fs, rounds), (big, &fb, 1)];
+    for (n, file, r) in plan {
+        for round in 1..=r {
+            for st in STAGES {
+                let x = run_child(file, st)?;
+                let what = match st {
+                    "shadow" => format!(
+                        "{:.0} placements ({:.0} evaluated), {} placements/s",
+                        x.placements,
+                        x.evaluated,
+                        mega(x.placements / x.stage_cpu)
+                    ),
+                    "decode" => format!("{} events/s", mega(x.events / x.stage_cpu)),
+                    _ => format!("{} events/s", mega(x.events / x.stage_cpu)),
+                };
+                println!(
+                    "  {n:>9} r{round} {st:<8} {:.0} events: stage {:.3} s CPU, decode {:.3} s CPU, {:.3} s wall; {what}; peak RSS {:.1} MiB",
+                    x.events,
+                    x.stage_cpu,
+                    x.decode_cpu,
+                    x.wall,
+                    x.hwm_kb / 1024.0
+                );
+                res.push((n, st, x));
+            }
+        }
+    }
+    let pick = |n: u64, st: &str| -> Vec<Res> {
+        res.iter()
+            .filter(|(m, s, _)| *m == n && *s == st)
+            .map(|(_, _, r)| r.clone())
+            .collect()
+    };
+    let med = |n: u64, st: &str, f: &dyn Fn(&Res) -> f64| {
+        median(&pick(n, st).iter().map(f).collect::<Vec<_>>())
+    };
+    let dec = med(small, "decode", &|r| r.events / r.stage_cpu);
+    let dec_b = med(big, "decode", &|r| r.events / r.stage_cpu);
+    sum.add(
+        "5",
+        format!(
+            "decode (Reader chunks -> events), CPU time; {big}: {}",
+            mega(dec_b)
+        ),
+        mega(dec),
+        ">= 20 M events/s",
+        Some(dec >= 20e6),
+    );
+    let an = med(small, "analysis", &|r| r.events / r.stage_cpu);
+    let an_b = med(big, "analysis", &|r| r.events / r.stage_cpu);
+    sum.add(
+        "5",
+        format!(
+            "classification + histograms (shadow off); {big}: {}",
+            mega(an_b)
+        ),
+        mega(an),
+        ">= 10 M events/s",
+        Some(an >= 10e6),
+    );
+    let sh = med(small, "shadow", &|r| r.placements / r.stage_cpu);
+    let sh_b = med(big, "shadow", &|r| r.placements / r.stage_cpu);
+    let names = {
+        let dir = ctx.root.join(NPS4);
+        let topo = topology::from_sysfs(&dir)?;
+        let cfg = synth::SynthConfig::new(1, SEED);
+        let s = synth::events(&topo, &cfg)?;
+        ShadowEval::new(&synth::header(&topo, &cfg, &s))
+            .policy_names()
+            .join(", ")
+    };
+    sum.add(
+        "5",
+        format!(
+            "all shadow policies (ShadowEval + Joiner); {big}: {}",
+            mega(sh_b)
+        ),
+        format!("{} placements", mega(sh)),
+        ">= 1 M placements/s",
+        Some(sh >= 1e6),
+    );
+    println!("  shadow policies evaluated: {names}");
+    let full = med(small, "full", &|r| r.events / r.stage_cpu);
+    sum.add(
+        "5",
+        "full replay analysis incl. shadow + report (info)",
+        format!("{} events", mega(full)),
+        "(info)",
+        None,
+    );
+    for st in STAGES {
+        let hs = pick(small, st).iter().map(|r| r.hwm_kb).fold(0.0, f64::max);
+        let hb = pick(big, st).iter().map(|r| r.hwm_kb).fold(0.0, f64::max);
+        let ratio = hb / hs;
+        sum.add(
+            "5",
+            format!("peak RSS {st}: {small} vs {big} events"),
+            format!("{:.1} vs {:.1} MiB ({ratio:.2}x)", hs / 1024.0, hb / 1024.0),
+            "same (<= 1.10x)",
+            Some(ratio <= 1.10),
+        );
+    }
+    let _ = rate;
+    Ok(())
+}
