@@ -47,7 +47,8 @@ const STALE_NS: u64 = 10_000_000_000;
 
 #[derive(Default)]
 pub struct Joiner {
-    pending: HashMap<u32, Pending>,
+    /// pid-keyed, on the per-event path: the cheap pid hasher, not SipHash.
+    pending: HashMap<u32, Pending, crate::analysis::PidBuild>,
     seen: u64,
     /// Wakeups whose `sched_waking` was never seen (dropped, or before the capture started).
     pub unmatched_wakeups: u64,

@@ -39,6 +39,25 @@ impl Level {
     pub const fn index(self) -> usize {
         self as usize
     }
+
+    /// The closest level two CPUs share, given their (core, LLC, node, package) ids: the one
+    /// rule both [`super::Topology::level`] and [`LevelMap::level`] apply.
+    #[inline]
+    pub fn between(same_cpu: bool, a: [u32; 4], b: [u32; 4]) -> Self {
+        if same_cpu {
+            Self::SameCpu
+        } else if a[0] == b[0] {
+            Self::SmtSibling
+        } else if a[1] == b[1] {
+            Self::SameLlc
+        } else if a[2] == b[2] {
+            Self::SameNode
+        } else if a[3] == b[3] {
+            Self::SamePackage
+        } else {
+            Self::CrossPackage
+        }
+    }
 }
 
 /// Dense per-CPU-number lookup table for [`Level`] classification on the hot path: one 16-byte
@@ -87,19 +106,11 @@ impl LevelMap {
     #[inline]
     pub fn level(&self, a: u32, b: u32) -> Option<Level> {
         let (ca, cb) = (self.get(a)?, self.get(b)?);
-        Some(if a == b {
-            Level::SameCpu
-        } else if ca.core == cb.core {
-            Level::SmtSibling
-        } else if ca.llc == cb.llc {
-            Level::SameLlc
-        } else if ca.node == cb.node {
-            Level::SameNode
-        } else if ca.package == cb.package {
-            Level::SamePackage
-        } else {
-            Level::CrossPackage
-        })
+        Some(Level::between(
+            a == b,
+            [ca.core, ca.llc, ca.node, ca.package],
+            [cb.core, cb.llc, cb.node, cb.package],
+        ))
     }
 
     /// Index into `Topology::llcs`.

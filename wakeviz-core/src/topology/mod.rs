@@ -146,19 +146,11 @@ impl Topology {
     /// Relation of two CPUs, from closest to farthest.
     pub fn level(&self, a: u32, b: u32) -> Option<Level> {
         let (ca, cb) = (self.cpu(a)?, self.cpu(b)?);
-        Some(if a == b {
-            Level::SameCpu
-        } else if ca.core == cb.core {
-            Level::SmtSibling
-        } else if ca.llc == cb.llc {
-            Level::SameLlc
-        } else if ca.node == cb.node {
-            Level::SameNode
-        } else if ca.package == cb.package {
-            Level::SamePackage
-        } else {
-            Level::CrossPackage
-        })
+        Some(Level::between(
+            a == b,
+            [ca.core, ca.llc, ca.node, ca.package],
+            [cb.core, cb.llc, cb.node, cb.package],
+        ))
     }
 
     /// SLIT distance between two entries of [`Topology::nodes`] (by index), if the table has it.
