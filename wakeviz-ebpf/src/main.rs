@@ -124,6 +124,28 @@ pub fn fexit_select_idle_cpu(_ctx: FExitContext) -> i32 {
     select::idle_scan_exit()
 }
 
+// ---- calibration (`--bpf-stats` only) ------------------------------------------------------------
+
+/// Does nothing. Attached next to the real `sched_waking` probe when run-time statistics are
+/// on, its ns/run is the floor every program pays on this kernel (tracepoint dispatch, the
+/// statistics' own clock reads, retpoline/return-thunk mitigations), so the cost report can
+/// separate that floor from the probes' own work.
+#[btf_tracepoint(function = "sched_waking")]
+pub fn calib_empty(_ctx: BtfTracePointContext) -> i32 {
+    0
+}
+
+/// Reads the clock and nothing else: minus `calib_empty`, the price of the one
+/// `bpf_ktime_get_ns` every record needs (on a VM it can rival the rest of a probe).
+#[btf_tracepoint(function = "sched_waking")]
+pub fn calib_clock(_ctx: BtfTracePointContext) -> i32 {
+    // SAFETY: helper without preconditions.
+    let t = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
+    // Return something derived from it so the call is not optimised away (the return value of
+    // a tp_btf program is ignored).
+    (t & 1) as i32
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {

@@ -222,6 +222,25 @@ fn attach_tracepoint(
     }
 }
 
+/// The calibration programs on `sched_waking` (see wakeviz-ebpf), only with run-time
+/// statistics: the per-program floor of this kernel and the price of its clock.
+fn attach_calibration(ebpf: &mut Ebpf, btf: Option<&Btf>) -> Result<(), String> {
+    let btf = btf.ok_or("no kernel BTF")?;
+    for name in [CALIBRATION_EMPTY, CALIBRATION_CLOCK] {
+        let prog: &mut BtfTracePoint = ebpf
+            .program_mut(name)
+            .ok_or("program missing")?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| reason(&e))?;
+        prog.load("sched_waking", btf).map_err(|e| reason(&e))?;
+        prog.attach().map_err(|e| reason(&e))?;
+    }
+    Ok(())
+}
+
+const CALIBRATION_EMPTY: &str = "calib_empty";
+const CALIBRATION_CLOCK: &str = "calib_clock";
+
 fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
     ProbeStatus {
         name: name.into(),
@@ -385,6 +404,13 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
             });
         }
     }
+    if stats_fd.is_some()
+        && let Err(e) = attach_calibration(&mut ebpf, aya_btf.as_ref())
+    {
+        notes.push(format!(
+            "BPF cost floor not measured (calibration program): {e}"
+        ));
+    }
     let attached = |n: &str| status.iter().any(|s| s.name == n && s.attached());
     let scan_source = if attached("select_idle_cpu") {
         ScanSource::SelectIdleCpu
@@ -499,11 +525,12 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
         .any(|p| n.ends_with(p))
             && !n.ends_with("sched_wakeup_new")
     };
-    let path_ns: u64 = stats
+    let (path_ns, path_runs) = stats
         .iter()
         .filter(|r| on_path(&r.program))
-        .map(|r| r.run_time_ns)
-        .sum();
+        .fold((0u64, 0u64), |(t, n), r| {
+            (t + r.run_time_ns, n + r.run_count)
+        });
     let wakeups: u64 = stats
         .iter()
         .filter(|r| r.program.ends_with("_sched_wakeup"))
@@ -515,6 +542,30 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
             "bpf: per wakeup path {:.1} ns (waking + select + migrate + wakeup programs over {wakeups} wakeups)",
             path_ns as f64 / wakeups as f64
         );
+    }
+    let per_run = |name: &str| {
+        stats
+            .iter()
+            .find(|r| r.program == name && r.run_count > 0)
+            .map(|r| r.run_time_ns as f64 / r.run_count as f64)
+    };
+    if let Some(floor) = per_run(CALIBRATION_EMPTY)
+        && wakeups > 0
+    {
+        let per_wakeup = path_runs as f64 / wakeups as f64;
+        let _ = writeln!(
+            s,
+            "bpf: floor {floor:.1} ns/run (an empty program on sched_waking: dispatch, statistics, mitigations); {per_wakeup:.2} programs per wakeup; per wakeup path above the floor {:.1} ns",
+            (path_ns as f64 - floor * path_runs as f64).max(0.0) / wakeups as f64
+        );
+        if let Some(clock) = per_run(CALIBRATION_CLOCK) {
+            let _ = writeln!(
+                s,
+                "bpf: clock {:.1} ns per bpf_ktime_get_ns (calib_clock minus the floor); floor + clock for {per_wakeup:.2} timestamped records per wakeup: {:.1} ns",
+                (clock - floor).max(0.0),
+                clock * per_wakeup
+            );
+        }
     }
     s
 }
@@ -535,4 +586,44 @@ pub fn describe(status: &[ProbeStatus]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(program: &str, run_count: u64, run_time_ns: u64) -> RunStat {
+        RunStat {
+            program: program.into(),
+            run_count,
+            run_time_ns,
+        }
+    }
+
+    #[test]
+    fn run_stats_path_floor_and_clock() {
+        let s = describe_run_stats(&[
+            stat("btf_sched_waking", 1000, 180_000),
+            stat("btf_sched_wakeup", 1000, 160_000),
+            stat("btf_sched_wakeup_new", 10, 7_000),
+            stat("btf_sched_switch", 2000, 340_000),
+            stat("calib_empty", 1000, 50_000),
+            stat("calib_clock", 1000, 90_000),
+        ]);
+        // Path: waking + wakeup (not wakeup_new, not switch, not the calibration programs).
+        assert!(s.contains("per wakeup path 340.0 ns"), "{s}");
+        // Above the floor: 340 - 2 x 50.
+        assert!(s.contains("floor 50.0 ns/run"), "{s}");
+        assert!(s.contains("2.00 programs per wakeup"), "{s}");
+        assert!(s.contains("above the floor 240.0 ns"), "{s}");
+        assert!(s.contains("clock 40.0 ns per bpf_ktime_get_ns"), "{s}");
+        assert!(s.contains("per wakeup: 180.0 ns"), "{s}");
+    }
+
+    #[test]
+    fn run_stats_without_calibration() {
+        let s = describe_run_stats(&[stat("raw_sched_waking", 10, 1_000)]);
+        assert!(!s.contains("floor"), "{s}");
+        assert!(!s.contains("per wakeup path"), "{s}");
+    }
 }

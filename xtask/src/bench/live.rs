@@ -462,6 +462,42 @@ pub fn bpf_stats(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
             None,
         ),
     }
+    if let Some(l) = bpf.iter().find(|l| l.starts_with("bpf: floor"))
+        && let [floor, per_wakeup, above, ..] = nums(l)[..]
+    {
+        sum.add(
+            "2",
+            "BPF floor per program run on this kernel (empty program)",
+            format!("{floor:.1} ns"),
+            "(info)",
+            None,
+        );
+        sum.add(
+            "2",
+            format!("BPF cost per wakeup above {per_wakeup:.2} x that floor"),
+            format!("{above:.1} ns"),
+            "(info)",
+            None,
+        );
+    }
+    if let Some(l) = bpf.iter().find(|l| l.starts_with("bpf: clock"))
+        && let [clock, _, bound, ..] = nums(l)[..]
+    {
+        sum.add(
+            "2",
+            "bpf_ktime_get_ns on this kernel (one per record)",
+            format!("{clock:.1} ns"),
+            "(info)",
+            None,
+        );
+        sum.add(
+            "2",
+            "floor + clock alone for the wakeup's two timestamped records",
+            format!("{bound:.1} ns"),
+            "(info: lower bound)",
+            None,
+        );
+    }
     for l in &bpf {
         if l.contains("_sched_switch ")
             && let Some(ns) = nums(l).get(1)
