@@ -137,6 +137,22 @@ pub struct Front {
     pub inexact: bool,
 }
 
+impl Front {
+    /// `WF_CURRENT_CPU` ends every kernel-like policy before SIS: the waker's CPU, no probe.
+    pub const fn current_cpu(&self) -> Option<Decision> {
+        if matches!(self.rule, FrontRule::CurrentCpu) {
+            Some(Decision {
+                cpu: self.target,
+                probes: 0,
+                rule: Rule::CurrentCpu,
+                clear_hint: None,
+            })
+        } else {
+            None
+        }
+    }
+}
+
 /// Kernel inputs read by the probes at `select_task_rq_fair` entry, when it allowed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Exact {
@@ -629,16 +645,8 @@ fn sis_util_uncached(
     s: &mut Scratch,
 ) -> (Decision, ScanOut) {
     let f = ctx.front();
-    if f.rule == FrontRule::CurrentCpu {
-        return (
-            Decision {
-                cpu: f.target,
-                probes: 0,
-                rule: Rule::CurrentCpu,
-                clear_hint: None,
-            },
-            ScanOut::default(),
-        );
+    if let Some(d) = f.current_cpu() {
+        return (d, ScanOut::default());
     }
     let hic = ctx.has_idle_cores(t, st, t.llc(f.target));
     let (mut d, scan) = select_idle_sibling(ctx, t, st, s, f.target, hic, &mut sis_util_budget);

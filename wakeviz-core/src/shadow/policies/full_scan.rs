@@ -1,7 +1,7 @@
 //! P4, no scan limit: FRONT -> SHORTCUTS -> the whole target LLC (idle-core mode when hinted)
 //! -> first idle or target. What 6.7+ kernels do with `NO_SIS_UTIL`.
 use crate::shadow::{
-    policy::{Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling},
+    policy::{Ctx, Decision, Policy, Scratch, select_idle_sibling},
     state::State,
     topo::ShadowTopo,
 };
@@ -17,13 +17,8 @@ impl Policy for FullScan {
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
-        if f.rule == FrontRule::CurrentCpu {
-            return Decision {
-                cpu: f.target,
-                probes: 0,
-                rule: Rule::CurrentCpu,
-                clear_hint: None,
-            };
+        if let Some(d) = f.current_cpu() {
+            return d;
         }
         let hic = ctx.has_idle_cores(t, st, t.llc(f.target));
         let (mut d, _) =

@@ -94,13 +94,8 @@ impl Policy for TrueHint {
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
-        if f.rule == FrontRule::CurrentCpu {
-            return Decision {
-                cpu: f.target,
-                probes: 0,
-                rule: Rule::CurrentCpu,
-                clear_hint: None,
-            };
+        if let Some(d) = f.current_cpu() {
+            return d;
         }
         let hic = t.smt && true_idle_core(st, t.llc(f.target));
         let (mut d, _) = select_idle_sibling(

@@ -9,7 +9,7 @@
 //! measures it with `cpu_clock`; the recordings cannot). This private state evolves from this
 //! policy's own (open-loop) decisions; `avg_idle` comes from the shared reconstruction.
 use crate::shadow::{
-    policy::{Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_cpu, shortcuts},
+    policy::{Ctx, Decision, Policy, Scratch, select_idle_cpu, shortcuts},
     state::{State, jiffies, sis_prop_budget},
     topo::ShadowTopo,
 };
@@ -48,13 +48,8 @@ impl Policy for SisProp {
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
-        if f.rule == FrontRule::CurrentCpu {
-            return Decision {
-                cpu: f.target,
-                probes: 0,
-                rule: Rule::CurrentCpu,
-                clear_hint: None,
-            };
+        if let Some(d) = f.current_cpu() {
+            return d;
         }
         let tg = f.target;
         let hic = ctx.has_idle_cores(t, st, t.llc(tg));
