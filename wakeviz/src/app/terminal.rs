@@ -74,3 +74,25 @@ fn install_panic_hook() {
         }));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hook must leave raw mode before the default hook prints, or the panic message lands
+    /// on the alternate screen and vanishes with it. (No TTY here: `restore` still runs, its
+    /// terminal calls fail harmlessly, and the state flag shows that it ran.)
+    #[test]
+    fn panic_hook_restores_the_terminal() {
+        install_panic_hook();
+        ACTIVE.store(true, Ordering::SeqCst);
+        let joined = std::thread::spawn(|| panic!("deliberate panic in a test")).join();
+        assert!(joined.is_err());
+        assert!(
+            !ACTIVE.load(Ordering::SeqCst),
+            "the panic hook did not restore the terminal"
+        );
+        // Restoring twice is harmless.
+        restore();
+    }
+}
