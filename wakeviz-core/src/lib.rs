@@ -14,6 +14,7 @@ pub mod dump;
 pub mod event;
 pub mod format;
 pub mod join;
+pub mod pidmap;
 pub mod shadow;
 pub mod source;
 pub mod synth;

@@ -12,10 +12,7 @@ pub mod schedstat;
 mod snapshot;
 pub mod window;
 
-use std::{
-    collections::HashMap,
-    hash::{BuildHasherDefault, Hasher},
-};
+use std::collections::HashMap;
 
 pub use filter::{Filter, FilterError};
 use hdrhistogram::Histogram;
@@ -38,29 +35,7 @@ use crate::{
     topology::{Level, LevelMap},
 };
 
-/// A cheap multiplicative hasher for pid keys: SipHash's DoS resistance buys nothing against
-/// kernel-assigned pids, and the per-task maps sit on the per-event path.
-#[derive(Default, Clone, Copy)]
-pub struct PidHasher(u64);
-
-impl Hasher for PidHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u32(&mut self, i: u32) {
-        self.0 = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// `HashMap<u32, V, PidBuild>`: the hasher for pid-keyed maps on the per-event path.
-pub type PidBuild = BuildHasherDefault<PidHasher>;
+pub use crate::pidmap::PidBuild;
 
 /// Shadow-policy evaluation plugged into the fold (implemented by `shadow::ShadowEval`); kept
 /// as a trait so this module does not depend on how the shadow policies are built.

@@ -26,10 +26,7 @@
 //!
 //! Kernel inputs read exactly by the probes (the select record) override these per event; the
 //! reconstruction is the fallback. Events naming CPUs outside the topology are ignored.
-use std::{
-    collections::{HashMap, VecDeque},
-    hash::{BuildHasherDefault, Hasher},
-};
+use std::collections::VecDeque;
 
 use super::topo::{NONE, ShadowTopo, set_bit, test_bit};
 
@@ -63,26 +60,7 @@ fn live_run(t: &Task, q_epoch: &[u32]) -> Run {
     }
 }
 
-/// Fast, non-cryptographic hasher for pid keys (pids are not attacker-chosen here and the
-/// default SipHash costs more than the rest of an event's processing).
-#[derive(Default, Clone, Copy)]
-pub struct PidHasher(u64);
-
-impl Hasher for PidHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
+pub use crate::pidmap::PidMap;
 
 /// Where a task is, as far as the stream told us.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
