@@ -114,6 +114,38 @@ pub struct PolicyRow {
     pub est_wait_us_mean: f64,
 }
 
+impl PolicyRow {
+    /// A row from one policy's tallies: `per_probe_ns` prices the probes (see
+    /// [`ShadowEval::per_probe_ns`]), `base_slice_us` the queue (see [`ShadowEval::base_slice_us`]).
+    /// The dashboard uses it for rows restricted to a filter.
+    pub fn from_metrics(
+        name: &'static str,
+        describe: &'static str,
+        m: &PolicyMetrics,
+        per_probe_ns: f64,
+        base_slice_us: f64,
+    ) -> Self {
+        Self {
+            name,
+            describe,
+            evaluated: m.evaluated,
+            agreement: m.agreement(),
+            idle_pct: pct(m.idle, m.evaluated),
+            stacked_pct: pct(m.stacked, m.evaluated),
+            probes_mean: m.probes_mean(),
+            probes_p99: m.probes_quantile(0.99),
+            est_scan_ns_mean: m.probes_mean() * per_probe_ns,
+            migrations: m.migrations,
+            migrations_pct: pct(m.migrations, m.evaluated),
+            vs_waker: m.vs_waker,
+            vs_prev: m.vs_prev,
+            exact_inputs_pct: pct(m.exact, m.evaluated),
+            queue_mean: m.queue_mean(),
+            est_wait_us_mean: m.queue_mean() * base_slice_us,
+        }
+    }
+}
+
 /// Drives the state reconstruction and every registered policy.
 pub struct ShadowEval {
     topo: ShadowTopo,
@@ -666,7 +698,7 @@ impl ShadowEval {
     }
 
     /// EEVDF base slice, 0.75 ms x (1 + ilog2(min(ncpus, 8))), for the wait estimate.
-    fn base_slice_us(&self) -> f64 {
+    pub fn base_slice_us(&self) -> f64 {
         let n = self.nr_cpus.clamp(1, 8) as u32;
         750.0 * f64::from(1 + n.ilog2())
     }
@@ -674,27 +706,11 @@ impl ShadowEval {
     /// The comparison rows, baseline first.
     pub fn rows(&self) -> Vec<PolicyRow> {
         let (ns, _) = self.per_probe_ns();
+        let slice = self.base_slice_us();
         self.policies
             .iter()
             .zip(&self.metrics)
-            .map(|(p, m)| PolicyRow {
-                name: p.name(),
-                describe: p.describe(),
-                evaluated: m.evaluated,
-                agreement: m.agreement(),
-                idle_pct: pct(m.idle, m.evaluated),
-                stacked_pct: pct(m.stacked, m.evaluated),
-                probes_mean: m.probes_mean(),
-                probes_p99: m.probes_quantile(0.99),
-                est_scan_ns_mean: m.probes_mean() * ns,
-                migrations: m.migrations,
-                migrations_pct: pct(m.migrations, m.evaluated),
-                vs_waker: m.vs_waker,
-                vs_prev: m.vs_prev,
-                exact_inputs_pct: pct(m.exact, m.evaluated),
-                queue_mean: m.queue_mean(),
-                est_wait_us_mean: m.queue_mean() * self.base_slice_us(),
-            })
+            .map(|(p, m)| PolicyRow::from_metrics(p.name(), p.describe(), m, ns, slice))
             .collect()
     }
 

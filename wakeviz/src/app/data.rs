@@ -17,7 +17,7 @@ use wakeviz_core::{
     join::Placement,
     shadow::{
         Excluded, PolicyRow, ShadowEval,
-        metrics::{Outcome, PolicyMetrics, pct},
+        metrics::{Outcome, PolicyMetrics},
     },
     source::Batch,
     topology::LevelMap,
@@ -259,6 +259,7 @@ impl Data {
         self.snap = self.analysis.snapshot();
         let t = self.tap.lock();
         let (per_probe_ns, _) = t.shadow.per_probe_ns();
+        let slice_us = t.shadow.base_slice_us();
         let mut v = ShadowView {
             rows: t.shadow.rows(),
             fidelity: t.shadow.fidelity(),
@@ -275,7 +276,11 @@ impl Data {
                 .rows
                 .iter()
                 .enumerate()
-                .map(|(i, r)| filtered_row(r, self.filtered_shadow.get(i), per_probe_ns))
+                .map(|(i, r)| {
+                    let none = PolicyMetrics::default();
+                    let m = self.filtered_shadow.get(i).unwrap_or(&none);
+                    PolicyRow::from_metrics(r.name, r.describe, m, per_probe_ns, slice_us)
+                })
                 .collect();
             v.evaluated = v.rows.first().map_or(0, |r| r.evaluated);
             v.fidelity = v
@@ -324,41 +329,6 @@ impl Data {
         if self.samples.back().is_none_or(|s| s.ts < now.ts) {
             self.samples.push_back(now);
         }
-    }
-}
-
-/// A scoreboard row recomputed over the filtered placements, as `ShadowEval::rows` does.
-#[allow(
-    clippy::needless_update,
-    reason = "the shadow helper is still adding fields to PolicyRow"
-)]
-fn filtered_row(all: &PolicyRow, m: Option<&PolicyMetrics>, per_probe_ns: f64) -> PolicyRow {
-    let d = PolicyMetrics::default();
-    let m = m.unwrap_or(&d);
-    PolicyRow {
-        name: all.name,
-        describe: all.describe,
-        evaluated: m.evaluated,
-        agreement: m.agreement(),
-        idle_pct: pct(m.idle, m.evaluated),
-        stacked_pct: pct(m.stacked, m.evaluated),
-        probes_mean: m.probes_mean(),
-        probes_p99: m.probes_quantile(0.99),
-        est_scan_ns_mean: m.probes_mean() * per_probe_ns,
-        migrations: m.migrations,
-        migrations_pct: pct(m.migrations, m.evaluated),
-        vs_waker: m.vs_waker,
-        vs_prev: m.vs_prev,
-        exact_inputs_pct: pct(m.exact, m.evaluated),
-        queue_mean: m.queue_mean(),
-        // The evaluator's base slice is private: recover it from the unfiltered row.
-        est_wait_us_mean: if all.queue_mean > 0.0 {
-            m.queue_mean() * all.est_wait_us_mean / all.queue_mean
-        } else {
-            0.0
-        },
-        // Fields added to the evaluator later show unfiltered until they are handled here.
-        ..all.clone()
     }
 }
 
