@@ -26,7 +26,7 @@ struct Capture {
 }
 
 /// Records while the ping-pong runs; returns the printed summary and the replayed dump.
-fn capture(mode: &str, iterations: u64, comm: &str) -> Capture {
+fn capture(mode: &str, iterations: u64, comm: &str, extra: &[&str]) -> Capture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.wvz");
     let mut rec = Command::new(BIN)
@@ -41,6 +41,7 @@ fn capture(mode: &str, iterations: u64, comm: &str) -> Capture {
             "--tracepoint-mode",
             mode,
         ])
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -132,7 +133,7 @@ fn check(mode: &str, comm: &str) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let iterations = 10_000;
-    let c = capture(mode, iterations, comm);
+    let c = capture(mode, iterations, comm, &[]);
     let facts = format!(
         "mode={mode} waker={} wakee={}\n{}",
         c.waker_tid, c.wakee_tid, c.stderr
@@ -201,6 +202,56 @@ fn live_pingpong_raw_tp() {
 #[test]
 fn live_pingpong_classic_tracepoint() {
     check("tracepoint", "wvz-live-tp");
+}
+
+/// `--bpf-stats`: per-program costs, the wakeup path, and the calibration floor and clock
+/// (tp_btf only: the calibration programs are tp_btf).
+#[test]
+fn bpf_stats_print_costs_floor_and_clock() {
+    if !is_root() {
+        eprintln!("SKIPPED live test (bpf-stats): needs root to load BPF");
+        return;
+    }
+    let _guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let c = capture("auto", 5_000, "wvz-live-stats", &["--bpf-stats"]);
+    let err = &c.stderr;
+    if !err.contains("sched_waking         tp_btf") {
+        eprintln!("SKIPPED calibration checks: sched_waking is not on tp_btf here\n{err}");
+        return;
+    }
+    let ns_per_run = |prog: &str| -> f64 {
+        let l = err
+            .lines()
+            .find(|l| l.starts_with("bpf: ") && l.split_whitespace().nth(1) == Some(prog))
+            .unwrap_or_else(|| panic!("no cost line for {prog}:\n{err}"));
+        let n: Vec<f64> = l
+            .split_whitespace()
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        assert!(n.len() == 2 && n[0] >= 5_000.0, "{l}");
+        n[1]
+    };
+    let (waking, empty, clock) = (
+        ns_per_run("btf_sched_waking"),
+        ns_per_run("calib_empty"),
+        ns_per_run("calib_clock"),
+    );
+    // A real probe does more than an empty program; every figure is a plausible time.
+    assert!(empty > 0.0 && waking > empty && clock > 0.0, "{err}");
+    assert!(err.contains("bpf: per wakeup path"), "{err}");
+    assert!(
+        err.contains("bpf: floor") && err.contains("bpf: clock"),
+        "{err}"
+    );
+    // The calibration programs emit nothing: the recording holds the probes' events only.
+    let waking_events = c
+        .lines
+        .iter()
+        .filter(|l| l["kind"] == "sched_waking")
+        .count() as u64;
+    assert_eq!(Some(&waking_events), c.printed.get("sched_waking"), "{err}");
 }
 
 #[test]
