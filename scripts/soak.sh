@@ -40,7 +40,7 @@ wait "$wv" || rc=$?
 kill $load 2>/dev/null || true
 pkill -P $load 2>/dev/null || true
 echo "wakeviz exit status: $rc"
-grep -E "events|drops|accounting|probe_misses|recursion" "$out/wakeviz.log" || true
+grep -E "events|drops|missed|accounting|wrote" "$out/wakeviz.log" || true
 ls -l "$out/soak.wvz"
 # RSS trend: the first 5 minutes are warm-up (task table, buffers); after that it must be flat.
 awk -F, 'NR > 1 { n++; s[n] = $1; r[n] = $2 }
@@ -51,7 +51,7 @@ awk -F, 'NR > 1 { n++; s[n] = $1; r[n] = $2 }
         if (first == 0) first = 1
         min = max = r[first]
         for (i = first; i <= n; i++) { if (r[i] < min) min = r[i]; if (r[i] > max) max = r[i] }
-        printf "rss after warm-up (t=%ds..%ds, %d samples): first %.1f MB, last %.1f MB, min %.1f MB, max %.1f MB\n",
+        printf "rss after warm-up (t=%ds..%ds, %d samples): first %.1f MiB, last %.1f MiB, min %.1f MiB, max %.1f MiB\n",
             s[first], s[n], n - first + 1, r[first] / 1024, r[n] / 1024, min / 1024, max / 1024
     }' "$out/rss.csv"
 exit "$rc"
