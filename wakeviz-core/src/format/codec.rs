@@ -258,36 +258,14 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                 if present & !0b11_1111 != 0 {
                     return Err(format!("event {i}: bad presence bits {present:#x}"));
                 }
-                let waker_nr_running = if present & 1 != 0 {
-                    Some(c.u32()?)
-                } else {
-                    None
-                };
-                let nr_idle_scan = if present & 2 != 0 {
-                    Some(c.u32()?)
-                } else {
-                    None
-                };
-                let has_idle_cores = if present & 4 != 0 {
-                    Some(c.byte()? != 0)
-                } else {
-                    None
-                };
-                let prev_nr_idle_scan = if present & 8 != 0 {
-                    Some(c.u32()?)
-                } else {
-                    None
-                };
-                let prev_has_idle_cores = if present & 16 != 0 {
-                    Some(c.byte()? != 0)
-                } else {
-                    None
-                };
-                let idle_scan_ns = if present & 32 != 0 {
-                    Some(c.u32()?)
-                } else {
-                    None
-                };
+                // Optional inputs, each present when its bit is set (see `Encoder::push`).
+                let has = |bit: u8| present & bit != 0;
+                let waker_nr_running = has(1).then(|| c.u32()).transpose()?;
+                let nr_idle_scan = has(2).then(|| c.u32()).transpose()?;
+                let has_idle_cores = has(4).then(|| c.byte().map(|b| b != 0)).transpose()?;
+                let prev_nr_idle_scan = has(8).then(|| c.u32()).transpose()?;
+                let prev_has_idle_cores = has(16).then(|| c.byte().map(|b| b != 0)).transpose()?;
+                let idle_scan_ns = has(32).then(|| c.u32()).transpose()?;
                 Event::Select(Select {
                     ts_ns,
                     entry_ts_ns: ts_ns.wrapping_sub(dur),
