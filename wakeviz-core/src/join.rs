@@ -2,7 +2,6 @@
 //! [`Placement`]. The waker CPU always comes from waker context (`sched_waking` or the select
 //! probe), never from the CPU a `sched_wakeup` program ran on: on the wake-list path that is the
 //! target CPU.
-use std::collections::HashMap;
 
 use crate::event::{Event, Select, Wake};
 
@@ -48,7 +47,7 @@ const STALE_NS: u64 = 10_000_000_000;
 #[derive(Default)]
 pub struct Joiner {
     /// pid-keyed, on the per-event path: the cheap pid hasher, not SipHash.
-    pending: HashMap<u32, Pending, crate::analysis::PidBuild>,
+    pending: crate::pidmap::PidMap<Pending>,
     seen: u64,
     /// Wakeups whose `sched_waking` was never seen (dropped, or before the capture started).
     pub unmatched_wakeups: u64,

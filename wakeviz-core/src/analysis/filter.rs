@@ -1,12 +1,12 @@
 //! Task filter: restricts every placement and latency figure to the tasks a user is chasing.
 //! Matching by name needs the pid -> comm table, which changes as the stream goes on, so answers
 //! are cached per pid and dropped when that pid is renamed.
-use std::{collections::HashMap, fmt, str::FromStr};
+use std::{fmt, str::FromStr};
 
 use serde::Serialize;
 
-use super::PidBuild;
 use crate::event::TaskTable;
+use crate::pidmap::PidMap;
 
 /// Which wakees count.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -72,7 +72,7 @@ impl fmt::Display for Filter {
 #[derive(Default)]
 pub(crate) struct FilterState {
     filter: Option<Filter>,
-    cache: HashMap<u32, bool, PidBuild>,
+    cache: PidMap<bool>,
 }
 
 impl FilterState {

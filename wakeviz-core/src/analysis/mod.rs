@@ -35,8 +35,6 @@ use crate::{
     topology::{Level, LevelMap},
 };
 
-pub use crate::pidmap::PidBuild;
-
 /// Shadow-policy evaluation plugged into the fold (implemented by `shadow::ShadowEval`); kept
 /// as a trait so this module does not depend on how the shadow policies are built.
 pub trait ShadowSink {
@@ -79,7 +77,7 @@ pub(crate) struct ScanStats {
 /// waker CPU -> chosen CPU (what the placement decision did to the wakee).
 pub(crate) struct WakeLatency {
     /// pid -> (wakeup ts, level index | NO_LEVEL | NEW_TASK)
-    pending: HashMap<u32, (u64, u8), PidBuild>,
+    pending: crate::pidmap::PidMap<(u64, u8)>,
     pub(crate) overall: Histogram<u64>,
     pub(crate) by_level: Vec<Histogram<u64>>,
     pub(crate) new_task: Histogram<u64>,

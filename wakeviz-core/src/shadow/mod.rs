@@ -33,13 +33,14 @@ use self::{
     fidelity::{Disagreement, Fidelity},
     metrics::{Outcome, PolicyMetrics, SLEPT_THRESHOLD_NS, SleptHist, pct},
     policy::{Ctx, Exact, Front, Policy, Rule, Scratch},
-    state::{PidMap, Run, State},
+    state::{Run, State},
     topo::{ShadowTopo, test_bit},
 };
 use crate::{
     event::{Event, Select, wf},
     format::Header,
     join::Placement,
+    pidmap::PidMap,
     topology::Level,
 };
 

@@ -60,7 +60,7 @@ fn live_run(t: &Task, q_epoch: &[u32]) -> Run {
     }
 }
 
-pub use crate::pidmap::PidMap;
+use crate::pidmap::PidMap;
 
 /// Where a task is, as far as the stream told us.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
