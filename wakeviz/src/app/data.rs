@@ -271,13 +271,14 @@ impl Data {
         };
         drop(t);
         if self.filter.is_some() {
+            // A policy with no filtered placement yet shows zeros.
+            let none = PolicyMetrics::default();
             v.filtered = true;
             v.rows = v
                 .rows
                 .iter()
                 .enumerate()
                 .map(|(i, r)| {
-                    let none = PolicyMetrics::default();
                     let m = self.filtered_shadow.get(i).unwrap_or(&none);
                     PolicyRow::from_metrics(r.name, r.describe, m, per_probe_ns, slice_us)
                 })
