@@ -337,15 +337,19 @@ fn reader<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinH
     })
 }
 
-/// Runs a command to completion (bounded by `timeout`) and measures it.
-pub fn run_measured(cmd: &mut Command, timeout: Duration) -> anyhow::Result<Finished> {
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
+/// Starts `cmd` with no stdin and both outputs piped (for the measuring readers).
+fn spawn_piped(cmd: &mut Command) -> anyhow::Result<Child> {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("starting {cmd:?}"))?;
+        .with_context(|| format!("starting {cmd:?}"))
+}
+
+/// Runs a command to completion (bounded by `timeout`) and measures it.
+pub fn run_measured(cmd: &mut Command, timeout: Duration) -> anyhow::Result<Finished> {
+    let start = Instant::now();
+    let mut child = spawn_piped(cmd)?;
     let out = reader(child.stdout.take());
     let err = reader(child.stderr.take());
     let (status, ru, timed_out) = wait_pid(child.id() as i32, timeout);
@@ -373,12 +377,7 @@ pub struct Background {
 
 impl Background {
     pub fn start(cmd: &mut Command) -> anyhow::Result<Self> {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting {cmd:?}"))?;
+        let mut child = spawn_piped(cmd)?;
         let stderr = Arc::new(Mutex::new(String::new()));
         let (tx, lines) = mpsc::channel();
         let e = child.stderr.take();
