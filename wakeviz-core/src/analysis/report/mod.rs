@@ -1,5 +1,7 @@
 //! `--report text|json`. Both render a [`Snapshot`], so the report, the TUI and the JSON never
-//! disagree. The JSON schema is documented in `SCHEMA.md` next to this file and pinned by tests.
+//! disagree. The JSON schema is documented in `../SCHEMA.md` and pinned by tests.
+mod shadow;
+
 use std::fmt::Write;
 
 use serde_json::{Value, json};

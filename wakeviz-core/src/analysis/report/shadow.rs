@@ -1,0 +1,1 @@
+//! The shadow section of `--report text`, rendered from the typed shadow report.
