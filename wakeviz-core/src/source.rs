@@ -41,11 +41,20 @@ pub trait EventSource {
     fn poll(&mut self, timeout: Duration) -> Result<Poll, SourceError>;
     /// Problems that did not stop the stream (for example a damaged tail in a recording).
     fn warnings(&self) -> &[String];
+    /// Ends the stream soon: what was already captured is still delivered, then `End`. Live
+    /// capture detaches its probes and drains the ring buffer; a replay just ends.
+    fn stop(&mut self);
+    /// Capture counters (drops, offered), where the source has them beyond what its batches
+    /// carry: live capture, read from the kernel at this moment.
+    fn stats(&self) -> Option<&CaptureStats> {
+        None
+    }
 }
 
 /// Replays a recording as fast as it is polled; pacing belongs to the consumer.
 pub struct ReplaySource<R: Read> {
     reader: Reader<R>,
+    stopped: bool,
     warnings: Vec<String>,
     good_chunks: u64,
     final_stats: Option<CaptureStats>,
@@ -55,6 +64,7 @@ impl<R: Read> ReplaySource<R> {
     pub const fn new(reader: Reader<R>) -> Self {
         Self {
             reader,
+            stopped: false,
             warnings: Vec::new(),
             good_chunks: 0,
             final_stats: None,
@@ -79,6 +89,9 @@ impl<R: Read> EventSource for ReplaySource<R> {
     }
 
     fn poll(&mut self, _timeout: Duration) -> Result<Poll, SourceError> {
+        if self.stopped {
+            return Ok(Poll::End);
+        }
         let mut batch = Batch::default();
         loop {
             match self.reader.next_chunk() {
@@ -123,6 +136,10 @@ impl<R: Read> EventSource for ReplaySource<R> {
 
     fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    fn stop(&mut self) {
+        self.stopped = true;
     }
 }
 

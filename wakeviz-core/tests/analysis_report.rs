@@ -98,6 +98,23 @@ fn json_schema_is_pinned() {
     small_stream(&mut a);
     let j = a.report_json();
     assert_eq!(keys(&j), set(&report::JSON_KEYS));
+    assert_eq!(j["schema_version"], wakeviz_core::analysis::SCHEMA_VERSION);
+    assert_eq!(
+        keys(&j["recording"]),
+        set(&[
+            "format_version",
+            "abi_version",
+            "tool_version",
+            "kernel_release",
+            "hostname",
+            "cpu_vendor",
+            "start_ts_ns",
+            "realtime_offset_ns",
+            "ringbuf_bytes",
+            "comm_redacted",
+            "notes"
+        ])
+    );
     assert_eq!(
         keys(&j["events"]),
         set(&[
@@ -164,10 +181,20 @@ fn json_schema_is_pinned() {
             "new_tasks",
             "per_node",
             "per_llc",
+            "per_cpu",
             "domain_table",
             "windows"
         ])
     );
+    assert_eq!(
+        keys(&p["per_cpu"][0]),
+        set(&["cpu", "landed", "vs_waker", "vs_prev", "woke"])
+    );
+    let landed: u64 = p["per_cpu"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c["landed"].as_u64()).sum())
+        .unwrap_or(0);
+    assert_eq!(landed, 6, "every wakeup landed on a CPU of the topology");
     let counts = set(&[
         "count",
         "vs_waker",

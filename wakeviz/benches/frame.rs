@@ -12,6 +12,8 @@
 
 #[path = "../src/app/mod.rs"]
 mod app;
+#[path = "../src/driver.rs"]
+mod driver;
 #[path = "../src/signals.rs"]
 mod signals;
 #[path = "../src/ui/mod.rs"]

@@ -6,7 +6,7 @@
 //! (user drops). The UI or recorder never slows the kernel side down: it just sees drops.
 use std::{
     sync::{
-        Arc,
+        Arc, Mutex, PoisonError,
         atomic::{AtomicBool, AtomicU64, Ordering},
         mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError},
     },
@@ -39,6 +39,16 @@ struct Shared {
     stop: AtomicBool,
     user_drops: AtomicU64,
     decode_errors: AtomicU64,
+    /// Why the drain task gave up, when it did not end because it was asked to: the consumer
+    /// turns it into an error instead of a normal end of stream.
+    failure: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn fail(&self, why: String) {
+        let mut f = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        f.get_or_insert(why);
+    }
 }
 
 pub struct LiveSource {
@@ -76,6 +86,7 @@ impl LiveSource {
             stop: AtomicBool::new(false),
             user_drops: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
+            failure: Mutex::new(None),
         });
         let sh = Arc::clone(&shared);
         let drain = std::thread::Builder::new()
@@ -86,7 +97,7 @@ impl LiveSource {
                     .build();
                 match rt {
                     Ok(rt) => rt.block_on(drain_task(ring, tx, sh)),
-                    Err(e) => log::error!("cannot start the capture runtime: {e}"),
+                    Err(e) => sh.fail(format!("cannot start the capture runtime: {e}")),
                 }
             })
             .context("spawning the ring-buffer drain thread")?;
@@ -105,17 +116,6 @@ impl LiveSource {
             run_stats: Vec::new(),
             probe_misses: 0,
         })
-    }
-
-    /// Detaches the probes, then asks the drain task to empty the ring buffer one last time
-    /// and stop. Detaching first makes the accounting exact: every event the probes offered is
-    /// then either delivered or counted as a drop.
-    pub fn stop(&mut self) {
-        if let Some(p) = self.probes.take() {
-            self.run_stats = p.run_stats();
-            self.probe_misses = p.recursion_misses();
-        }
-        self.shared.stop.store(true, Ordering::SeqCst);
     }
 
     /// Sums the per-CPU kernel counters.
@@ -140,10 +140,6 @@ impl LiveSource {
     /// Per-program BPF cost, taken when the probes were detached.
     pub fn run_stats(&self) -> &[RunStat] {
         &self.run_stats
-    }
-
-    pub fn stats(&self) -> &CaptureStats {
-        &self.stats
     }
 }
 
@@ -183,10 +179,24 @@ impl EventSource for LiveSource {
             }
             Err(RecvTimeoutError::Disconnected) => {
                 // The drain task finished its last pass: final counters, then the end.
-                if let Some(h) = self.drain.take() {
-                    let _ = h.join();
+                if let Some(h) = self.drain.take()
+                    && h.join().is_err()
+                {
+                    self.shared
+                        .fail("the ring-buffer drain thread panicked".into());
                 }
                 self.ended = true;
+                let failure = self
+                    .shared
+                    .failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(why) = failure {
+                    // Detach now: nothing reads the ring buffer any more.
+                    self.stop();
+                    return Err(SourceError::Capture(why));
+                }
                 self.refresh_stats();
                 Ok(Poll::Batch(Batch {
                     stats: Some(self.stats.clone()),
@@ -198,6 +208,21 @@ impl EventSource for LiveSource {
 
     fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// Detaches the probes, then asks the drain task to empty the ring buffer one last time
+    /// and stop. Detaching first makes the accounting exact: every event the probes offered is
+    /// then either delivered or counted as a drop.
+    fn stop(&mut self) {
+        if let Some(p) = self.probes.take() {
+            self.run_stats = p.run_stats();
+            self.probe_misses = p.recursion_misses();
+        }
+        self.shared.stop.store(true, Ordering::SeqCst);
+    }
+
+    fn stats(&self) -> Option<&CaptureStats> {
+        Some(&self.stats)
     }
 }
 
@@ -256,7 +281,7 @@ async fn drain_task(ring: RingBuf<MapData>, tx: SyncSender<Batch>, sh: Arc<Share
         match unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) } {
             Ok(fd) => fd,
             Err(e) => {
-                log::error!("cannot poll the ring buffer: {e}");
+                sh.fail(format!("cannot poll the ring buffer: {e}"));
                 return;
             }
         };
@@ -292,7 +317,7 @@ async fn drain_task(ring: RingBuf<MapData>, tx: SyncSender<Batch>, sh: Arc<Share
                 guard.clear_ready();
             }
             Ok(Err(e)) => {
-                log::error!("ring buffer poll failed: {e}");
+                sh.fail(format!("polling the ring buffer failed: {e}"));
                 return;
             }
             // Timeout: the probes do not wake us for every record (see the eBPF `send`), so

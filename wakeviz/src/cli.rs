@@ -4,6 +4,13 @@ use clap::{Parser, ValueEnum};
 
 use crate::workload::Workload;
 
+/// Options that only mean something to a live capture: with a recording they would be
+/// silently ignored, so they are usage errors there.
+const LIVE_ONLY: [&str; 2] = ["replay", "demo"];
+
+/// Longest `--duration`: a bound, so no value can overflow a clock.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "wakeviz",
@@ -21,8 +28,11 @@ pub struct Cli {
     /// Replay the demo recording built into the binary.
     #[arg(long, conflicts_with_all = ["replay", "record"])]
     pub demo: bool,
-    /// Stop a live capture after this long (e.g. 10s, 500ms, 2m).
-    #[arg(long, value_parser = parse_duration)]
+    /// With --record: move an existing FILE to FILE.old instead of refusing to record.
+    #[arg(long, requires = "record")]
+    pub force: bool,
+    /// Stop a live capture after this long (e.g. 10s, 500ms, 2m; at most 30 days).
+    #[arg(long, value_parser = parse_duration, conflicts_with_all = ["replay", "demo"])]
     pub duration: Option<Duration>,
     /// No terminal UI.
     #[arg(long)]
@@ -31,29 +41,31 @@ pub struct Cli {
     #[arg(long, value_enum)]
     pub report: Option<ReportFormat>,
     /// Print every event of a recording, one JSON object per line.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, conflicts_with = "report")]
     pub dump: Option<DumpFormat>,
-    /// Ring buffer size in MiB (rounded up to a power of two).
-    #[arg(long, default_value_t = 16)]
-    pub ringbuf_mb: u32,
+    /// Ring buffer size in MiB (rounded up to a power of two, 1 to 1024); live only.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024),
+          conflicts_with_all = LIVE_ONLY)]
+    pub ringbuf_mb: Option<u32>,
     /// Exact ring buffer size in bytes (a power of two, at least one page); for drop tests.
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, conflicts_with_all = LIVE_ONLY)]
     pub ringbuf_bytes: Option<u32>,
-    /// Read the CPU topology from a saved sysfs `devices/system` tree.
-    #[arg(long, value_name = "DIR")]
+    /// Read the CPU topology from a saved sysfs `devices/system` tree (live only: a recording
+    /// carries its own).
+    #[arg(long, value_name = "DIR", conflicts_with_all = LIVE_ONLY)]
     pub topology: Option<PathBuf>,
     /// Do not try fentry/fexit on select_task_rq_fair / select_idle_cpu.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub no_function_probes: bool,
     /// Replace task names with stable hashes in the recording.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub redact_comm: bool,
     /// Measure each probe's cost with the kernel's BPF run-time statistics and print it.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub bpf_stats: bool,
     /// Best tracepoint attach mode to try (lower modes are the fallbacks); for tests.
-    #[arg(long, value_enum, default_value = "auto", hide = true)]
-    pub tracepoint_mode: crate::probes::TracepointMode,
+    #[arg(long, value_enum, hide = true, conflicts_with_all = LIVE_ONLY)]
+    pub tracepoint_mode: Option<crate::probes::TracepointMode>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }
@@ -93,10 +105,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("not a duration: {s:?} (try 10s, 500ms, 2m)"))?;
-    if !(v.is_finite() && v >= 0.0) {
+    let secs = v * mult;
+    if !(secs.is_finite() && secs >= 0.0) {
         return Err(format!("not a duration: {s:?}"));
     }
-    Ok(Duration::from_secs_f64(v * mult))
+    if secs > MAX_DURATION.as_secs_f64() {
+        return Err(format!("{s:?} is longer than the limit of 30 days"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 #[cfg(test)]
@@ -111,5 +127,30 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("1e300s").is_err());
+        assert!(parse_duration("inf").is_err());
+        assert!(parse_duration("NaNs").is_err());
+        assert!(parse_duration("31d").is_err());
+        assert_eq!(parse_duration("720h"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn flags_a_recording_would_ignore_are_usage_errors() {
+        use clap::Parser as _;
+        for args in [
+            &["wakeviz", "--replay", "f", "--topology", "d"][..],
+            &["wakeviz", "--replay", "f", "--ringbuf-mb", "4"],
+            &["wakeviz", "--replay", "f", "--duration", "1s"],
+            &[
+                "wakeviz", "--replay", "f", "--dump", "jsonl", "--report", "json",
+            ],
+            &["wakeviz", "--demo", "--redact-comm"],
+            &["wakeviz", "--force"],
+            &["wakeviz", "--ringbuf-mb", "0"],
+        ] {
+            let e = Cli::try_parse_from(args).expect_err(&format!("{args:?} must be refused"));
+            assert_eq!(e.exit_code(), 2, "{args:?}: usage errors exit 2");
+        }
+        assert!(Cli::try_parse_from(["wakeviz", "--record", "f", "--force"]).is_ok());
     }
 }

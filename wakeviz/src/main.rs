@@ -2,6 +2,7 @@
 mod app;
 mod capture;
 mod cli;
+mod driver;
 mod meta;
 mod probes;
 mod record;
@@ -13,7 +14,6 @@ mod workload;
 
 use std::{
     io::{IsTerminal as _, Write as _},
-    ops::ControlFlow,
     process::ExitCode,
 };
 
@@ -42,24 +42,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// Exit status of a replay that finished but met damage (a cut-short or corrupt recording:
+/// the figures cover the intact chunks only). See the README's "Exit status".
+const EXIT_DAMAGED: u8 = 3;
+
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Workload(w)) = &cli.workload {
         workload::run(w)?;
         return Ok(ExitCode::SUCCESS);
     }
     if cli.demo {
-        return demo(cli);
+        return replay(cli, Path::new("demo.wvz"), &mut || {
+            Ok(Box::new(demo_source()?))
+        });
     }
     if let Some(path) = &cli.replay {
-        if dashboard_wanted(cli) {
-            app::run::run_replay(path, || Ok(Box::new(ReplaySource::open(path)?)))?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        let mut src = ReplaySource::open(path)?;
-        return replay_mode(cli, &mut src);
+        return replay(cli, path, &mut || Ok(Box::new(ReplaySource::open(path)?)));
     }
     match live(cli) {
-        Err(e) if offer_demo(cli, &e) => demo(cli),
+        Err(e) if offer_demo(cli, &e) => replay(cli, Path::new("demo.wvz"), &mut || {
+            Ok(Box::new(demo_source()?))
+        }),
         r => r,
     }
 }
@@ -94,14 +97,6 @@ fn demo_source() -> anyhow::Result<ReplaySource<std::io::Cursor<&'static [u8]>>>
     Ok(ReplaySource::new(r))
 }
 
-fn demo(cli: &Cli) -> anyhow::Result<ExitCode> {
-    if dashboard_wanted(cli) {
-        app::run::run_replay(Path::new("demo.wvz"), || Ok(Box::new(demo_source()?)))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    replay_mode(cli, &mut demo_source()?)
-}
-
 /// The terminal UI, unless asked for text output or not on a terminal.
 fn dashboard_wanted(cli: &Cli) -> bool {
     !cli.headless && cli.dump.is_none() && cli.report.is_none() && std::io::stdout().is_terminal()
@@ -124,26 +119,52 @@ fn print_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
-fn replay_mode(cli: &Cli, src: &mut dyn EventSource) -> anyhow::Result<ExitCode> {
-    let warnings = if cli.dump.is_some() {
-        replay::dump_jsonl(src)?
+/// A recording (or the demo) through the driver: the dashboard, a dump, a report, or counts.
+fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Result<ExitCode> {
+    let mut src = open()?;
+    let opts = driver::Options::default();
+    if dashboard_wanted(cli) {
+        signals::install();
+        let app = app::App::new(
+            src.header(),
+            app::SourceKind::Replay {
+                path: path.to_path_buf(),
+            },
+        );
+        let mut dash = app::run::Dashboard::new(app)?;
+        let out = driver::run(src.as_mut(), &mut [&mut dash], &opts, Some(open));
+        drop(dash);
+        return out.error.map_or(Ok(ExitCode::SUCCESS), Err);
+    }
+    if cli.dump.is_some() {
+        let mut d = replay::Dump::new();
+        let out = driver::run(src.as_mut(), &mut [&mut d], &opts, None);
+        let closed = d.closed;
+        d.finish()?;
+        if closed {
+            return Ok(ExitCode::SUCCESS);
+        }
+        out.error.map_or(Ok(()), Err)?;
     } else if let Some(fmt) = cli.report {
         let mut a = Analysis::new(src.header());
-        let w = replay::for_each_batch(src, |b| {
-            a.on_batch(b);
-            Ok(())
-        })?;
+        let out = driver::run(src.as_mut(), &mut [&mut a], &opts, None);
+        out.error.map_or(Ok(()), Err)?;
         print_report(&a, fmt)?;
-        w
     } else {
-        let (per, w) = replay::count(src)?;
-        print_stdout(&replay::counts_text(&per))?;
-        w
-    };
+        let mut c = replay::Counter::default();
+        let out = driver::run(src.as_mut(), &mut [&mut c], &opts, None);
+        out.error.map_or(Ok(()), Err)?;
+        print_stdout(&replay::counts_text(&c.0))?;
+    }
+    let warnings = src.warnings();
     for w in warnings {
         eprintln!("wakeviz: warning: {w}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if warnings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DAMAGED)
+    })
 }
 
 fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
@@ -151,33 +172,48 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
     }
     signals::install();
-    let mb = cli.ringbuf_mb.clamp(1, 1024).next_power_of_two();
+    let mb = cli
+        .ringbuf_mb
+        .unwrap_or(16)
+        .clamp(1, 1024)
+        .next_power_of_two();
     let ringbuf_bytes = cli
         .ringbuf_bytes
         .map_or(mb << 20, |b| b.clamp(4096, 1 << 30).next_power_of_two());
     let cfg = probes::ProbeConfig {
         ringbuf_bytes,
         function_probes: !cli.no_function_probes,
-        tracepoint_mode: cli.tracepoint_mode,
+        tracepoint_mode: cli.tracepoint_mode.unwrap_or(probes::TracepointMode::Auto),
         bpf_stats: cli.bpf_stats,
     };
     let topo = meta::topology(cli.topology.as_deref())?;
+    // Refuse a bad recording path before attaching anything; create the file only once the
+    // probes are in (a failed start leaves no empty recording behind).
+    if let Some(p) = &cli.record {
+        record::check_target(p, cli.force)?;
+    }
     let probes = probes::load(&cfg)?;
+    let file = cli
+        .record
+        .as_deref()
+        .map(|p| record::create_file(p, cli.force))
+        .transpose()?;
     eprintln!("wakeviz: probes\n{}", probes::describe(&probes.status));
     for n in &probes.notes {
         eprintln!("wakeviz: note: {n}");
     }
-    let header = meta::header(
+    let mut header = meta::header(
         topo,
         probes.status.clone(),
         probes.scan_source,
         u64::from(cfg.ringbuf_bytes),
         probes.notes.clone(),
     );
+    header.comm_redacted = cli.redact_comm;
     let mut src = capture::LiveSource::start(probes, header)?;
-    let mut rec = match &cli.record {
-        Some(p) => Some(record::recorder(p, &src, cli.redact_comm)?),
-        None => None,
+    let mut rec = match (file, &cli.record) {
+        (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),
+        _ => None,
     };
     eprintln!(
         "wakeviz: capturing{}{}; Ctrl-C to stop",
@@ -188,52 +224,65 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );
     let mut dash = if dashboard_wanted(cli) {
-        Some(app::run::Dashboard::live(&src, cli.record.as_deref())?)
+        let app = app::App::new(
+            src.header(),
+            app::SourceKind::Live {
+                recording: cli.record.clone(),
+            },
+        );
+        Some(app::run::Dashboard::new(app)?)
     } else {
         None
     };
     // Headless report: the same fold the dashboard runs, printed at the end.
     let mut analysis = cli.report.map(|_| Analysis::new(src.header()));
     let schedstat = analysis.as_ref().map(|_| schedstat::Session::start());
-    let out = record::run(&mut src, rec.as_mut(), cli.duration, cli.redact_comm, |b| {
-        if let (Some(a), Some(b)) = (analysis.as_mut(), b) {
-            a.on_batch(b);
-        }
-        dash.as_mut()
-            .map_or(ControlFlow::Continue(()), |d| d.step(b))
-    });
+    let opts = driver::Options {
+        deadline: cli.duration,
+        redact: cli.redact_comm,
+    };
+    let mut sinks: Vec<&mut dyn driver::Sink> = Vec::new();
+    if let Some(r) = rec.as_mut() {
+        sinks.push(r);
+    }
+    if let Some(a) = analysis.as_mut() {
+        sinks.push(a);
+    }
+    if let Some(d) = dash.as_mut() {
+        sinks.push(d);
+    }
+    let out = driver::run(&mut src, &mut sinks, &opts, None);
+    drop(sinks);
     if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
         s.finish(a);
     }
     // Terminal back first, so the summary and any error below are readable.
-    let ui_result = dash.map_or(Ok(()), app::run::Dashboard::finish);
-    let mut bytes = 0;
-    if let (Some(r), Some(path)) = (rec, &cli.record) {
-        if out.write_error.is_none() {
-            let (_, b) = r
-                .finish(&out.stats)
-                .with_context(|| format!("finishing {}", path.display()))?;
-            bytes = b;
-        } else {
-            bytes = r.bytes_written();
-        }
-    }
-    let out = record::Outcome { bytes, ..out };
-    ui_result?;
-    eprintln!("wakeviz: {}", out.summary(cli.record.as_deref()));
+    drop(dash);
+    let failed = out.error.is_some();
+    let written = match (rec, &cli.record) {
+        (Some(r), Some(p)) => Some((p.as_path(), r.finish(failed)?)),
+        _ => None,
+    };
+    let stats = src.stats().cloned().unwrap_or_default();
+    let summary = record::Summary {
+        per_kind: out.per_kind,
+        events: out.events,
+        elapsed: out.elapsed,
+        stats: &stats,
+        written,
+    };
+    eprintln!("wakeviz: {}", summary.text());
     if cli.bpf_stats {
         eprint!("{}", probes::describe_run_stats(src.run_stats()));
     }
+    if let Some(e) = out.error {
+        let kept = cli.record.as_ref().map_or(String::new(), |p| {
+            format!("; {} is valid up to its last complete chunk", p.display())
+        });
+        return Err(e.context(format!("capture stopped{kept}")));
+    }
     if let (Some(a), Some(fmt)) = (&analysis, cli.report) {
         print_report(a, fmt)?;
-    }
-    if let Some(e) = &out.write_error {
-        anyhow::bail!(
-            "capture stopped: {e}; {} is valid up to its last complete chunk",
-            cli.record
-                .as_ref()
-                .map_or("the recording".into(), |p| p.display().to_string())
-        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,45 +1,171 @@
-//! `--record FILE` without a terminal UI: capture, stream to disk, print the figures at the end.
+//! `--record FILE`: the recording sink of the driver, its safe creation, and the closing
+//! summary of a capture.
 use std::{
     fs::{File, OpenOptions},
-    ops::ControlFlow,
+    io::ErrorKind,
     os::unix::fs::OpenOptionsExt as _,
-    path::Path,
-    time::{Duration, Instant},
+    path::{Path, PathBuf},
+    time::Duration,
 };
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use wakeviz_core::{
     event::Kind,
-    format::{CaptureStats, Recorder, RecorderConfig},
-    source::{Batch, EventSource, Poll},
+    format::{CaptureStats, Header, Recorder, RecorderConfig},
+    source::{Batch, EventSource},
 };
 
-use crate::{capture::LiveSource, signals};
+use crate::driver::{Flow, Sink, Turn};
 
-/// Creates the recording with mode 0600: task names can be sensitive.
-pub fn create_file(path: &Path) -> anyhow::Result<File> {
+/// Checks, before anything is attached, that the recording can be created at `path`: not a
+/// symbolic link, not an existing file unless `force`. [`create_file`] checks again when it
+/// creates (the answer may have changed in between, and `O_EXCL | O_NOFOLLOW` settle it).
+pub fn check_target(path: &Path, force: bool) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bail!(
+            "{} is a symbolic link: refusing to record through it (remove it or pick another name)",
+            path.display()
+        ),
+        Ok(m) if !m.is_file() => bail!("{} exists and is not a regular file", path.display()),
+        Ok(_) if !force => bail!(
+            "{} exists: refusing to overwrite it (--force keeps it as {} and records anew)",
+            path.display(),
+            old_name(path).display()
+        ),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot check {}", path.display())),
+    }
+}
+
+/// Creates the recording for root safely: never through a symbolic link (`O_NOFOLLOW`), never
+/// over an existing file (`O_EXCL`; with `force` the old file is first renamed to `FILE.old`,
+/// perf's convention, so it is kept, not lost), always mode 0600 whatever existed before (task
+/// names can be sensitive).
+pub fn create_file(path: &Path, force: bool) -> anyhow::Result<File> {
+    check_target(path, force)?;
+    if force && std::fs::symlink_metadata(path).is_ok() {
+        let old = old_name(path);
+        std::fs::rename(path, &old)
+            .with_context(|| format!("cannot keep {} as {}", path.display(), old.display()))?;
+        eprintln!(
+            "wakeviz: kept the existing {} as {}",
+            path.display(),
+            old.display()
+        );
+    }
     OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
-/// What a capture did, for the closing summary.
-#[derive(Debug, Default)]
-pub struct Outcome {
+fn old_name(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".old");
+    PathBuf::from(s)
+}
+
+/// Streams every batch to the file; counters are refreshed from the live source each turn
+/// and the file is flushed at least every second (a chunk per `write`, so a `kill -9` or a
+/// full disk leaves a file valid up to its last complete chunk).
+pub struct RecordSink {
+    rec: Recorder<File>,
+    path: PathBuf,
+    delivered: u64,
+    stats: CaptureStats,
+}
+
+impl RecordSink {
+    /// Writes the header to `f`, created by [`create_file`].
+    pub fn new(f: File, path: &Path, header: &Header) -> anyhow::Result<Self> {
+        let rec = Recorder::new(f, header, RecorderConfig::default())
+            .with_context(|| format!("writing the header of {}", path.display()))?;
+        Ok(Self {
+            rec,
+            path: path.to_path_buf(),
+            delivered: 0,
+            stats: CaptureStats::default(),
+        })
+    }
+
+    fn err(&self, e: impl std::error::Error + Send + Sync + 'static) -> anyhow::Error {
+        anyhow::Error::new(e).context(format!("writing {}", self.path.display()))
+    }
+
+    /// Writes the END chunk with the final counters; returns the events and bytes the file
+    /// holds. After a write error nothing more is written: the file is valid up to its last
+    /// complete chunk, and the figures count only what reached it.
+    pub fn finish(self, failed: bool) -> anyhow::Result<Written> {
+        let events = self.rec.events_written();
+        if failed {
+            return Ok(Written {
+                events,
+                bytes: self.rec.bytes_written(),
+            });
+        }
+        let mut stats = self.stats.clone();
+        stats.delivered = self.delivered;
+        let path = self.path.clone();
+        let (_, bytes) = self
+            .rec
+            .finish(&stats)
+            .with_context(|| format!("finishing {}", path.display()))?;
+        Ok(Written {
+            events: self.delivered,
+            bytes,
+        })
+    }
+}
+
+/// What reached the file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Written {
+    pub events: u64,
+    pub bytes: u64,
+}
+
+impl Sink for RecordSink {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        for t in &b.tasks {
+            self.rec.learn_task(*t);
+        }
+        for e in &b.events {
+            self.rec.push(e).map_err(|e| self.err(e))?;
+        }
+        self.delivered += b.events.len() as u64;
+        if let Some(s) = &b.stats {
+            self.stats = s.clone();
+        }
+        Ok(())
+    }
+
+    fn on_turn(&mut self, src: &dyn EventSource, _t: Turn) -> anyhow::Result<Flow> {
+        if let Some(s) = src.stats() {
+            self.stats = s.clone();
+        }
+        let mut s = self.stats.clone();
+        s.delivered = self.delivered;
+        self.rec.set_stats(&s);
+        self.rec.tick().map_err(|e| self.err(e))?;
+        Ok(Flow::Continue)
+    }
+}
+
+/// The closing summary of a live capture.
+pub struct Summary<'a> {
     pub per_kind: [u64; 6],
     pub events: u64,
     pub elapsed: Duration,
-    pub bytes: u64,
-    pub stats: CaptureStats,
-    pub write_error: Option<String>,
+    pub stats: &'a CaptureStats,
+    pub written: Option<(&'a Path, Written)>,
 }
 
-impl Outcome {
-    pub fn summary(&self, path: Option<&Path>) -> String {
+impl Summary<'_> {
+    pub fn text(&self) -> String {
         let secs = self.elapsed.as_secs_f64().max(1e-9);
         let mut s = format!(
             "captured {} events in {:.1} s ({:.0} events/s)",
@@ -69,110 +195,15 @@ impl Outcome {
             self.stats.drops(),
             self.stats.decode_errors
         ));
-        if let Some(p) = path {
+        if let Some((p, w)) = self.written {
             s.push_str(&format!(
-                "\n  wrote {} bytes to {} ({:.2} bytes/event)",
-                self.bytes,
+                "\n  wrote {} events, {} bytes to {} ({:.2} bytes/event)",
+                w.events,
+                w.bytes,
                 p.display(),
-                self.bytes as f64 / self.events.max(1) as f64
+                w.bytes as f64 / w.events.max(1) as f64
             ));
         }
         s
     }
-}
-
-/// Feeds every batch to `on_batch` (`Some`; `None` on an idle poll, so a dashboard can redraw
-/// and read keys) and, when recording, to the recorder; stops at the deadline, on
-/// SIGINT/SIGTERM, when `on_batch` says `Break` (the dashboard's `q`), or on a write error
-/// (keeping what was written valid).
-pub fn run(
-    src: &mut LiveSource,
-    mut rec: Option<&mut Recorder<File>>,
-    duration: Option<Duration>,
-    redact: bool,
-    mut on_batch: impl FnMut(Option<&Batch>) -> ControlFlow<()>,
-) -> Outcome {
-    let start = Instant::now();
-    let mut out = Outcome::default();
-    let mut stopping = false;
-    loop {
-        if !stopping
-            && (signals::stop_requested() || duration.is_some_and(|d| start.elapsed() >= d))
-        {
-            src.stop();
-            stopping = true;
-        }
-        let batch = match src.poll(Duration::from_millis(50)) {
-            Ok(Poll::Batch(b)) => b,
-            Ok(Poll::Pending) => {
-                tick(&mut rec, &mut out, src);
-                if on_batch(None).is_break() && !stopping {
-                    src.stop();
-                    stopping = true;
-                }
-                continue;
-            }
-            Ok(Poll::End) => break,
-            Err(e) => {
-                out.write_error = Some(e.to_string());
-                break;
-            }
-        };
-        let mut batch = batch;
-        if redact {
-            for t in &mut batch.tasks {
-                t.comm = t.comm.redacted();
-            }
-        }
-        for e in &batch.events {
-            out.per_kind[e.kind().index()] += 1;
-        }
-        out.events += batch.events.len() as u64;
-        if let Some(s) = &batch.stats {
-            out.stats = s.clone();
-        }
-        if on_batch(Some(&batch)).is_break() && !stopping {
-            src.stop();
-            stopping = true;
-        }
-        if let Some(r) = rec.as_deref_mut()
-            && out.write_error.is_none()
-        {
-            for t in &batch.tasks {
-                r.learn_task(*t);
-            }
-            let res = batch.events.iter().try_for_each(|e| r.push(e));
-            if let Err(e) = res {
-                out.write_error = Some(e.to_string());
-                src.stop();
-                stopping = true;
-            }
-        }
-        tick(&mut rec, &mut out, src);
-    }
-    out.elapsed = start.elapsed();
-    out.stats.delivered = out.events;
-    out
-}
-
-fn tick(rec: &mut Option<&mut Recorder<File>>, out: &mut Outcome, src: &LiveSource) {
-    if let Some(r) = rec.as_deref_mut()
-        && out.write_error.is_none()
-    {
-        let mut s = src.stats().clone();
-        s.delivered = out.events;
-        r.set_stats(&s);
-        if let Err(e) = r.tick() {
-            out.write_error = Some(e.to_string());
-        }
-    }
-}
-
-/// Opens the recorder for `path` with the capture's header.
-pub fn recorder(path: &Path, src: &LiveSource, redact: bool) -> anyhow::Result<Recorder<File>> {
-    let f = create_file(path)?;
-    let mut h = src.header().clone();
-    h.comm_redacted = redact;
-    Recorder::new(f, &h, RecorderConfig::default())
-        .with_context(|| format!("writing the header of {}", path.display()))
 }

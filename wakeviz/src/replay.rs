@@ -1,73 +1,76 @@
-//! `--replay FILE` without a terminal: `--dump jsonl` and `--report`.
-use std::{
-    io::{BufWriter, Write},
-    time::Duration,
-};
+//! Sinks for a recording without a terminal: `--dump jsonl`, `--report`, and the per-kind counts
+//! of a bare `--replay F`. The driver feeds them like any other sink.
+use std::io::{BufWriter, ErrorKind, Stdout, Write};
 
 use anyhow::Context as _;
 use wakeviz_core::{
+    analysis::Analysis,
     dump,
     event::{Kind, TaskTable},
-    source::{Batch, EventSource, Poll},
+    source::Batch,
 };
 
-/// Feeds every batch of a finite source to `f`; returns the warnings met on the way.
-pub fn for_each_batch(
-    src: &mut dyn EventSource,
-    mut f: impl FnMut(&Batch) -> anyhow::Result<()>,
-) -> anyhow::Result<Vec<String>> {
-    loop {
-        match src.poll(Duration::ZERO)? {
-            Poll::Batch(b) => f(&b)?,
-            Poll::Pending => {}
-            Poll::End => return Ok(src.warnings().to_vec()),
+use crate::driver::Sink;
+
+/// One JSON line per event on stdout, like `perf script`. A closed pipe (`| head`) ends the run
+/// quietly ([`Dump::closed`]).
+pub struct Dump {
+    out: BufWriter<Stdout>,
+    tasks: TaskTable,
+    pub closed: bool,
+}
+
+impl Dump {
+    pub fn new() -> Self {
+        Self {
+            out: BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            tasks: TaskTable::default(),
+            closed: false,
+        }
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        match self.out.flush() {
+            Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
+            r => r.context("writing to stdout"),
         }
     }
 }
 
-/// Writes one JSON line per event to stdout. A closed pipe (`| head`) ends quietly.
-pub fn dump_jsonl(src: &mut dyn EventSource) -> anyhow::Result<Vec<String>> {
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut tasks = TaskTable::default();
-    let r = for_each_batch(src, |b| {
+impl Sink for Dump {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         for t in &b.tasks {
-            tasks.learn(*t);
+            self.tasks.learn(*t);
         }
-        dump::write_jsonl(&mut out, &b.events, &tasks).context("writing to stdout")
-    });
-    let flushed = out.flush();
-    match r {
-        Err(e) if is_broken_pipe(&e) => Ok(Vec::new()),
-        Err(e) => Err(e),
-        Ok(w) => {
-            if let Err(e) = flushed
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e.into());
+        match dump::write_jsonl(&mut self.out, &b.events, &self.tasks) {
+            Err(e) if e.kind() == ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Err(e.into())
             }
-            Ok(w)
+            r => r.context("writing to stdout"),
         }
     }
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+/// The analyses, for `--report`.
+impl Sink for Analysis {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        Analysis::on_batch(self, b);
+        Ok(())
+    }
 }
 
-/// Per-kind counts of a recording (what `--record` printed at the end).
-pub fn count(src: &mut dyn EventSource) -> anyhow::Result<([u64; 6], Vec<String>)> {
-    let mut per = [0u64; 6];
-    let w = for_each_batch(src, |b| {
+/// Per-kind counts of what was delivered.
+#[derive(Debug, Default)]
+pub struct Counter(pub [u64; 6]);
+
+impl Sink for Counter {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         for e in &b.events {
-            per[e.kind().index()] += 1;
+            self.0[e.kind().index()] += 1;
         }
         Ok(())
-    })?;
-    Ok((per, w))
+    }
 }
 
 pub fn counts_text(per: &[u64; 6]) -> String {

@@ -7,29 +7,82 @@ use serde::Serialize;
 /// Largest value recorded exactly; larger ones saturate here (60 s is no longer a latency).
 pub const MAX_NS: u64 = 60_000_000_000;
 
-/// A histogram for whole-run figures: 3 significant digits (0.1 %).
-pub fn fine() -> Histogram<u64> {
-    new_hist(3)
+/// A latency histogram plus the exact extremes. hdrhistogram only knows bucket bounds, and a
+/// bucket's upper bound shown as "max" let a subset's max exceed the overall max (seen by a
+/// user: `same_cpu max 233.8ms` above `all max 233.0ms`); min and max here are the values
+/// recorded, so a subset's extremes never lie outside the whole's.
+#[derive(Clone, Debug)]
+pub struct Hist {
+    h: Histogram<u64>,
+    min: u64,
+    max: u64,
 }
 
-/// A histogram for the many per-LLC, per-level and per-window copies: 2 significant digits
-/// (1 %) keeps each around 30 KB instead of 200 KB.
-pub fn coarse() -> Histogram<u64> {
-    new_hist(2)
-}
+impl Hist {
+    /// For whole-run figures: 3 significant digits (0.1 %).
+    pub fn fine() -> Self {
+        Self::with_sigfig(3)
+    }
 
-fn new_hist(sigfig: u8) -> Histogram<u64> {
-    // Constant, valid bounds: no input can make this fail.
-    Histogram::new_with_bounds(1, MAX_NS, sigfig).expect("constant histogram bounds are valid")
-}
+    /// For the many per-LLC, per-level and per-window copies: 2 significant digits (1 %)
+    /// keeps each around 30 KB instead of 200 KB.
+    pub fn coarse() -> Self {
+        Self::with_sigfig(2)
+    }
 
-/// Adds `src` into `dst`; both come from [`fine`] or [`coarse`], whose ranges are equal, so
-/// addition cannot fail except for counter overflow, which saturates.
-pub fn merge(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
-    if dst.add(src).is_err() {
-        for v in src.iter_recorded() {
-            dst.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+    fn with_sigfig(sigfig: u8) -> Self {
+        Self {
+            // Constant, valid bounds: no input can make this fail.
+            h: Histogram::new_with_bounds(1, MAX_NS, sigfig)
+                .expect("constant histogram bounds are valid"),
+            min: u64::MAX,
+            max: 0,
         }
+    }
+
+    /// Records `v`; values past [`MAX_NS`] count in the top bucket but keep their exact max.
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.h.saturating_record(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Adds `o` into `self`; both come from [`Hist::fine`] or [`Hist::coarse`], whose ranges
+    /// are equal, so addition cannot fail except for counter overflow, which saturates.
+    pub fn merge(&mut self, o: &Self) {
+        if self.h.add(&o.h).is_err() {
+            for v in o.h.iter_recorded() {
+                self.h
+                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    pub fn reset(&mut self) {
+        self.h.reset();
+        self.min = u64::MAX;
+        self.max = 0;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+
+    pub fn len(&self) -> u64 {
+        self.h.len()
+    }
+
+    /// Exact smallest and largest values recorded, `None` when empty.
+    pub fn extremes(&self) -> Option<(u64, u64)> {
+        (!self.is_empty()).then_some((self.min, self.max))
+    }
+
+    /// The bucketed distribution, for percentiles and log2 buckets.
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.h
     }
 }
 
@@ -47,18 +100,23 @@ pub struct Quantiles {
 }
 
 impl Quantiles {
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
+    /// Percentiles from the buckets (within the histogram's precision), min and max exact.
+    pub fn of(hist: &Hist) -> Self {
+        let Some((min, max)) = hist.extremes() else {
             return Self::default();
-        }
+        };
+        let h = hist.histogram();
+        // A percentile is a bucket's bound: kept within the exact extremes, so p99.9 never
+        // reads above max.
+        let q = |x: f64| h.value_at_quantile(x).clamp(min, max);
         Self {
             count: h.len(),
-            min: h.min(),
-            p50: h.value_at_quantile(0.5),
-            p90: h.value_at_quantile(0.9),
-            p99: h.value_at_quantile(0.99),
-            p999: h.value_at_quantile(0.999),
-            max: h.max(),
+            min,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+            max,
             mean: (h.mean() * 10.0).round() / 10.0,
         }
     }
@@ -74,7 +132,8 @@ pub struct Log2Bucket {
 
 /// Log2 buckets of `h` with values divided by `unit_ns` first (1 for ns, 1000 for µs), from the
 /// lowest to the highest non-empty bucket (empty ones in between kept, as bpftrace does).
-pub fn log2_buckets(h: &Histogram<u64>, unit_ns: u64) -> Vec<Log2Bucket> {
+pub fn log2_buckets(hist: &Hist, unit_ns: u64) -> Vec<Log2Bucket> {
+    let h = hist.histogram();
     let unit = unit_ns.max(1);
     let mut counts = [0u64; 66];
     for v in h.iter_recorded() {
@@ -166,7 +225,7 @@ pub struct LatencySummary {
 }
 
 impl LatencySummary {
-    pub fn of(h: &Histogram<u64>, unit_ns: u64) -> Self {
+    pub fn of(h: &Hist, unit_ns: u64) -> Self {
         Self {
             quantiles: Quantiles::of(h),
             log2: log2_buckets(h, unit_ns),
@@ -180,9 +239,9 @@ mod tests {
 
     #[test]
     fn buckets_and_rendering() {
-        let mut h = fine();
+        let mut h = Hist::fine();
         for v in [0, 1, 3, 9, 9, 15, 16, 1500, 2048] {
-            h.record(v).unwrap();
+            h.record(v);
         }
         let b = log2_buckets(&h, 1);
         let got: Vec<(u64, u64, u64)> = b.iter().map(|b| (b.lo, b.hi, b.count)).collect();
@@ -198,10 +257,35 @@ mod tests {
         assert!(s.starts_with("[0]        1 |@@@       |\n"), "{s}");
         let q = Quantiles::of(&h);
         assert_eq!((q.count, q.min), (9, 0));
+        assert_eq!(q.max, 2048, "max is the value recorded, not a bucket bound");
+        assert!(log2_buckets(&Hist::fine(), 1).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod extremes {
+    use super::*;
+
+    #[test]
+    fn a_subset_max_never_exceeds_the_whole() {
+        // 233_046_015 and 233_800_000 share a 2-digit bucket whose upper bound is above both.
+        let (mut all, mut part) = (Hist::fine(), Hist::coarse());
+        for v in [5, 233_046_015] {
+            all.record(v);
+        }
+        part.record(233_046_015);
+        let (qa, qp) = (Quantiles::of(&all), Quantiles::of(&part));
+        assert_eq!((qa.min, qa.max), (5, 233_046_015));
+        assert_eq!(qp.max, 233_046_015);
         assert!(
-            (2048..=2050).contains(&q.max),
-            "max is the highest equivalent value"
+            part.histogram().max() > 233_046_015,
+            "the bucket bound is above the value"
         );
-        assert!(log2_buckets(&fine(), 1).is_empty());
+        let mut merged = Hist::coarse();
+        merged.merge(&part);
+        merged.merge(&all);
+        assert_eq!(merged.extremes(), Some((5, 233_046_015)));
+        merged.reset();
+        assert_eq!(merged.extremes(), None);
     }
 }

@@ -15,14 +15,14 @@ pub mod window;
 use std::collections::HashMap;
 
 pub use filter::{Filter, FilterError};
-use hdrhistogram::Histogram;
 pub use snapshot::{
-    ByLevel, Drops, EventCounts, LatencySection, PlacementSection, ScanSection, ShadowSection,
-    Snapshot, TopologySection, WindowSection,
+    ByLevel, CpuRow, Drops, EventCounts, LatencySection, PlacementSection, RecordingSection,
+    SCHEMA_VERSION, ScanSection, ShadowSection, Snapshot, TopologySection, WindowSection,
 };
 
 use self::{
     filter::FilterState,
+    latency::Hist,
     placement::{OurWakeCounts, PlacementStats, classify},
     schedstat::{SchedstatComparison, SchedstatError},
     window::Rolling,
@@ -69,8 +69,8 @@ const NEW_TASK: u8 = u8::MAX - 1;
 
 /// Scan-latency histograms (see [`crate::format::ScanSource`] for what is measured).
 pub(crate) struct ScanStats {
-    pub(crate) overall: Histogram<u64>,
-    pub(crate) per_llc: Vec<Histogram<u64>>,
+    pub(crate) overall: Hist,
+    pub(crate) per_llc: Vec<Hist>,
 }
 
 /// Wakeup-to-run latency: `sched_wakeup` to the wakee's next `sched_switch` in, by the level of
@@ -78,9 +78,9 @@ pub(crate) struct ScanStats {
 pub(crate) struct WakeLatency {
     /// pid -> (wakeup ts, level index | NO_LEVEL | NEW_TASK)
     pending: crate::pidmap::PidMap<(u64, u8)>,
-    pub(crate) overall: Histogram<u64>,
-    pub(crate) by_level: Vec<Histogram<u64>>,
-    pub(crate) new_task: Histogram<u64>,
+    pub(crate) overall: Hist,
+    pub(crate) by_level: Vec<Hist>,
+    pub(crate) new_task: Hist,
 }
 
 pub struct Analysis {
@@ -115,17 +115,17 @@ impl Analysis {
             filter: FilterState::default(),
             events: [0; 6],
             stats: CaptureStats::default(),
-            placement: PlacementStats::new(t.nodes.len(), t.llcs.len()),
+            placement: PlacementStats::new(t),
             ours: OurWakeCounts::new(t.cpu_bound()),
             scan: ScanStats {
-                overall: latency::fine(),
-                per_llc: (0..t.llcs.len()).map(|_| latency::coarse()).collect(),
+                overall: Hist::fine(),
+                per_llc: (0..t.llcs.len()).map(|_| Hist::coarse()).collect(),
             },
             wake: WakeLatency {
                 pending: HashMap::default(),
-                overall: latency::fine(),
-                by_level: Level::ALL.iter().map(|_| latency::coarse()).collect(),
-                new_task: latency::coarse(),
+                overall: Hist::fine(),
+                by_level: Level::ALL.iter().map(|_| Hist::coarse()).collect(),
+                new_task: Hist::coarse(),
             },
             win1: Rolling::new(100_000_000, 10),
             // Fed by win1's expiring slots: together they cover the last 10 s.
@@ -158,11 +158,11 @@ impl Analysis {
     pub fn set_filter(&mut self, f: Option<Filter>) {
         self.filter.set(f);
         let t = &self.header.topology;
-        self.placement = PlacementStats::new(t.nodes.len(), t.llcs.len());
+        self.placement = PlacementStats::new(t);
         self.scan.overall.reset();
-        self.scan.per_llc.iter_mut().for_each(Histogram::reset);
+        self.scan.per_llc.iter_mut().for_each(Hist::reset);
         self.wake.overall.reset();
-        self.wake.by_level.iter_mut().for_each(Histogram::reset);
+        self.wake.by_level.iter_mut().for_each(Hist::reset);
         self.wake.new_task.reset();
         self.wake.pending.clear();
         self.win1.reset();
@@ -229,15 +229,15 @@ impl Analysis {
             {
                 // select_idle_cpu time when probed, else the whole select_task_rq_fair.
                 let v = s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from);
-                self.scan.overall.saturating_record(v);
+                self.scan.overall.record(v);
                 if let Some(h) = self
                     .levels
                     .llc(s.chosen_cpu)
                     .and_then(|l| self.scan.per_llc.get_mut(l as usize))
                 {
-                    h.saturating_record(v);
+                    h.record(v);
                 }
-                self.win1.head().scan.saturating_record(v);
+                self.win1.head().scan.record(v);
             }
             Event::Switch(sw) => {
                 // A task switching out was running: a wakeup recorded for it meanwhile (the
@@ -250,13 +250,13 @@ impl Analysis {
                 {
                     let v = sw.ts_ns.saturating_sub(t);
                     if lvl == NEW_TASK {
-                        self.wake.new_task.saturating_record(v);
+                        self.wake.new_task.record(v);
                     } else {
-                        self.wake.overall.saturating_record(v);
+                        self.wake.overall.record(v);
                         if let Some(h) = self.wake.by_level.get_mut(lvl as usize) {
-                            h.saturating_record(v);
+                            h.record(v);
                         }
-                        self.win1.head().wakeup_latency.saturating_record(v);
+                        self.win1.head().wakeup_latency.record(v);
                     }
                 }
             }

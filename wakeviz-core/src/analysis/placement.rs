@@ -139,15 +139,32 @@ pub struct PlacementStats {
     pub per_node: Vec<PlacementCounts>,
     /// Wakeups by the chosen CPU's LLC (index into `Topology::llcs`).
     pub per_llc: Vec<PlacementCounts>,
+    /// Wakeups per CPU number (the topology map draws these).
+    pub per_cpu: Vec<CpuCounts>,
+}
+
+/// Wakeups of one CPU: landed there (by its relation to the waker and to the previous CPU),
+/// and woken from there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuCounts {
+    /// Wakeups whose chosen CPU is this one.
+    pub landed: u64,
+    /// Of those, level of waker CPU -> this CPU.
+    pub vs_waker: LevelCounts,
+    /// Of those, level of previous CPU -> this CPU.
+    pub vs_prev: LevelCounts,
+    /// Wakeups whose waker ran on this CPU.
+    pub woke: u64,
 }
 
 impl PlacementStats {
-    pub fn new(nodes: usize, llcs: usize) -> Self {
+    pub fn new(t: &crate::topology::Topology) -> Self {
         Self {
             wakeups: PlacementCounts::default(),
             new_tasks: PlacementCounts::default(),
-            per_node: vec![PlacementCounts::default(); nodes],
-            per_llc: vec![PlacementCounts::default(); llcs],
+            per_node: vec![PlacementCounts::default(); t.nodes.len()],
+            per_llc: vec![PlacementCounts::default(); t.llcs.len()],
+            per_cpu: vec![CpuCounts::default(); t.cpu_bound()],
         }
     }
 
@@ -166,6 +183,18 @@ impl PlacementStats {
         }
         if let Some(l) = m.llc(chosen).and_then(|l| self.per_llc.get_mut(l as usize)) {
             l.add(c);
+        }
+        if let Some(cc) = self.per_cpu.get_mut(chosen as usize) {
+            cc.landed += 1;
+            if let Some(l) = c.vs_waker {
+                cc.vs_waker.add(l);
+            }
+            if let Some(l) = c.vs_prev {
+                cc.vs_prev.add(l);
+            }
+        }
+        if let Some(cc) = self.per_cpu.get_mut(waker as usize) {
+            cc.woke += 1;
         }
     }
 }

@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer, ser::SerializeMap};
 use super::{
     Analysis,
     latency::LatencySummary,
-    placement::{LevelCounts, PlacementCounts},
+    placement::{CpuCounts, LevelCounts, PlacementCounts},
     schedstat::SchedstatComparison,
     window::Rolling,
 };
@@ -15,6 +15,11 @@ use crate::{
     format::{ProbeStatus, ScanSource},
     topology::{DomainRow, Group, Level},
 };
+
+/// Version of the `--report json` tree (the serialised [`Snapshot`]). Bumped when a key is
+/// renamed, removed or changes meaning; adding keys bumps it too, so a consumer can pin it.
+/// 2: `schema_version`, `recording`, `placement.per_cpu`, exact `min`/`max`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.
@@ -76,6 +81,33 @@ pub struct TopologySection {
     pub domain_rows: Vec<DomainRow>,
 }
 
+/// Where and how the stream was captured (the recording's header, without the topology and
+/// probes, which have their own sections).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecordingSection {
+    pub format_version: u32,
+    pub abi_version: u32,
+    pub tool_version: String,
+    pub kernel_release: String,
+    pub hostname: String,
+    pub cpu_vendor: Option<String>,
+    /// CLOCK_MONOTONIC of the capture start, and the offset that turns it into UTC.
+    pub start_ts_ns: u64,
+    pub realtime_offset_ns: i64,
+    pub ringbuf_bytes: u64,
+    pub comm_redacted: bool,
+    /// Degraded modes and other facts about the capture, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Wakeups landed on and woken from one CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuRow {
+    pub cpu: u32,
+    #[serde(flatten)]
+    pub counts: CpuCounts,
+}
+
 /// Placement counts of one group (a node or an LLC).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroupCounts {
@@ -120,8 +152,25 @@ pub struct PlacementSection {
     pub new_tasks: PlacementCounts,
     pub per_node: Vec<GroupCounts>,
     pub per_llc: Vec<GroupCounts>,
+    /// Every CPU of the topology, in CPU order.
+    pub per_cpu: Vec<CpuRow>,
     pub domain_table: Vec<DomainTableRow>,
     pub windows: Windows<WindowSection>,
+}
+
+impl PlacementSection {
+    /// The counts of CPU `cpu` (rows are in ascending CPU order).
+    pub fn cpu(&self, cpu: u32) -> Option<&CpuCounts> {
+        self.per_cpu
+            .binary_search_by_key(&cpu, |r| r.cpu)
+            .ok()
+            .map(|i| &self.per_cpu[i].counts)
+    }
+
+    /// Wakeups that landed on a CPU of the topology.
+    pub fn landed_total(&self) -> u64 {
+        self.per_cpu.iter().map(|r| r.counts.landed).sum()
+    }
 }
 
 /// The two rolling windows, serialized as `{"1s": ..., "10s": ...}`.
@@ -194,9 +243,12 @@ pub struct ShadowSection {
     pub text: String,
 }
 
-/// Everything the reports and the TUI show, at one moment of the stream.
+/// Everything the analyses know, at one moment of the stream: what the dashboard draws, what
+/// `--report text` renders and, serialised as it is, `--report json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Snapshot {
+    pub schema_version: u32,
+    pub recording: RecordingSection,
     pub events: EventCounts,
     pub drops: Drops,
     pub probes: Vec<ProbeStatus>,
@@ -273,7 +325,22 @@ impl Analysis {
             })
             .collect();
         let available = self.events[Kind::Select.index()] > 0;
+        let h = &self.header;
         Snapshot {
+            schema_version: SCHEMA_VERSION,
+            recording: RecordingSection {
+                format_version: h.format_version,
+                abi_version: h.abi_version,
+                tool_version: h.tool_version.clone(),
+                kernel_release: h.kernel_release.clone(),
+                hostname: h.hostname.clone(),
+                cpu_vendor: h.cpu_vendor.clone(),
+                start_ts_ns: h.start_ts_ns,
+                realtime_offset_ns: h.realtime_offset_ns,
+                ringbuf_bytes: h.ringbuf_bytes,
+                comm_redacted: h.comm_redacted,
+                notes: h.notes.clone(),
+            },
             events: EventCounts(self.events),
             drops: Drops {
                 kernel_drops: s.kernel_drops,
@@ -310,6 +377,14 @@ impl Analysis {
                 new_tasks: p.new_tasks,
                 per_node: group_counts(&t.nodes, &p.per_node),
                 per_llc: group_counts(&t.llcs, &p.per_llc),
+                per_cpu: t
+                    .cpus
+                    .iter()
+                    .filter_map(|c| {
+                        let counts = *p.per_cpu.get(c.cpu as usize)?;
+                        Some(CpuRow { cpu: c.cpu, counts })
+                    })
+                    .collect(),
                 domain_table,
                 windows: Windows {
                     w1s: w1.clone(),

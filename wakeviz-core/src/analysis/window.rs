@@ -2,24 +2,22 @@
 //! the same "last second" the live view showed at that point of the trace. A window is a ring of
 //! slots; the current slot takes new events, and expired slots are cleared as time passes, so
 //! memory is fixed and advancing costs nothing per event unless a slot boundary is crossed.
-use hdrhistogram::Histogram;
-
-use super::{latency, placement::PlacementCounts};
+use super::{latency::Hist, placement::PlacementCounts};
 
 /// What one slot of a window holds.
 #[derive(Clone)]
 pub struct WindowSlot {
     pub placement: PlacementCounts,
-    pub scan: Histogram<u64>,
-    pub wakeup_latency: Histogram<u64>,
+    pub scan: Hist,
+    pub wakeup_latency: Hist,
 }
 
 impl Default for WindowSlot {
     fn default() -> Self {
         Self {
             placement: PlacementCounts::default(),
-            scan: latency::coarse(),
-            wakeup_latency: latency::coarse(),
+            scan: Hist::coarse(),
+            wakeup_latency: Hist::coarse(),
         }
     }
 }
@@ -37,8 +35,8 @@ impl WindowSlot {
 
     fn merge(&mut self, o: &Self) {
         self.placement.merge(&o.placement);
-        latency::merge(&mut self.scan, &o.scan);
-        latency::merge(&mut self.wakeup_latency, &o.wakeup_latency);
+        self.scan.merge(&o.scan);
+        self.wakeup_latency.merge(&o.wakeup_latency);
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Recorder<W: Write> {
     last_flush: Instant,
     bytes: u64,
     events: u64,
+    /// Events in chunks that were written whole: what the file holds after a write error.
+    events_on_file: u64,
     frame: Vec<u8>,
 }
 
@@ -67,6 +69,7 @@ impl<W: Write> Recorder<W> {
             last_flush: Instant::now(),
             bytes: pre.len() as u64,
             events: 0,
+            events_on_file: 0,
             frame: Vec::new(),
         })
     }
@@ -138,8 +141,10 @@ impl<W: Write> Recorder<W> {
             let buf = std::mem::take(&mut self.enc.buf);
             let r = self.write_chunk(chunk::KIND_EVENTS, &buf, self.enc.count);
             self.enc.buf = buf;
+            let n = u64::from(self.enc.count);
             self.enc.clear();
             r?;
+            self.events_on_file += n;
         }
         let stats = serde_json::to_vec(&self.stats).map_err(|e| FormatError::Write(e.into()))?;
         self.write_chunk(chunk::KIND_STATS, &stats, 0)?;
@@ -161,8 +166,14 @@ impl<W: Write> Recorder<W> {
         self.bytes
     }
 
-    pub fn events_written(&self) -> u64 {
+    /// Events pushed so far (some may still wait in the pending chunk).
+    pub fn events_pushed(&self) -> u64 {
         self.events
+    }
+
+    /// Events in chunks written whole: after a write error, what the file really holds.
+    pub fn events_written(&self) -> u64 {
+        self.events_on_file
     }
 
     pub fn get_ref(&self) -> &W {

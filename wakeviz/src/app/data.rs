@@ -8,10 +8,7 @@ use std::{
 };
 
 use wakeviz_core::{
-    analysis::{
-        Analysis, Filter, ShadowSink, Snapshot,
-        placement::{LevelCounts, classify},
-    },
+    analysis::{Analysis, Filter, ShadowSink, Snapshot},
     event::{Event, TaskTable},
     format::Header,
     join::Placement,
@@ -76,50 +73,6 @@ impl ShadowSink for SharedTap {
     }
 }
 
-/// Placements per CPU under the task filter (wakeups only, not forks).
-#[derive(Clone, Debug, Default)]
-pub struct PerCpu {
-    /// By chosen CPU.
-    pub landed: Vec<u64>,
-    /// By chosen CPU: level of waker CPU -> chosen CPU.
-    pub vs_waker: Vec<LevelCounts>,
-    /// By chosen CPU: level of previous CPU -> chosen CPU.
-    pub vs_prev: Vec<LevelCounts>,
-    /// By waker CPU.
-    pub woke: Vec<u64>,
-    pub total: u64,
-}
-
-impl PerCpu {
-    fn new(n: usize) -> Self {
-        Self {
-            landed: vec![0; n],
-            vs_waker: vec![LevelCounts::default(); n],
-            vs_prev: vec![LevelCounts::default(); n],
-            woke: vec![0; n],
-            total: 0,
-        }
-    }
-
-    fn add(&mut self, levels: &LevelMap, p: &Placement) {
-        let c = classify(levels, p.waker_cpu, p.prev_cpu, p.chosen_cpu);
-        let i = p.chosen_cpu as usize;
-        if let Some(n) = self.landed.get_mut(i) {
-            *n += 1;
-            self.total += 1;
-            if let Some(l) = c.vs_waker {
-                self.vs_waker[i].add(l);
-            }
-            if let Some(l) = c.vs_prev {
-                self.vs_prev[i].add(l);
-            }
-        }
-        if let Some(n) = self.woke.get_mut(p.waker_cpu as usize) {
-            *n += 1;
-        }
-    }
-}
-
 /// The scoreboard as the shadow view shows it.
 #[derive(Clone, Debug, Default)]
 pub struct ShadowView {
@@ -150,7 +103,6 @@ pub struct Data {
     tap: SharedTap,
     levels: LevelMap,
     filter: Option<Filter>,
-    pub per_cpu: PerCpu,
     /// Per policy (registry order), over the filtered tasks' placements.
     filtered_shadow: Vec<PolicyMetrics>,
     samples: VecDeque<Sample>,
@@ -182,7 +134,6 @@ impl Data {
         let snap = analysis.snapshot();
         Self {
             levels: LevelMap::new(&header.topology),
-            per_cpu: PerCpu::new(header.topology.cpu_bound()),
             header: header.clone(),
             analysis,
             tap,
@@ -213,7 +164,6 @@ impl Data {
             if p.new_task || !matches(self.filter.as_ref(), p.pid, tasks) {
                 continue;
             }
-            self.per_cpu.add(&self.levels, &p);
             if let Some(o) = outcomes {
                 if self.filtered_shadow.len() != o.len() {
                     self.filtered_shadow = vec![PolicyMetrics::default(); o.len()];
@@ -235,7 +185,6 @@ impl Data {
         self.tap.lock().outcomes = f.is_some();
         self.filtered_shadow.clear();
         self.filter = f;
-        self.per_cpu = PerCpu::new(self.header.topology.cpu_bound());
         self.dirty = true;
     }
 
@@ -244,7 +193,6 @@ impl Data {
         let (a, tap) = fresh(&self.header, self.filter.as_ref());
         self.analysis = a;
         self.tap = tap;
-        self.per_cpu = PerCpu::new(self.header.topology.cpu_bound());
         self.filtered_shadow.clear();
         self.samples.clear();
         self.dirty = true;

@@ -1,13 +1,14 @@
 //! Replay pacing. A [`ReplaySource`](wakeviz_core::source::ReplaySource) hands out chunks as
 //! fast as it is polled; the pacer turns that into a clock over stream time: a cursor that
-//! advances with the wall clock times the speed, and events are folded up to the cursor.
+//! advances with the wall clock times the speed, and the driver delivers events up to the
+//! cursor (see `crate::driver::Sink::limit_ns`), holding back the rest of a batch.
 //!
 //! Seeking moves the cursor. Forward is just folding faster (bounded work per frame, so the UI
 //! keeps answering keys); backward reopens the recording and folds again from its start up to
 //! the new cursor (the fold cannot run backwards and holds no history to rewind).
 use std::time::{Duration, Instant};
 
-use wakeviz_core::source::{Batch, EventSource, Poll, SourceError};
+use wakeviz_core::source::Batch;
 
 /// Replay speeds, as multiples of real time; `f64::INFINITY` is "as fast as possible".
 pub const SPEEDS: [f64; 10] = [
@@ -38,10 +39,8 @@ pub struct Pacer {
     pub fed_ts: Option<u64>,
     /// The source said End.
     pub ended: bool,
-    /// A backward seek: the run loop must reopen the recording and restart the fold.
+    /// A backward seek: the driver must reopen the recording and restart the fold.
     pub reopen: bool,
-    /// Rest of a batch that reached past the cursor.
-    pending: Option<Batch>,
     last_tick: Option<Instant>,
 }
 
@@ -54,7 +53,6 @@ impl Default for Pacer {
             fed_ts: None,
             ended: false,
             reopen: false,
-            pending: None,
             last_tick: None,
         }
     }
@@ -119,10 +117,9 @@ impl Pacer {
         self.cursor = u64::MAX;
     }
 
-    /// After the run loop reopened the source: nothing is folded yet.
+    /// After the driver reopened the source: nothing is folded yet.
     pub fn reopened(&mut self) {
         self.reopen = false;
-        self.pending = None;
         self.fed_ts = None;
         self.ended = false;
     }
@@ -146,63 +143,19 @@ impl Pacer {
         }
     }
 
-    /// Folds events up to the cursor with `fold`, for at most `budget` of wall time.
-    pub fn feed(
-        &mut self,
-        src: &mut dyn EventSource,
-        budget: Duration,
-        mut fold: impl FnMut(&Batch),
-    ) -> Result<(), SourceError> {
-        let start = Instant::now();
-        while !self.ended && start.elapsed() < budget {
-            let batch = match self.pending.take() {
-                Some(b) => b,
-                None => match src.poll(Duration::ZERO)? {
-                    Poll::Batch(b) => b,
-                    Poll::Pending => return Ok(()),
-                    Poll::End => {
-                        self.ended = true;
-                        return Ok(());
-                    }
-                },
-            };
-            let origin = *self
-                .origin
-                .get_or_insert_with(|| batch.events.first().map_or(0, |e| e.ts_ns()));
-            let limit = origin.saturating_add(self.cursor);
-            let cut = batch
-                .events
-                .iter()
-                .position(|e| e.ts_ns() > limit)
-                .unwrap_or(batch.events.len());
-            let (now, rest) = split(batch, cut);
-            if let Some(ts) = now.events.iter().map(|e| e.ts_ns()).max() {
-                self.fed_ts = Some(self.fed_ts.map_or(ts, |f| f.max(ts)));
-            }
-            fold(&now);
-            if let Some(r) = rest {
-                self.pending = Some(r);
-                return Ok(());
-            }
-        }
-        Ok(())
+    /// The latest stream time to fold now, given the time of the next event waiting: the
+    /// first event seen sets the origin.
+    pub fn limit_ns(&mut self, next_ts_ns: u64) -> u64 {
+        let origin = *self.origin.get_or_insert(next_ts_ns);
+        origin.saturating_add(self.cursor)
     }
-}
 
-/// `events[..cut]` (with the batch's names and counters) and the rest, if any.
-fn split(mut b: Batch, cut: usize) -> (Batch, Option<Batch>) {
-    if cut >= b.events.len() {
-        return (b, None);
+    /// Notes what was folded (for the position shown).
+    pub fn fed(&mut self, b: &Batch) {
+        if let Some(ts) = b.events.iter().map(|e| e.ts_ns()).max() {
+            self.fed_ts = Some(self.fed_ts.map_or(ts, |f| f.max(ts)));
+        }
     }
-    let rest = b.events.split_off(cut);
-    (
-        b,
-        Some(Batch {
-            tasks: Vec::new(),
-            events: rest,
-            stats: None,
-        }),
-    )
 }
 
 #[cfg(test)]

@@ -1,104 +1,165 @@
-//! The two drivers of the dashboard.
+//! The dashboard as a sink of the one driver (`crate::driver`), live and replay alike: it
+//! folds every batch, answers keys without blocking the capture, draws at most every
+//! [`FRAME`], paces a replay through `limit_ns`, and asks the driver to stop on `q`, to start
+//! over on a backward seek, and to end when the terminal goes away.
 //!
-//! - Live (and `--record`): the capture loop (`record::run`) owns the source and the recorder
-//!   and calls [`Dashboard::step`] with every batch and on every idle poll; the dashboard folds
-//!   the batch, answers keys without blocking, draws at most every [`FRAME`], and asks the loop
-//!   to stop on `q`, Ctrl-C or SIGTERM. Capture never waits for the screen: a slow frame only
-//!   lets the bounded channel fill, and those drops are counted and shown.
-//! - Replay: [`run_replay`] owns the source and paces it (see [`super::replay`]).
-use std::{
-    ops::ControlFlow,
-    path::Path,
-    time::{Duration, Instant},
-};
+//! Capture never waits for the screen: a slow frame only lets the bounded channel fill, and
+//! those drops are counted and shown.
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use ratatui::crossterm::event::{self, Event as TermEvent};
 use wakeviz_core::source::{Batch, EventSource};
 
-use super::{App, SourceKind, keymap, terminal::TerminalGuard};
-use crate::{signals, ui};
+use super::{App, keymap, terminal::TerminalGuard};
+use crate::{
+    driver::{Flow, Sink, Turn},
+    signals, ui,
+};
 
-/// Frame period: 12.5 Hz at most, 10 Hz at worst with the capture loop's 50 ms idle polls.
+/// Frame period: 12.5 Hz at most.
 pub const FRAME: Duration = Duration::from_millis(80);
-/// Longest a replay frame spends folding before it draws and reads keys again.
-const FEED_BUDGET: Duration = Duration::from_millis(40);
+/// Terminal events handled per turn at most, so a flood of input (or a broken terminal that
+/// reports readiness forever) cannot keep the loop from checking signals and the stream.
+const MAX_KEYS_PER_TURN: usize = 64;
 
+/// The fold and the pacing of an [`App`], without a terminal: what the dashboard does per
+/// batch, shared with the tests.
+impl Sink for App {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        if let Some(p) = self.pacer.as_mut() {
+            p.fed(b);
+        }
+        self.data.on_batch(b);
+        Ok(())
+    }
+
+    fn on_turn(&mut self, src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
+        if let Some(p) = self.pacer.as_mut() {
+            p.ended = t.ended;
+        }
+        if self.warnings.len() != src.warnings().len() {
+            self.warnings = src.warnings().to_vec();
+        }
+        Ok(self.flow())
+    }
+
+    fn limit_ns(&mut self, next_ts_ns: u64) -> Option<u64> {
+        self.pacer.as_mut().map(|p| {
+            p.tick(Instant::now(), self.paused);
+            p.limit_ns(next_ts_ns)
+        })
+    }
+
+    fn restart(&mut self) {
+        self.data.reset();
+        if let Some(p) = self.pacer.as_mut() {
+            p.reopened();
+        }
+    }
+
+    fn stays_after_end(&self) -> bool {
+        self.is_replay() && !self.quit
+    }
+}
+
+impl App {
+    fn flow(&self) -> Flow {
+        if self.quit {
+            Flow::Stop
+        } else if self.pacer.as_ref().is_some_and(|p| p.reopen) {
+            Flow::Restart
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+/// The dashboard on a terminal.
 pub struct Dashboard {
-    app: App,
+    pub app: App,
     guard: TerminalGuard,
     last_draw: Option<Instant>,
-    error: Option<anyhow::Error>,
 }
 
 impl Dashboard {
     /// Switches the terminal to the dashboard (restored when this is dropped).
-    pub fn live(src: &dyn EventSource, recording: Option<&Path>) -> anyhow::Result<Self> {
-        let app = App::new(
-            src.header(),
-            SourceKind::Live {
-                recording: recording.map(Path::to_path_buf),
-            },
-        );
+    pub fn new(app: App) -> anyhow::Result<Self> {
         let guard =
             TerminalGuard::enter().context("cannot set up the terminal (try --headless)")?;
         Ok(Self {
             app,
             guard,
             last_draw: None,
-            error: None,
         })
     }
 
-    /// One turn of the capture loop: `Some(batch)` when one arrived, `None` on an idle poll.
-    /// `Break` asks the loop to stop capturing (it drains and finalises the recording).
-    pub fn step(&mut self, batch: Option<&Batch>) -> ControlFlow<()> {
-        if let Some(b) = batch {
-            self.app.data.on_batch(b);
-        }
-        if self.app.quit {
-            return ControlFlow::Break(());
-        }
-        if let Err(e) = self.turn() {
-            self.error = Some(e);
-            self.app.quit = true;
-        }
-        if self.app.quit {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-
-    fn turn(&mut self) -> anyhow::Result<()> {
-        let keys = read_keys(&mut self.app, Duration::ZERO)?;
-        if signals::stop_requested() {
-            self.app.quit = true;
-        }
-        if keys || self.last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
-            self.app.refresh();
-            self.guard
-                .term
-                .draw(|f| ui::draw(f, &self.app))
-                .context("drawing")?;
-            self.last_draw = Some(Instant::now());
-        }
+    fn draw(&mut self) -> anyhow::Result<()> {
+        self.app.refresh();
+        let app = &self.app;
+        self.guard
+            .term
+            .draw(|f| ui::draw(f, app))
+            .context("drawing on the terminal")?;
+        self.last_draw = Some(Instant::now());
         Ok(())
-    }
-
-    /// Restores the terminal; returns the first error met while drawing or reading keys.
-    pub fn finish(self) -> anyhow::Result<()> {
-        drop(self.guard);
-        self.error.map_or(Ok(()), Err)
     }
 }
 
-/// Reads the keys that are waiting (for up to `wait` for the first) and applies them; true if
-/// any changed something worth redrawing at once.
+impl Sink for Dashboard {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        self.app.on_batch(b)
+    }
+
+    fn on_turn(&mut self, src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
+        self.app.on_turn(src, t)?;
+        if super::terminal::gone() {
+            // SIGHUP, or the terminal's other end closed (tmux killed, ssh dropped): end now,
+            // as if `q` had been pressed, so the probes detach and the recording is finalised.
+            self.app.quit = true;
+            return Ok(Flow::Stop);
+        }
+        let due = self.last_draw.is_none_or(|d| d.elapsed() >= FRAME);
+        // Nothing arrived (or the replay is paced, paused or over): wait for keys until the
+        // next frame is due instead of spinning.
+        let wait = if t.idle && !signals::stop_requested() {
+            self.last_draw
+                .map_or(Duration::ZERO, |d| FRAME.saturating_sub(d.elapsed()))
+        } else {
+            Duration::ZERO
+        };
+        let keys = read_keys(&mut self.app, wait)?;
+        if keys || due || (t.idle && wait > Duration::ZERO) {
+            self.draw()?;
+        }
+        Ok(self.app.flow())
+    }
+
+    fn limit_ns(&mut self, next_ts_ns: u64) -> Option<u64> {
+        self.app.limit_ns(next_ts_ns)
+    }
+
+    fn restart(&mut self) {
+        self.app.restart();
+    }
+
+    fn stays_after_end(&self) -> bool {
+        self.app.stays_after_end()
+    }
+}
+
+/// Reads the terminal events that are waiting (for up to `wait` for the first) and applies
+/// them; true if any changed something worth redrawing at once.
 fn read_keys(app: &mut App, wait: Duration) -> anyhow::Result<bool> {
     let mut any = false;
     let mut wait = wait;
-    while !app.quit && event::poll(wait).context("reading the terminal")? {
+    for _ in 0..MAX_KEYS_PER_TURN {
+        if app.quit
+            || signals::stop_requested()
+            || !event::poll(wait).context("reading the terminal")?
+        {
+            break;
+        }
         wait = Duration::ZERO;
         match event::read().context("reading the terminal")? {
             TermEvent::Key(k) => {
@@ -112,51 +173,4 @@ fn read_keys(app: &mut App, wait: Duration) -> anyhow::Result<bool> {
         }
     }
     Ok(any)
-}
-
-/// The dashboard on a recording. `open` (re)opens it: backward seeks start the fold over.
-pub fn run_replay(
-    path: &Path,
-    mut open: impl FnMut() -> anyhow::Result<Box<dyn EventSource>>,
-) -> anyhow::Result<()> {
-    signals::install();
-    let mut src = open()?;
-    let mut app = App::new(
-        src.header(),
-        SourceKind::Replay {
-            path: path.to_path_buf(),
-        },
-    );
-    let mut guard =
-        TerminalGuard::enter().context("cannot set up the terminal (try --headless)")?;
-    loop {
-        let frame = Instant::now();
-        if app.pacer.as_ref().is_some_and(|p| p.reopen) {
-            src = open()?;
-            app.data.reset();
-            app.pacer
-                .as_mut()
-                .into_iter()
-                .for_each(super::replay::Pacer::reopened);
-        }
-        if let Some(p) = app.pacer.as_mut() {
-            p.tick(frame, app.paused);
-            let data = &mut app.data;
-            p.feed(src.as_mut(), FEED_BUDGET, |b| data.on_batch(b))
-                .with_context(|| format!("reading {}", path.display()))?;
-        }
-        if app.warnings.len() != src.warnings().len() {
-            app.warnings = src.warnings().to_vec();
-        }
-        app.refresh();
-        guard.term.draw(|f| ui::draw(f, &app)).context("drawing")?;
-        let left = FRAME.saturating_sub(frame.elapsed());
-        read_keys(&mut app, left)?;
-        if signals::stop_requested() {
-            app.quit = true;
-        }
-        if app.quit {
-            return Ok(());
-        }
-    }
 }

@@ -65,6 +65,26 @@ pub fn restore() {
     }
 }
 
+/// The terminal went away: SIGHUP, or the other end of the pty closed (stdout, or stdin when
+/// it is a terminal, reports a hang-up or an error). A dashboard must then end, not spin.
+pub fn gone() -> bool {
+    crate::signals::hangup()
+        || hung_up(libc::STDOUT_FILENO)
+        // SAFETY: isatty only inspects the descriptor.
+        || (unsafe { libc::isatty(libc::STDIN_FILENO) } == 1 && hung_up(libc::STDIN_FILENO))
+}
+
+fn hung_up(fd: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid, initialised pollfd and a count of 1; a zero timeout never blocks.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
 fn install_panic_hook() {
     HOOK.call_once(|| {
         let prev = std::panic::take_hook();

@@ -72,19 +72,37 @@ pub fn refeed(app: &mut App, path: &Path) {
     feed_all(app, &mut src);
 }
 
-/// Folds all of `src` (a freshly opened source) through the app's pacer.
+/// Folds all of `src` (a freshly opened source) through the driver, as the replay dashboard
+/// does, with the pacer at the end of the recording.
 pub fn feed_all(app: &mut App, src: &mut dyn EventSource) {
-    let mut p = app.pacer.take().unwrap_or_default();
+    /// The app as the driver sees it, minus staying on screen after the end.
+    struct ToEnd<'a>(&'a mut App);
+    impl crate::driver::Sink for ToEnd<'_> {
+        fn on_batch(&mut self, b: &wakeviz_core::source::Batch) -> anyhow::Result<()> {
+            self.0.on_batch(b)
+        }
+        fn on_turn(
+            &mut self,
+            src: &dyn EventSource,
+            t: crate::driver::Turn,
+        ) -> anyhow::Result<crate::driver::Flow> {
+            self.0.on_turn(src, t)
+        }
+        fn limit_ns(&mut self, next: u64) -> Option<u64> {
+            self.0.limit_ns(next)
+        }
+    }
+    let p = app.pacer.get_or_insert_with(Default::default);
     p.reopened();
     p.seek_end();
-    while !p.ended {
-        let data = &mut app.data;
-        p.feed(src, std::time::Duration::from_secs(60), |b| {
-            data.on_batch(b)
-        })
-        .expect("feed");
-    }
-    app.pacer = Some(p);
+    let out = crate::driver::run(
+        src,
+        &mut [&mut ToEnd(app)],
+        &crate::driver::Options::default(),
+        None,
+    );
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(app.pacer.as_ref().is_some_and(|p| p.ended));
     app.refresh();
 }
 
@@ -262,11 +280,14 @@ fn reset_and_filter_restart_the_counts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = recording(dir.path(), &topo(), 5_000);
     let mut app = replayed(&path);
-    assert!(app.data.snap.events.total() == 5_000 && app.data.per_cpu.total > 0);
+    assert!(app.data.snap.events.total() == 5_000 && app.data.snap.placement.landed_total() > 0);
     app.update(Msg::Reset);
     app.refresh();
     assert_eq!(
-        (app.data.snap.events.total(), app.data.per_cpu.total),
+        (
+            app.data.snap.events.total(),
+            app.data.snap.placement.landed_total()
+        ),
         (0, 0)
     );
     // Filtered per-CPU counts agree with the analysis' filtered placement count.
@@ -280,7 +301,7 @@ fn reset_and_filter_restart_the_counts() {
     refeed(&mut app, &path);
     let w = &app.data.snap.placement.wakeups;
     assert!(w.count > 0);
-    assert_eq!(app.data.per_cpu.total, w.count);
+    assert_eq!(app.data.snap.placement.landed_total(), w.count);
     // Live, a filter cannot look back: the figures restart and the notice says so.
     let mut live = live_app();
     live.update(Msg::EditFilter);

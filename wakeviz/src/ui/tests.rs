@@ -66,7 +66,7 @@ fn overlays_windows_and_selection() {
     refeed(&mut app, &dir.path().join("fixture.wvz"));
     let w = app.data.snap.placement.wakeups.count;
     assert!(
-        w > 0 && w < 5_949 && app.data.per_cpu.total == w,
+        w > 0 && w < 5_949 && app.data.snap.placement.landed_total() == w,
         "filtered {w}"
     );
     app.update(Msg::Show(View::Shadow));

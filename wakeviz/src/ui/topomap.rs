@@ -9,26 +9,26 @@ use ratatui::{
     text::{Line, Span},
     widgets::Paragraph,
 };
-use wakeviz_core::topology::Level;
+use wakeviz_core::{analysis::PlacementSection, topology::Level};
 
 use super::fmt;
 use crate::app::{
     App,
-    data::PerCpu,
     map::{Map, Unit},
 };
 
 const LABEL: usize = 12;
 
-fn landed(pc: &PerCpu, u: &Unit) -> u64 {
+fn landed(pc: &PlacementSection, u: &Unit) -> u64 {
     u.cpus
         .iter()
-        .map(|&c| pc.landed.get(c as usize).copied().unwrap_or(0))
+        .map(|&c| pc.cpu(c).map_or(0, |x| x.landed))
         .sum()
 }
 
 pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
-    let pc = &app.data.per_cpu;
+    let pc = &app.data.snap.placement;
+    let total = pc.landed_total();
     let counts: Vec<u64> = map.units.iter().map(|u| landed(pc, u)).collect();
     let max = counts.iter().copied().max().unwrap_or(0);
     let width = usize::from(area.width).max(LABEL + 8);
@@ -38,12 +38,7 @@ pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
     for r in &map.rows {
         let node_n: u64 = r.groups.iter().flatten().map(|&i| counts[i]).sum();
         let label = fmt::fit(
-            &format!(
-                "p{} n{} {:>4}",
-                r.package,
-                r.node,
-                short_pct(node_n, pc.total)
-            ),
+            &format!("p{} n{} {:>4}", r.package, r.node, short_pct(node_n, total)),
             LABEL,
         );
         let mut spans = vec![Span::styled(label, fmt::bold())];
@@ -117,13 +112,13 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
     let Some(u) = map.units.get(sel) else {
         return;
     };
-    let pc = &app.data.per_cpu;
+    let pc = &app.data.snap.placement;
     let t = &app.data.header().topology;
     let n = landed(pc, u);
     let woke: u64 = u
         .cpus
         .iter()
-        .map(|&c| pc.woke.get(c as usize).copied().unwrap_or(0))
+        .map(|&c| pc.cpu(c).map_or(0, |x| x.woke))
         .sum();
     let mut lines = Vec::new();
     let single = match u.cpus.as_slice() {
@@ -150,12 +145,15 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
     lines.push(Line::raw(format!(
         "landed {} ({})",
         fmt::count(n),
-        fmt::pct(n, pc.total)
+        fmt::pct(n, pc.landed_total())
     )));
     lines.push(Line::raw(format!("woke from here {}", fmt::count(woke))));
     if single.is_some() {
-        let w = pc.vs_waker.get(sel_cpu(u)).copied().unwrap_or_default();
-        let p = pc.vs_prev.get(sel_cpu(u)).copied().unwrap_or_default();
+        let c = sel_cpu(u)
+            .and_then(|c| pc.cpu(c))
+            .copied()
+            .unwrap_or_default();
+        let (w, p) = (c.vs_waker, c.vs_prev);
         lines.push(Line::from(Span::styled(
             format!("{:<14} {:>7} {:>7}", "came from", "waker", "prev"),
             fmt::dim(),
@@ -172,7 +170,7 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
         let max = u
             .cpus
             .iter()
-            .map(|&c| pc.landed.get(c as usize).copied().unwrap_or(0))
+            .map(|&c| pc.cpu(c).map_or(0, |x| x.landed))
             .max()
             .unwrap_or(0);
         let cols = (usize::from(area.width) / 15).max(1);
@@ -183,7 +181,7 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
             .cpus
             .iter()
             .map(|&c| {
-                let k = pc.landed.get(c as usize).copied().unwrap_or(0);
+                let k = pc.cpu(c).map_or(0, |x| x.landed);
                 format!("{c:>4} {} {:<7}", fmt::shade(k, max), fmt::count(k))
             })
             .collect();
@@ -201,6 +199,6 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
     f.render_widget(Paragraph::new(lines), area);
 }
 
-fn sel_cpu(u: &Unit) -> usize {
-    u.cpus.first().map_or(usize::MAX, |&c| c as usize)
+fn sel_cpu(u: &Unit) -> Option<u32> {
+    u.cpus.first().copied()
 }

@@ -4,7 +4,7 @@ mod shadow;
 
 use std::fmt::Write;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
     Snapshot,
@@ -14,8 +14,10 @@ use super::{
 };
 use crate::{event::Kind, format::ProbeState, topology::Level};
 
-/// The top-level keys of [`json`], in order.
-pub const JSON_KEYS: [&str; 9] = [
+/// The top-level keys of [`json`], in order: the fields of [`Snapshot`].
+pub const JSON_KEYS: [&str; 11] = [
+    "schema_version",
+    "recording",
     "events",
     "drops",
     "probes",
@@ -30,19 +32,10 @@ pub const JSON_KEYS: [&str; 9] = [
 /// Width of log2 histogram bars, as bpftrace's.
 pub const BAR_WIDTH: usize = 52;
 
+/// `--report json`: the snapshot itself, serialised.
 pub fn json(s: &Snapshot) -> Value {
-    let v = |x: Result<Value, serde_json::Error>| x.unwrap_or(Value::Null);
-    json!({
-        "events": v(serde_json::to_value(s.events)),
-        "drops": v(serde_json::to_value(&s.drops)),
-        "probes": v(serde_json::to_value(&s.probes)),
-        "topology": v(serde_json::to_value(&s.topology)),
-        "placement": v(serde_json::to_value(&s.placement)),
-        "scan_latency": v(serde_json::to_value(&s.scan_latency)),
-        "wakeup_latency": v(serde_json::to_value(&s.wakeup_latency)),
-        "schedstat": v(serde_json::to_value(&s.schedstat)),
-        "shadow": s.shadow.as_ref().map_or(Value::Null, |x| x.json.clone()),
-    })
+    // Every field serialises infallibly (no maps with non-string keys, no failing impls).
+    serde_json::to_value(s).unwrap_or(Value::Null)
 }
 
 fn pct(n: u64, d: u64) -> String {
@@ -149,8 +142,26 @@ fn schedstat_text(out: &mut String, c: &SchedstatComparison) {
 
 pub fn text(s: &Snapshot) -> String {
     let mut o = String::new();
+    let r = &s.recording;
+    let _ = writeln!(
+        o,
+        "== recording\n  kernel {}, host {}, wakeviz {} (format {}, event ABI {}){}",
+        r.kernel_release,
+        r.hostname,
+        r.tool_version,
+        r.format_version,
+        r.abi_version,
+        if r.comm_redacted {
+            ", task names redacted"
+        } else {
+            ""
+        }
+    );
+    for n in &r.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
     let t = &s.topology;
-    let _ = writeln!(o, "== topology\n{}", t.summary);
+    let _ = writeln!(o, "\n== topology\n{}", t.summary);
     for (i, n) in t.nodes.iter().enumerate() {
         let d: Vec<String> = t
             .distances
