@@ -165,7 +165,11 @@ fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
     assert!(size_before_kill > 1000, "nothing was flushed within 1.5 s");
     let r = replay(&p, &[]);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
+    assert_eq!(
+        r.status.code(),
+        Some(3),
+        "a replay of a damaged recording exits 3 (README: exit status): {err}"
+    );
     assert!(
         err.contains("cut short") || err.contains("damaged") || err.contains("truncated"),
         "{err}"
@@ -176,7 +180,7 @@ fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
         String::from_utf8_lossy(&r.stdout)
     );
     // The dump of the same file works too.
-    assert!(replay(&p, &["--dump", "jsonl"]).status.success());
+    assert_eq!(replay(&p, &["--dump", "jsonl"]).status.code(), Some(3));
 }
 
 #[test]
@@ -213,19 +217,53 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
         "--loops",
         "40000",
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
-    signal(&c, libc::SIGINT);
+    // The capture stops by itself at the first failed write: no signal is needed.
+    let mut c = c;
+    let start = std::time::Instant::now();
+    let mut stopped_alone = false;
+    while start.elapsed() < Duration::from_secs(5) {
+        if c.try_wait().ok().flatten().is_some() {
+            stopped_alone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !stopped_alone {
+        signal(&c, libc::SIGINT);
+    }
     let (ok, stderr) = finish(c, err, seen);
     let r = replay(&p, &[]);
     let _ = Command::new("umount").arg(&mnt).status();
+    assert!(
+        stopped_alone,
+        "the capture ran on after the disk was full:\n{stderr}"
+    );
     assert!(!ok, "a full disk must fail the capture:\n{stderr}");
     let last = stderr.trim().lines().last().unwrap_or("");
     assert!(
         last.contains("No space left") && last.contains("valid up to"),
         "{stderr}"
     );
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    assert!(total_events(&r) > 0);
+    // No END chunk after a failed write: a replay of the intact chunks, exit 3.
+    assert_eq!(
+        r.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let held = total_events(&r);
+    assert!(held > 0);
+    // The summary counts only what reached the file.
+    let wrote: u64 = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("wrote "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no 'wrote N events' line:\n{stderr}"));
+    assert_eq!(
+        wrote, held,
+        "the summary claims events the file does not hold"
+    );
 }
 
 #[test]

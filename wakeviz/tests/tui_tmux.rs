@@ -284,3 +284,79 @@ fn dashboard_in_tmux() {
         );
     }
 }
+
+/// Whether `pid` still runs (a zombie counts as gone: it holds no descriptors, no probes).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// The terminal going away (tmux killed, ssh dropped) ends wakeviz within a second or two,
+/// replay and (as root) live: no orphan keeps running, spinning or holding probes.
+#[test]
+fn killing_the_terminal_ends_wakeviz() {
+    if !have_tmux() {
+        eprintln!("SKIPPED killing_the_terminal_ends_wakeviz: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = fixture(dir.path());
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cases = vec![("replay", format!("--replay {}", rec.display()))];
+    if root {
+        cases.push(("live", String::new()));
+    } else {
+        eprintln!("SKIPPED the live case of killing_the_terminal_ends_wakeviz: not root");
+    }
+    for (name, args) in cases {
+        let t = Tmux {
+            sock: dir.path().join(format!("tmux-{name}.sock")),
+        };
+        let cmd = format!(
+            "env TERM=xterm-256color {} {args}",
+            env!("CARGO_BIN_EXE_wakeviz")
+        );
+        assert!(
+            t.run(&[
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                "-s",
+                "wv",
+                &cmd
+            ])
+            .status
+            .success(),
+            "tmux new-session"
+        );
+        t.expect(&format!("{name} dashboard"), &["1 Overview"]);
+        let out = t.run(&["display-message", "-p", "-t", "wv", "#{pane_pid}"]);
+        let env_pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        // `env` execs wakeviz: the pane's pid is wakeviz's.
+        assert!(alive(&env_pid), "{name}: wakeviz is not running");
+        t.run(&["kill-server"]);
+        let start = Instant::now();
+        while alive(&env_pid) && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let took = start.elapsed();
+        assert!(
+            !alive(&env_pid),
+            "{name}: wakeviz (pid {env_pid}) still runs 5 s after its terminal went away"
+        );
+        eprintln!("{name}: wakeviz ended {took:?} after the terminal went away");
+        assert!(
+            took < Duration::from_secs(2),
+            "{name}: took {took:?} to end"
+        );
+    }
+}

@@ -11,7 +11,10 @@ use anyhow::Context as _;
 use ratatui::crossterm::event::{self, Event as TermEvent};
 use wakeviz_core::source::{Batch, EventSource};
 
-use super::{App, keymap, terminal::TerminalGuard};
+use super::{
+    App, keymap,
+    terminal::{self, Input, TerminalGuard},
+};
 use crate::{
     driver::{Flow, Sink, Turn},
     signals, ui,
@@ -113,7 +116,7 @@ impl Sink for Dashboard {
 
     fn on_turn(&mut self, src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
         self.app.on_turn(src, t)?;
-        if super::terminal::gone() {
+        if terminal::gone() {
             // SIGHUP, or the terminal's other end closed (tmux killed, ssh dropped): end now,
             // as if `q` had been pressed, so the probes detach and the recording is finalised.
             self.app.quit = true;
@@ -151,16 +154,23 @@ impl Sink for Dashboard {
 /// Reads the terminal events that are waiting (for up to `wait` for the first) and applies
 /// them; true if any changed something worth redrawing at once.
 fn read_keys(app: &mut App, wait: Duration) -> anyhow::Result<bool> {
+    match terminal::wait_input(wait) {
+        Input::Quiet => return Ok(false),
+        Input::Gone => {
+            app.quit = true;
+            return Ok(true);
+        }
+        Input::Ready => {}
+    }
     let mut any = false;
-    let mut wait = wait;
     for _ in 0..MAX_KEYS_PER_TURN {
+        // Zero timeout: only what crossterm already holds or can read without waiting.
         if app.quit
             || signals::stop_requested()
-            || !event::poll(wait).context("reading the terminal")?
+            || !event::poll(Duration::ZERO).context("reading the terminal")?
         {
             break;
         }
-        wait = Duration::ZERO;
         match event::read().context("reading the terminal")? {
             TermEvent::Key(k) => {
                 if let Some(m) = keymap::lookup(app.mode, app.view, app.is_replay(), k) {

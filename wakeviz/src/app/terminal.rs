@@ -65,13 +65,59 @@ pub fn restore() {
     }
 }
 
-/// The terminal went away: SIGHUP, or the other end of the pty closed (stdout, or stdin when
-/// it is a terminal, reports a hang-up or an error). A dashboard must then end, not spin.
+/// What waiting on the terminal's input found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Bytes to read (keys, or a terminal reply).
+    Ready,
+    /// Nothing within the wait (or a signal interrupted it).
+    Quiet,
+    /// The terminal hung up (tmux killed, ssh dropped) or the descriptor broke.
+    Gone,
+}
+
+/// Waits up to `wait` for input on the terminal, with poll(2) rather than crossterm: crossterm's
+/// reader loops forever on a hung-up terminal (its read loop retries EOF and EIO), at 100 % CPU
+/// and deaf to signals, so it is only asked for keys once input is known to be waiting.
+pub fn wait_input(wait: std::time::Duration) -> Input {
+    let Some(fd) = input_fd() else {
+        std::thread::sleep(wait);
+        return Input::Quiet;
+    };
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(wait.as_millis().min(60_000)).unwrap_or(60_000);
+    // SAFETY: one valid, initialised pollfd and a count of 1; the timeout is bounded.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r <= 0 {
+        return Input::Quiet;
+    }
+    if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Input::Gone
+    } else {
+        Input::Ready
+    }
+}
+
+/// The descriptor crossterm reads keys from: stdin when it is a terminal, else /dev/tty.
+fn input_fd() -> Option<libc::c_int> {
+    static TTY: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(libc::STDIN_FILENO) } == 1 {
+        return Some(libc::STDIN_FILENO);
+    }
+    TTY.get_or_init(|| std::fs::File::open("/dev/tty").ok())
+        .as_ref()
+        .map(std::os::fd::AsRawFd::as_raw_fd)
+}
+
+/// The terminal went away: SIGHUP, or the screen's side of the pty reports a hang-up or an
+/// error. A dashboard must then end, not spin.
 pub fn gone() -> bool {
-    crate::signals::hangup()
-        || hung_up(libc::STDOUT_FILENO)
-        // SAFETY: isatty only inspects the descriptor.
-        || (unsafe { libc::isatty(libc::STDIN_FILENO) } == 1 && hung_up(libc::STDIN_FILENO))
+    crate::signals::hangup() || hung_up(libc::STDOUT_FILENO)
 }
 
 fn hung_up(fd: libc::c_int) -> bool {

@@ -1,5 +1,6 @@
 //! `--report text|json`. Both render a [`Snapshot`], so the report, the TUI and the JSON never
-//! disagree. The JSON schema is documented in `../SCHEMA.md` and pinned by tests.
+//! disagree. The JSON schema is documented in the README ("`--report json` schema") and pinned
+//! by `tests/analysis_report.rs`.
 mod shadow;
 
 use std::fmt::Write;
