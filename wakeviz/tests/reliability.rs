@@ -330,3 +330,74 @@ fn redact_comm_keeps_names_out_of_the_file() {
         .collect();
     assert!(!stand_ins.is_empty());
 }
+
+/// `--record F` never writes through a symbolic link, never overwrites an existing file
+/// without `--force`, keeps the old file as `F.old` with it, and creates F with mode 0600
+/// whatever mode the old file had.
+#[test]
+fn record_never_clobbers_and_never_follows_symlinks() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let link = dir.path().join("x.wvz");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    for extra in [&[][..], &["--force"]] {
+        let o = Command::new(BIN)
+            .arg("--record")
+            .arg(&link)
+            .args(["--headless", "--duration", "1s"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+
+    let existing = dir.path().join("old.wvz");
+    std::fs::write(&existing, b"an earlier recording").unwrap();
+    std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = Command::new(BIN)
+        .arg("--record")
+        .arg(&existing)
+        .args(["--headless", "--duration", "1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("exists") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(&existing).unwrap(), b"an earlier recording");
+
+    if !root() {
+        return;
+    }
+    let _g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let o = Command::new(BIN)
+        .arg("--record")
+        .arg(&existing)
+        .args(["--headless", "--duration", "1s", "--force"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("old.wvz.old"), "{err}");
+    let old = dir.path().join("old.wvz.old");
+    assert_eq!(std::fs::read(&old).unwrap(), b"an earlier recording");
+    let mode = std::fs::metadata(&existing).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode, 0o600,
+        "a new recording is 0600 whatever the old file was"
+    );
+    assert_eq!(replay(&existing, &[]).status.code(), Some(0));
+}
