@@ -22,7 +22,16 @@ use cargo_metadata::{Artifact, CompilerMessage, Message};
 const PROBES: &str = "wakeviz-ebpf";
 const VERBOSE: &str = "WAKEVIZ_BUILD_VERBOSE";
 
-fn main() -> anyhow::Result<()> {
+fn main() {
+    // Printed by hand: anyhow's `main` report would add a backtrace of this script when
+    // RUST_BACKTRACE is set, burying the sub-build's own error.
+    if let Err(e) = build() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn build() -> anyhow::Result<()> {
     println!("cargo:rerun-if-env-changed={VERBOSE}");
     let verbose = env::var_os(VERBOSE).is_some_and(|v| v == "1");
     let manifest_dir =
