@@ -10,6 +10,8 @@ step "format and lints"
 cargo fmt --all -- --check
 # Default members: the eBPF crate only builds for bpfel-unknown-none (through build.rs).
 cargo clippy --all-targets -- -D warnings
+# The probes too: nightly, their own target, core built from source (as wakeviz/build.rs builds them).
+(cd wakeviz-ebpf && cargo +nightly clippy --target bpfel-unknown-none -Z build-std=core -- -D warnings)
 
 step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
 cargo test --release

@@ -1,23 +1,136 @@
-//! Builds the probes from source on every build (never a committed object): aya-build runs the
-//! nightly toolchain for `bpfel-unknown-none` with bpf-linker. `scripts/setup.sh` installs both.
-use anyhow::{Context as _, anyhow};
-use aya_build::{Package, Toolchain};
+//! Builds the probes from source on every build (never a committed object): the nightly
+//! toolchain's cargo for `bpfel-unknown-none`, `-Z build-std=core`, linked by bpf-linker with BTF.
+//! `scripts/setup.sh` installs both.
+//!
+//! This is the sub-build aya-build 0.2's `build_ebpf` runs (same command, flags and target
+//! directory), run here because aya-build forwards every line of the sub-cargo's stderr as a
+//! `cargo:warning`: a clean build printed about sixty `warning: wakeviz@0.1.0: Compiling ...`
+//! lines, and it has no option to keep them back. Here that progress goes to this script's
+//! stderr, which cargo shows only when the script fails or under `cargo build -vv`;
+//! `WAKEVIZ_BUILD_VERBOSE=1` turns it into warnings again. Compiler diagnostics for the probes
+//! are real findings and always surface as warnings.
+use std::{
+    env,
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
 
-fn main() -> anyhow::Result<()> {
-    let meta = cargo_metadata()?;
-    let ebpf = Package {
-        name: "wakeviz-ebpf",
-        root_dir: &meta,
-        ..Default::default()
-    };
-    aya_build::build_ebpf([ebpf], Toolchain::Nightly)
-        .context("building the eBPF probes failed; run scripts/setup.sh to install nightly rust-src and bpf-linker")
+use anyhow::{Context as _, anyhow, bail};
+use cargo_metadata::{Artifact, CompilerMessage, Message};
+
+const PROBES: &str = "wakeviz-ebpf";
+const VERBOSE: &str = "WAKEVIZ_BUILD_VERBOSE";
+
+fn main() {
+    // Printed by hand: anyhow's `main` report would add a backtrace of this script when
+    // RUST_BACKTRACE is set, burying the sub-build's own error.
+    if let Err(e) = build() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
 }
 
-fn cargo_metadata() -> anyhow::Result<String> {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR")?;
-    let root = std::path::Path::new(&dir)
+fn build() -> anyhow::Result<()> {
+    println!("cargo:rerun-if-env-changed={VERBOSE}");
+    let verbose = env::var_os(VERBOSE).is_some_and(|v| v == "1");
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR")?);
+    let probes_dir = manifest_dir
         .parent()
-        .ok_or_else(|| anyhow!("no workspace root above {dir}"))?;
-    Ok(root.join("wakeviz-ebpf").display().to_string())
+        .ok_or_else(|| anyhow!("no workspace root above {}", manifest_dir.display()))?
+        .join(PROBES);
+    // The build-dependency on the probe crate covers its library and dependencies; this covers
+    // the binary that actually becomes the object.
+    println!("cargo:rerun-if-changed={}", probes_dir.display());
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR")?);
+
+    let mut cmd = sub_build(&out_dir)?;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {cmd:?}; run scripts/setup.sh (rustup, nightly)"))?;
+    let stderr = BufReader::new(child.stderr.take().context("sub-build stderr")?);
+    let progress = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if verbose {
+                println!("cargo:warning={line}");
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    });
+    let stdout = BufReader::new(child.stdout.take().context("sub-build stdout")?);
+    let mut executables = Vec::new();
+    for message in Message::parse_stream(stdout) {
+        match message.context("the sub-build's cargo printed invalid JSON")? {
+            Message::CompilerArtifact(Artifact {
+                executable: Some(exe),
+                target,
+                ..
+            }) => executables.push((target.name, exe.into_std_path_buf())),
+            Message::CompilerMessage(CompilerMessage { message, .. }) => {
+                for line in message.rendered.unwrap_or_default().lines() {
+                    println!("cargo:warning={line}");
+                }
+            }
+            Message::TextLine(line) => eprintln!("{line}"),
+            _ => {}
+        }
+    }
+    let status = child.wait().context("waiting for the probe sub-build")?;
+    // The reader ends at EOF, which the exit guarantees; a panic there is only a lost line.
+    let _ = progress.join();
+    if !status.success() {
+        bail!(
+            "building the eBPF probes failed ({status}; its output is above); if nightly rust-src or bpf-linker is missing, run scripts/setup.sh"
+        );
+    }
+    for (name, exe) in executables {
+        let dst = out_dir.join(name);
+        std::fs::copy(&exe, &dst)
+            .with_context(|| format!("copying {} to {}", exe.display(), dst.display()))?;
+    }
+    Ok(())
+}
+
+/// `rustup run nightly cargo build` of the probe binary, as aya-build sets it up.
+fn sub_build(out_dir: &Path) -> anyhow::Result<Command> {
+    let endian = env::var("CARGO_CFG_TARGET_ENDIAN").context("CARGO_CFG_TARGET_ENDIAN")?;
+    let target = match endian.as_str() {
+        "little" => "bpfel-unknown-none",
+        "big" => "bpfeb-unknown-none",
+        e => bail!("unsupported endianness {e}"),
+    };
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").context("CARGO_CFG_TARGET_ARCH")?;
+    let mut cmd = Command::new("rustup");
+    cmd.args([
+        "run",
+        "nightly",
+        "cargo",
+        "build",
+        "--package",
+        PROBES,
+        "--bins",
+    ])
+    .args(["--message-format=json", "--release", "--target", target])
+    .args(["-Z", "build-std=core"])
+    // aya-build's directory, so switching between the two kept the cache.
+    .arg("--target-dir")
+    .arg(out_dir.join("aya-build").join("target").join(PROBES));
+    // aya-ebpf's helpers are per architecture (`bpf_target_arch`); `--btf` makes bpf-linker
+    // emit the BTF the loader and the verifier need.
+    let flags = [
+        format!("--cfg=bpf_target_arch=\"{arch}\""),
+        "-Cdebuginfo=2".into(),
+        "-Clink-arg=--btf".into(),
+    ]
+    .join("\x1f");
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags);
+    // This build's (stable) compiler must not leak into the nightly sub-build.
+    for key in ["RUSTC", "RUSTC_WORKSPACE_WRAPPER"] {
+        cmd.env_remove(key);
+    }
+    Ok(cmd)
 }

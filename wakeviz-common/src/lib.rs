@@ -4,11 +4,16 @@
 //! struct follows. The rules that keep both sides and old recordings honest:
 //! - `#[repr(C)]`, every byte accounted for by a named field (explicit `_pad*`), so the layout
 //!   is identical for `bpfel-unknown-none` and `x86_64` and no uninitialised padding reaches
-//!   userspace;
+//!   userspace; zerocopy's `IntoBytes` derive refuses to compile a struct with implicit padding,
+//!   on both targets, and its `FromBytes` lets userspace read a record without `unsafe`;
 //! - a compile-time size assertion per struct: a change in size is an ABI change and must bump
 //!   [`ABI_VERSION`];
 //! - units in field names (`ts_ns`, `*_cpu`).
-#![no_std]
+#![cfg_attr(not(test), no_std)]
+
+pub mod names;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Bumped whenever a struct below changes layout or meaning.
 pub const ABI_VERSION: u32 = 1;
@@ -53,7 +58,7 @@ impl EventKind {
 
 /// Common prefix of every record.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct EventHeader {
     /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) when the probe fired.
     pub ts_ns: u64,
@@ -68,7 +73,7 @@ const _: () = assert!(core::mem::size_of::<EventHeader>() == 16);
 
 /// `sched_waking`, `sched_wakeup`, `sched_wakeup_new`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct WakeEvent {
     pub hdr: EventHeader,
     /// The tracepoint's `target_cpu`: the task's old CPU for `sched_waking`, the CPU it was
@@ -86,7 +91,7 @@ const _: () = assert!(core::mem::size_of::<WakeEvent>() == 48);
 
 /// `sched_switch`; `hdr.pid` is `prev`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct SwitchEvent {
     pub hdr: EventHeader,
     pub next_pid: u32,
@@ -100,7 +105,7 @@ const _: () = assert!(core::mem::size_of::<SwitchEvent>() == 48);
 
 /// `sched_migrate_task`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct MigrateEvent {
     pub hdr: EventHeader,
     pub orig_cpu: u32,
@@ -120,7 +125,7 @@ pub mod exact {
 /// One `select_task_rq_fair` call; `hdr.ts_ns` is the exit time, `hdr.cpu` the waker CPU
 /// (the function runs in the waker's context), `hdr.pid` the task being placed.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct SelectEvent {
     pub hdr: EventHeader,
     pub entry_ts_ns: u64,
@@ -145,6 +150,9 @@ pub struct SelectEvent {
     /// Time spent in `select_idle_cpu` during this call when that function could be probed,
     /// else [`UNKNOWN_U32`] (the usual case: it is inlined).
     pub idle_scan_ns: u32,
+    /// The tail padding up to the struct's 8-byte alignment, named so the probe writes zeros
+    /// there instead of whatever its stack held (found by the `IntoBytes` derive; same layout).
+    pub _pad0: u32,
 }
 const _: () = assert!(core::mem::size_of::<SelectEvent>() == 72);
 
@@ -158,21 +166,4 @@ pub mod stat {
     pub const SELECT_UNPAIRED: u32 = 9;
     /// Number of entries in the array.
     pub const LEN: u32 = 16;
-}
-
-#[cfg(feature = "user")]
-mod user {
-    use super::{EventHeader, MigrateEvent, SelectEvent, SwitchEvent, WakeEvent};
-
-    // SAFETY: plain repr(C) structs of integers with no implicit padding (sizes asserted above),
-    // so every bit pattern is a valid value.
-    unsafe impl aya::Pod for EventHeader {}
-    // SAFETY: as above.
-    unsafe impl aya::Pod for WakeEvent {}
-    // SAFETY: as above.
-    unsafe impl aya::Pod for SwitchEvent {}
-    // SAFETY: as above.
-    unsafe impl aya::Pod for MigrateEvent {}
-    // SAFETY: as above.
-    unsafe impl aya::Pod for SelectEvent {}
 }

@@ -3,6 +3,7 @@
 use wakeviz_common::{
     EventHeader, EventKind, MigrateEvent, SelectEvent, SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
 };
+use zerocopy::FromBytes;
 
 use crate::event::{Comm, Event, Migrate, Select, Switch, TaskName, Wake};
 
@@ -20,22 +21,16 @@ pub enum DecodeError {
     },
 }
 
-/// Reads a `T` from the start of `bytes` if it is long enough.
-fn read<T: Copy>(bytes: &[u8]) -> Option<T> {
-    if bytes.len() < size_of::<T>() {
-        return None;
-    }
-    // SAFETY: the length was checked; `T` is one of the wakeviz-common repr(C) integer-only
-    // structs (no padding, every bit pattern valid), and read_unaligned has no alignment need.
-    Some(unsafe { bytes.as_ptr().cast::<T>().read_unaligned() })
-}
-
-fn need<T: Copy>(bytes: &[u8], kind: u16) -> Result<T, DecodeError> {
-    read(bytes).ok_or(DecodeError::ShortRecord {
-        kind,
-        len: bytes.len(),
-        expected: size_of::<T>(),
-    })
+/// Reads a `T` from the start of `bytes`, which may be longer (ring-buffer records are padded
+/// to 8 bytes); a short record is an error, counted by the caller, never a panic.
+fn need<T: FromBytes>(bytes: &[u8], kind: u16) -> Result<T, DecodeError> {
+    T::read_from_prefix(bytes)
+        .map(|(v, _)| v)
+        .map_err(|_| DecodeError::ShortRecord {
+            kind,
+            len: bytes.len(),
+            expected: size_of::<T>(),
+        })
 }
 
 fn wake(e: &WakeEvent) -> Wake {
@@ -51,7 +46,8 @@ fn wake(e: &WakeEvent) -> Wake {
 
 /// Decodes one record. The second value is a task name the record carried, for the task table.
 pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeError> {
-    let hdr: EventHeader = read(bytes).ok_or(DecodeError::ShortHeader { len: bytes.len() })?;
+    let (hdr, _) = EventHeader::read_from_prefix(bytes)
+        .map_err(|_| DecodeError::ShortHeader { len: bytes.len() })?;
     let kind = EventKind::from_u16(hdr.kind).ok_or(DecodeError::UnknownKind { kind: hdr.kind })?;
     Ok(match kind {
         EventKind::Waking | EventKind::Wakeup | EventKind::WakeupNew => {
@@ -128,11 +124,12 @@ pub const fn is_unknown(cpu: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use zerocopy::{Immutable, IntoBytes};
+
     use super::*;
 
-    fn bytes<T: Copy>(v: &T) -> Vec<u8> {
-        // SAFETY: T is a padding-free repr(C) ABI struct; viewing it as bytes is sound.
-        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
+    fn bytes<T: IntoBytes + Immutable>(v: &T) -> Vec<u8> {
+        v.as_bytes().to_vec()
     }
 
     fn hdr(kind: EventKind, cpu: u16, pid: u32) -> EventHeader {
@@ -187,6 +184,7 @@ mod tests {
             prev_has_idle_cores: 0,
             idle_scan_ns: UNKNOWN_U32,
             exact_mask: exact::NR_RUNNING | exact::HAS_IDLE_CORES,
+            _pad0: 0,
         };
         let (Event::Select(s), None) = decode_record(&bytes(&e)).unwrap() else {
             panic!("not a select")
@@ -213,5 +211,65 @@ mod tests {
             decode_record(&h),
             Err(DecodeError::UnknownKind { kind: 99 })
         );
+    }
+
+    /// Every record kind cut at every length short of its size is a counted error; padded to
+    /// the ring buffer's 8-byte granularity and beyond it still decodes.
+    #[test]
+    fn wrong_sizes_are_errors_not_panics() {
+        let wake = WakeEvent {
+            hdr: hdr(EventKind::Wakeup, 1, 2),
+            target_cpu: 1,
+            waker_pid: 3,
+            prio: 120,
+            _pad0: 0,
+            comm: [b'a'; 16],
+        };
+        let switch = SwitchEvent {
+            hdr: hdr(EventKind::Switch, 1, 2),
+            next_pid: 4,
+            prev_state: 1,
+            prev_prio: 120,
+            next_prio: 110,
+            next_comm: [b'b'; 16],
+        };
+        let migrate = MigrateEvent {
+            hdr: hdr(EventKind::Migrate, 1, 2),
+            orig_cpu: 0,
+            dest_cpu: 1,
+        };
+        let select = SelectEvent::read_from_bytes(&[0u8; size_of::<SelectEvent>()][..])
+            .map(|mut e| {
+                e.hdr = hdr(EventKind::Select, 1, 2);
+                e
+            })
+            .unwrap();
+        for rec in [
+            bytes(&wake),
+            bytes(&switch),
+            bytes(&migrate),
+            bytes(&select),
+        ] {
+            let kind = u16::from_le_bytes([rec[8], rec[9]]);
+            for len in 0..rec.len() {
+                let err = decode_record(&rec[..len]).unwrap_err();
+                if len < size_of::<EventHeader>() {
+                    assert_eq!(err, DecodeError::ShortHeader { len });
+                } else {
+                    assert_eq!(
+                        err,
+                        DecodeError::ShortRecord {
+                            kind,
+                            len,
+                            expected: rec.len()
+                        }
+                    );
+                }
+            }
+            let mut padded = rec.clone();
+            padded.extend_from_slice(&[0xff; 8]);
+            assert_eq!(decode_record(&padded), decode_record(&rec));
+            assert!(decode_record(&rec).is_ok());
+        }
     }
 }

@@ -146,6 +146,34 @@ pub fn calib_clock(_ctx: BtfTracePointContext) -> i32 {
     (t & 1) as i32
 }
 
+// ---- names userspace looks up -----------------------------------------------------------------
+
+/// Names every program and map of the shared lists (`wakeviz_common::names`), so a list entry
+/// without a program or map of that name here fails to compile. Never called, never emitted.
+macro_rules! check_programs {
+    (
+        tracepoints { $($tp:ident: $btf:ident, $raw:ident, $classic:ident;)* }
+        functions { $($fconst:ident = $func:ident: $fentry:ident, $fexit:ident;)* }
+        calibration { $($cconst:ident = $calib:ident;)* }
+    ) => {
+        fn _programs_exist() {
+            $( let _ = ($btf, $raw, $classic); )*
+            $( let _ = ($fentry, $fexit); )*
+            $( let _ = $calib; )*
+        }
+    };
+}
+wakeviz_common::for_each_program!(check_programs);
+
+macro_rules! check_maps {
+    ($($name:ident),* $(,)?) => {
+        fn _maps_exist() {
+            $( let _ = &emit::$name; )*
+        }
+    };
+}
+wakeviz_common::for_each_map!(check_maps);
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {

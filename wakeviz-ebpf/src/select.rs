@@ -175,6 +175,7 @@ pub fn exit(task: u64, ret: u64) -> i32 {
             prev_has_idle_cores: v.prev_has_idle_cores,
             exact_mask: v.exact_mask,
             idle_scan_ns: v.idle_scan_ns,
+            _pad0: 0,
         },
     );
     0

@@ -17,7 +17,7 @@ use std::{
 use anyhow::Context as _;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
 use tokio::io::unix::AsyncFd;
-use wakeviz_common::stat;
+use wakeviz_common::{names::map, stat};
 use wakeviz_core::{
     decode::decode_record,
     event::TaskTable,
@@ -72,12 +72,12 @@ impl LiveSource {
     pub fn start(mut probes: Probes, header: Header) -> anyhow::Result<Self> {
         let events = probes
             .ebpf
-            .take_map("EVENTS")
+            .take_map(map::EVENTS)
             .context("probe object has no EVENTS map")?;
         let ring = RingBuf::try_from(events).context("EVENTS is not a ring buffer")?;
         let stats_map = probes
             .ebpf
-            .take_map("STATS")
+            .take_map(map::STATS)
             .context("probe object has no STATS map")?;
         let stats_map: PerCpuArray<MapData, u64> =
             PerCpuArray::try_from(stats_map).context("STATS is not a per-CPU array")?;

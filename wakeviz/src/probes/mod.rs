@@ -12,15 +12,12 @@ use aya::{
     Btf, Ebpf, EbpfLoader,
     programs::{BtfTracePoint, FEntry, FExit, RawTracePoint, TracePoint},
 };
+use wakeviz_common::names::{
+    global::*,
+    map,
+    program::{self, Function, Tracepoint},
+};
 use wakeviz_core::format::{ProbeMode, ProbeState, ProbeStatus, ScanSource};
-
-pub const TRACEPOINTS: [&str; 5] = [
-    "sched_waking",
-    "sched_wakeup",
-    "sched_wakeup_new",
-    "sched_switch",
-    "sched_migrate_task",
-];
 
 #[derive(Clone, Debug)]
 pub struct ProbeConfig {
@@ -64,6 +61,12 @@ pub enum LoadError {
     Refused(String),
     #[error("no sched tracepoint could be attached ({0}); nothing to capture")]
     NothingAttached(String),
+    /// The embedded probe object and this binary disagree on a name: a build problem, never
+    /// the kernel's doing, so it is not reported as a refusal.
+    #[error(
+        "the probe object has no {what} `{name}` that wakeviz expects; the probes and the binary are out of step (rebuild wakeviz)"
+    )]
+    ObjectMismatch { what: &'static str, name: String },
 }
 
 /// The error chain flattened into one line; EPERM is spelt out, since it is the usual reason.
@@ -119,47 +122,47 @@ fn raise_memlock() {
 fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'static str, u64)> {
     let g = |o: Option<u64>| o.unwrap_or(0);
     let mut v = vec![
-        ("OFF_TASK_PID", g(off.task_pid)),
-        ("OFF_TASK_PRIO", g(off.task_prio)),
-        ("OFF_TASK_COMM", g(off.task_comm)),
-        ("OFF_TASK_CPU", g(off.task_cpu)),
-        ("OFF_TASK_SE_CFS_RQ", g(off.task_se_cfs_rq)),
-        ("OFF_CFS_RQ_RQ", g(off.cfs_rq_rq)),
-        ("OFF_RQ_NR_RUNNING", g(off.rq_nr_running)),
-        ("OFF_RQ_SD", g(off.rq_sd)),
-        ("OFF_RQ_CPU", g(off.rq_cpu)),
-        ("OFF_SD_PARENT", g(off.sd_parent)),
-        ("OFF_SD_SHARED", g(off.sd_shared)),
-        ("OFF_SDS_HAS_IDLE_CORES", g(off.sds_has_idle_cores)),
-        ("OFF_SDS_NR_IDLE_SCAN", g(off.sds_nr_idle_scan)),
-        ("READ_RQ", u64::from(off.rq_ok())),
+        (OFF_TASK_PID, g(off.task_pid)),
+        (OFF_TASK_PRIO, g(off.task_prio)),
+        (OFF_TASK_COMM, g(off.task_comm)),
+        (OFF_TASK_CPU, g(off.task_cpu)),
+        (OFF_TASK_SE_CFS_RQ, g(off.task_se_cfs_rq)),
+        (OFF_CFS_RQ_RQ, g(off.cfs_rq_rq)),
+        (OFF_RQ_NR_RUNNING, g(off.rq_nr_running)),
+        (OFF_RQ_SD, g(off.rq_sd)),
+        (OFF_RQ_CPU, g(off.rq_cpu)),
+        (OFF_SD_PARENT, g(off.sd_parent)),
+        (OFF_SD_SHARED, g(off.sd_shared)),
+        (OFF_SDS_HAS_IDLE_CORES, g(off.sds_has_idle_cores)),
+        (OFF_SDS_NR_IDLE_SCAN, g(off.sds_nr_idle_scan)),
+        (READ_RQ, u64::from(off.rq_ok())),
     ];
     let field = |f: &std::collections::HashMap<String, tracefs::Field>, name: &str| {
         f.get(name).filter(|x| !x.data_loc).map_or(0, |x| x.offset)
     };
     if let Some(f) = tracefs::read_format("sched_waking") {
         v.extend([
-            ("TP_WAKE_PID", field(&f, "pid")),
-            ("TP_WAKE_PRIO", field(&f, "prio")),
-            ("TP_WAKE_COMM", field(&f, "comm")),
-            ("TP_WAKE_TARGET_CPU", field(&f, "target_cpu")),
+            (TP_WAKE_PID, field(&f, "pid")),
+            (TP_WAKE_PRIO, field(&f, "prio")),
+            (TP_WAKE_COMM, field(&f, "comm")),
+            (TP_WAKE_TARGET_CPU, field(&f, "target_cpu")),
         ]);
     }
     if let Some(f) = tracefs::read_format("sched_switch") {
         v.extend([
-            ("TP_SW_PREV_PID", field(&f, "prev_pid")),
-            ("TP_SW_PREV_PRIO", field(&f, "prev_prio")),
-            ("TP_SW_PREV_STATE", field(&f, "prev_state")),
-            ("TP_SW_NEXT_PID", field(&f, "next_pid")),
-            ("TP_SW_NEXT_PRIO", field(&f, "next_prio")),
-            ("TP_SW_NEXT_COMM", field(&f, "next_comm")),
+            (TP_SW_PREV_PID, field(&f, "prev_pid")),
+            (TP_SW_PREV_PRIO, field(&f, "prev_prio")),
+            (TP_SW_PREV_STATE, field(&f, "prev_state")),
+            (TP_SW_NEXT_PID, field(&f, "next_pid")),
+            (TP_SW_NEXT_PRIO, field(&f, "next_prio")),
+            (TP_SW_NEXT_COMM, field(&f, "next_comm")),
         ]);
     }
     if let Some(f) = tracefs::read_format("sched_migrate_task") {
         v.extend([
-            ("TP_MIG_PID", field(&f, "pid")),
-            ("TP_MIG_ORIG_CPU", field(&f, "orig_cpu")),
-            ("TP_MIG_DEST_CPU", field(&f, "dest_cpu")),
+            (TP_MIG_PID, field(&f, "pid")),
+            (TP_MIG_ORIG_CPU, field(&f, "orig_cpu")),
+            (TP_MIG_DEST_CPU, field(&f, "dest_cpu")),
         ]);
     }
     if !off.task_ok() {
@@ -172,16 +175,16 @@ fn attach_tracepoint(
     ebpf: &mut Ebpf,
     btf: Option<&Btf>,
     task_ok: bool,
-    name: &str,
+    tp: &Tracepoint,
     best: TracepointMode,
 ) -> ProbeStatus {
+    let name = tp.name;
     let mut fallbacks = Vec::new();
     if best > TracepointMode::Auto {
         fallbacks.push("tp_btf: skipped (--tracepoint-mode)".into());
     } else if let (Some(btf), true) = (btf, task_ok) {
-        let prog: Option<&mut BtfTracePoint> = ebpf
-            .program_mut(&format!("btf_{name}"))
-            .and_then(|p| p.try_into().ok());
+        let prog: Option<&mut BtfTracePoint> =
+            ebpf.program_mut(tp.tp_btf).and_then(|p| p.try_into().ok());
         match prog.map(|p| p.load(name, btf).and_then(|()| p.attach().map(|_| ()))) {
             Some(Ok(())) => return status(name, ProbeMode::TpBtf, fallbacks),
             Some(Err(e)) => fallbacks.push(format!("tp_btf: {}", reason(&e))),
@@ -193,18 +196,16 @@ fn attach_tracepoint(
     if best > TracepointMode::RawTp {
         fallbacks.push("raw_tp: skipped (--tracepoint-mode)".into());
     } else if task_ok {
-        let prog: Option<&mut RawTracePoint> = ebpf
-            .program_mut(&format!("raw_{name}"))
-            .and_then(|p| p.try_into().ok());
+        let prog: Option<&mut RawTracePoint> =
+            ebpf.program_mut(tp.raw_tp).and_then(|p| p.try_into().ok());
         match prog.map(|p| p.load().and_then(|()| p.attach(name).map(|_| ()))) {
             Some(Ok(())) => return status(name, ProbeMode::RawTp, fallbacks),
             Some(Err(e)) => fallbacks.push(format!("raw_tp: {}", reason(&e))),
             None => fallbacks.push("raw_tp: program missing".into()),
         }
     }
-    let prog: Option<&mut TracePoint> = ebpf
-        .program_mut(&format!("tp_{name}"))
-        .and_then(|p| p.try_into().ok());
+    let prog: Option<&mut TracePoint> =
+        ebpf.program_mut(tp.classic).and_then(|p| p.try_into().ok());
     match prog.map(|p| p.load().and_then(|()| p.attach("sched", name).map(|_| ()))) {
         Some(Ok(())) => status(name, ProbeMode::Tracepoint, fallbacks),
         Some(Err(e)) => ProbeStatus {
@@ -226,7 +227,7 @@ fn attach_tracepoint(
 /// statistics: the per-program floor of this kernel and the price of its clock.
 fn attach_calibration(ebpf: &mut Ebpf, btf: Option<&Btf>) -> Result<(), String> {
     let btf = btf.ok_or("no kernel BTF")?;
-    for name in [CALIBRATION_EMPTY, CALIBRATION_CLOCK] {
+    for name in [program::CALIB_EMPTY, program::CALIB_CLOCK] {
         let prog: &mut BtfTracePoint = ebpf
             .program_mut(name)
             .ok_or("program missing")?
@@ -237,9 +238,6 @@ fn attach_calibration(ebpf: &mut Ebpf, btf: Option<&Btf>) -> Result<(), String> 
     }
     Ok(())
 }
-
-const CALIBRATION_EMPTY: &str = "calib_empty";
-const CALIBRATION_CLOCK: &str = "calib_clock";
 
 fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
     ProbeStatus {
@@ -254,9 +252,10 @@ fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
 fn attach_function(
     ebpf: &mut Ebpf,
     btf: Option<&Btf>,
-    func: &str,
+    f: &Function,
     has_btf_func: bool,
 ) -> ProbeStatus {
+    let func = f.name;
     let unavailable = |why: String| ProbeStatus {
         name: func.into(),
         mode: None,
@@ -280,23 +279,22 @@ fn attach_function(
             "not in kernel BTF: {func} cannot be an fentry target"
         ));
     }
-    let entry_name = format!("fentry_{func}");
-    let exit_name = format!("fexit_{func}");
+    let (entry_name, exit_name) = (f.fentry, f.fexit);
     let r = (|| -> Result<(), Box<dyn std::error::Error>> {
         let p: &mut FEntry = ebpf
-            .program_mut(&entry_name)
+            .program_mut(entry_name)
             .ok_or("program missing")?
             .try_into()?;
         p.load(func, btf)?;
         let x: &mut FExit = ebpf
-            .program_mut(&exit_name)
+            .program_mut(exit_name)
             .ok_or("program missing")?
             .try_into()?;
         x.load(func, btf)?;
         // Attach exit first: an entry without exit would only leave stale slots.
         x.attach()?;
         let p: &mut FEntry = ebpf
-            .program_mut(&entry_name)
+            .program_mut(entry_name)
             .ok_or("program missing")?
             .try_into()?;
         p.attach()?;
@@ -322,6 +320,41 @@ fn attach_function(
 
 /// The probe object, built from source by build.rs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/wakeviz"));
+
+/// Loads the object with `globals` set, failing with [`LoadError::ObjectMismatch`] if it lacks a
+/// global the loader sets (aya would otherwise skip it and leave the offset at 0) or a program
+/// userspace attaches (which would otherwise read as a degraded probe).
+fn load_object<'a>(
+    loader: &mut EbpfLoader<'a>,
+    globals: &'a [(&'a str, u64)],
+) -> Result<Ebpf, LoadError> {
+    for (name, value) in globals {
+        loader.override_global(name, value, true);
+    }
+    let ebpf = loader.load(OBJECT).map_err(|e| match e {
+        aya::EbpfError::ParseError(aya_obj::ParseError::SymbolNotFound { name }) => {
+            LoadError::ObjectMismatch {
+                what: "global",
+                name,
+            }
+        }
+        e if is_eperm(&e) => LoadError::NotPermitted(reason(&e)),
+        e => LoadError::Refused(reason(&e)),
+    })?;
+    if let Some(name) = program::ALL.iter().find(|p| ebpf.program(p).is_none()) {
+        return Err(LoadError::ObjectMismatch {
+            what: "program",
+            name: (*name).to_string(),
+        });
+    }
+    if let Some(name) = map::ALL.iter().find(|m| ebpf.map(m).is_none()) {
+        return Err(LoadError::ObjectMismatch {
+            what: "map",
+            name: (*name).to_string(),
+        });
+    }
+    Ok(ebpf)
+}
 
 pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     raise_memlock();
@@ -353,20 +386,11 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     let globals = globals(&offsets, &mut notes);
     let mut loader = EbpfLoader::new();
     loader.btf(aya_btf.as_ref());
-    loader.map_max_entries("EVENTS", cfg.ringbuf_bytes);
-    for (name, value) in &globals {
-        loader.override_global(name, value, false);
-    }
-    let mut ebpf = loader.load(OBJECT).map_err(|e| {
-        if is_eperm(&e) {
-            LoadError::NotPermitted(reason(&e))
-        } else {
-            LoadError::Refused(reason(&e))
-        }
-    })?;
+    loader.map_max_entries(map::EVENTS, cfg.ringbuf_bytes);
+    let mut ebpf = load_object(&mut loader, &globals)?;
 
     let mut status = Vec::new();
-    for tp in TRACEPOINTS {
+    for tp in program::TRACEPOINTS {
         status.push(attach_tracepoint(
             &mut ebpf,
             aya_btf.as_ref(),
@@ -391,13 +415,13 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
             LoadError::NothingAttached(why)
         });
     }
-    for func in ["select_task_rq_fair", "select_idle_cpu"] {
+    for func in program::FUNCTIONS {
         if cfg.function_probes {
-            let has = kbtf.as_ref().is_some_and(|b| b.has_func(func));
+            let has = kbtf.as_ref().is_some_and(|b| b.has_func(func.name));
             status.push(attach_function(&mut ebpf, aya_btf.as_ref(), func, has));
         } else {
             status.push(ProbeStatus {
-                name: func.into(),
+                name: func.name.into(),
                 mode: None,
                 state: ProbeState::Unavailable("disabled by --no-function-probes".into()),
                 fallbacks: Vec::new(),
@@ -412,14 +436,14 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
         ));
     }
     let attached = |n: &str| status.iter().any(|s| s.name == n && s.attached());
-    let scan_source = if attached("select_idle_cpu") {
+    let scan_source = if attached(program::SELECT_IDLE_CPU.name) {
         ScanSource::SelectIdleCpu
-    } else if attached("select_task_rq_fair") {
+    } else if attached(program::SELECT_TASK_RQ_FAIR.name) {
         ScanSource::SelectTaskRqFair
     } else {
         ScanSource::None
     };
-    if attached("select_task_rq_fair") && !offsets.rq_ok() {
+    if attached(program::SELECT_TASK_RQ_FAIR.name) && !offsets.rq_ok() {
         notes.push("run-queue offsets not in BTF: kernel inputs (nr_running, nr_idle_scan, has_idle_cores) not captured".into());
     }
     Ok(Probes {
@@ -549,7 +573,7 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
             .find(|r| r.program == name && r.run_count > 0)
             .map(|r| r.run_time_ns as f64 / r.run_count as f64)
     };
-    if let Some(floor) = per_run(CALIBRATION_EMPTY)
+    if let Some(floor) = per_run(program::CALIB_EMPTY)
         && wakeups > 0
     {
         let per_wakeup = path_runs as f64 / wakeups as f64;
@@ -558,7 +582,7 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
             "bpf: floor {floor:.1} ns/run (an empty program on sched_waking: dispatch, statistics, mitigations); {per_wakeup:.2} programs per wakeup; per wakeup path above the floor {:.1} ns",
             (path_ns as f64 - floor * path_runs as f64).max(0.0) / wakeups as f64
         );
-        if let Some(clock) = per_run(CALIBRATION_CLOCK) {
+        if let Some(clock) = per_run(program::CALIB_CLOCK) {
             let _ = writeln!(
                 s,
                 "bpf: clock {:.1} ns per bpf_ktime_get_ns (calib_clock minus the floor); floor + clock for {per_wakeup:.2} timestamped records per wakeup: {:.1} ns",
@@ -618,6 +642,40 @@ mod tests {
         assert!(s.contains("above the floor 240.0 ns"), "{s}");
         assert!(s.contains("clock 40.0 ns per bpf_ktime_get_ns"), "{s}");
         assert!(s.contains("per wakeup: 180.0 ns"), "{s}");
+    }
+
+    /// The embedded object defines every name of the shared lists (no kernel needed: aya patches
+    /// globals before its first syscall, and parsing is pure).
+    #[test]
+    fn object_has_every_shared_name() {
+        let mut obj = aya_obj::Object::parse(OBJECT).unwrap();
+        let zero = 0u64.to_ne_bytes();
+        let all = ALL.iter().map(|n| (*n, (&zero[..], true))).collect();
+        obj.patch_map_data(all).unwrap();
+        for p in program::ALL {
+            assert!(obj.programs.contains_key(*p), "program {p} missing");
+        }
+        for m in map::ALL {
+            assert!(obj.maps.contains_key(*m), "map {m} missing");
+        }
+    }
+
+    /// A global the loader sets but the object lacks stops the load with one line naming it.
+    #[test]
+    fn missing_global_fails_loudly() {
+        let mut loader = EbpfLoader::new();
+        let err = load_object(&mut loader, &[(OFF_TASK_PID, 8), ("OFF_TASK_TYPO", 8)])
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&err, LoadError::ObjectMismatch { what: "global", name } if name == "OFF_TASK_TYPO"),
+            "{err}"
+        );
+        let line = err.to_string();
+        assert!(
+            !line.contains('\n') && line.contains("`OFF_TASK_TYPO`"),
+            "{line}"
+        );
     }
 
     #[test]

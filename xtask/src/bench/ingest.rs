@@ -17,15 +17,15 @@ use wakeviz_core::{
     synth::{self, FIRST_PID},
     topology,
 };
+use zerocopy::{Immutable, IntoBytes};
 
 use super::{Ctx, Summary, median, mega, rate, thread_cpu};
 
 pub const NPS4: &str = "wakeviz-core/tests/fixtures/sysfs/zen3-nps4";
 const BATCH_EVENTS: usize = 8192;
 
-fn push_struct<T: Copy>(buf: &mut Vec<u8>, v: &T) {
-    // SAFETY: T is one of the padding-free repr(C) ABI structs; viewing it as bytes is sound.
-    let b = unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) };
+fn push_struct<T: IntoBytes + Immutable>(buf: &mut Vec<u8>, v: &T) {
+    let b = v.as_bytes();
     buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
     buf.extend_from_slice(&0u32.to_le_bytes());
     buf.extend_from_slice(b);
@@ -115,6 +115,7 @@ fn encode(buf: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; 16]) {
                     prev_has_idle_cores,
                     exact_mask: mask,
                     idle_scan_ns: s.idle_scan_ns.unwrap_or(UNKNOWN_U32),
+                    _pad0: 0,
                 },
             );
         }

@@ -1,0 +1,194 @@
+//! Names the probes and userspace must agree on: the globals the loader sets, the programs it
+//! attaches, the maps it opens. A misspelt global used to leave an offset at 0 without a word.
+//!
+//! Each list is written once, here, as a macro that hands its identifiers to a callback macro.
+//! This module turns them into the `&str` constants userspace uses; the probe crate declares its
+//! globals from the same list and names every listed program and map in code, so a name changed
+//! on one side only is a compile error (the symbol names are the Rust identifiers: the globals
+//! and programs are `#[no_mangle]`, aya's `#[map]` exports a static under its own name).
+
+/// The globals the loader sets (`EbpfLoader::override_global`), all `u64`: field offsets from
+/// the running kernel's BTF or from the tracefs `format` files (0 = unknown, do not read), and
+/// `READ_RQ`. Calls `$cb! { NAME, ... }`.
+#[macro_export]
+macro_rules! for_each_global {
+    ($cb:ident) => {
+        $cb! {
+            // struct task_struct
+            OFF_TASK_PID,
+            OFF_TASK_PRIO,
+            OFF_TASK_COMM,
+            OFF_TASK_CPU,
+            OFF_TASK_SE_CFS_RQ,
+            // struct cfs_rq / rq / sched_domain / sched_domain_shared
+            OFF_CFS_RQ_RQ,
+            OFF_RQ_NR_RUNNING,
+            OFF_RQ_SD,
+            OFF_RQ_CPU,
+            OFF_SD_PARENT,
+            OFF_SD_SHARED,
+            OFF_SDS_HAS_IDLE_CORES,
+            OFF_SDS_NR_IDLE_SCAN,
+            // 1 when the function probes may read run-queue state (all rq/sd offsets resolved)
+            READ_RQ,
+            // classic tracepoint records (offsets inside the record, from tracefs format files)
+            TP_WAKE_PID,
+            TP_WAKE_PRIO,
+            TP_WAKE_COMM,
+            TP_WAKE_TARGET_CPU,
+            TP_SW_PREV_PID,
+            TP_SW_PREV_PRIO,
+            TP_SW_PREV_STATE,
+            TP_SW_NEXT_PID,
+            TP_SW_NEXT_PRIO,
+            TP_SW_NEXT_COMM,
+            TP_MIG_PID,
+            TP_MIG_ORIG_CPU,
+            TP_MIG_DEST_CPU,
+        }
+    };
+}
+
+/// The programs, by probe point. Calls
+/// `$cb! { tracepoints { point: tp_btf, raw_tp, classic; ... }
+///         functions { CONST = function: fentry, fexit; ... }
+///         calibration { CONST = program; ... } }`.
+/// A tracepoint's or function's own name is the kernel's (attach target and probe-status name).
+#[macro_export]
+macro_rules! for_each_program {
+    ($cb:ident) => {
+        $cb! {
+            tracepoints {
+                sched_waking: btf_sched_waking, raw_sched_waking, tp_sched_waking;
+                sched_wakeup: btf_sched_wakeup, raw_sched_wakeup, tp_sched_wakeup;
+                sched_wakeup_new: btf_sched_wakeup_new, raw_sched_wakeup_new, tp_sched_wakeup_new;
+                sched_switch: btf_sched_switch, raw_sched_switch, tp_sched_switch;
+                sched_migrate_task: btf_sched_migrate_task, raw_sched_migrate_task,
+                    tp_sched_migrate_task;
+            }
+            functions {
+                SELECT_TASK_RQ_FAIR = select_task_rq_fair:
+                    fentry_select_task_rq_fair, fexit_select_task_rq_fair;
+                SELECT_IDLE_CPU = select_idle_cpu: fentry_select_idle_cpu, fexit_select_idle_cpu;
+            }
+            calibration {
+                CALIB_EMPTY = calib_empty;
+                CALIB_CLOCK = calib_clock;
+            }
+        }
+    };
+}
+
+/// The maps userspace opens or resizes. Calls `$cb! { NAME, ... }`.
+#[macro_export]
+macro_rules! for_each_map {
+    ($cb:ident) => {
+        $cb! { EVENTS, STATS }
+    };
+}
+
+/// Global names, one constant each (`global::OFF_TASK_PID == "OFF_TASK_PID"`).
+pub mod global {
+    macro_rules! consts {
+        ($($name:ident),* $(,)?) => {
+            $( pub const $name: &str = stringify!($name); )*
+            /// Every global the probes declare.
+            pub const ALL: &[&str] = &[$($name),*];
+        };
+    }
+    crate::for_each_global!(consts);
+}
+
+/// Map names (`map::EVENTS == "EVENTS"`).
+pub mod map {
+    macro_rules! consts {
+        ($($name:ident),* $(,)?) => {
+            $( pub const $name: &str = stringify!($name); )*
+            /// Every map userspace opens by name.
+            pub const ALL: &[&str] = &[$($name),*];
+        };
+    }
+    crate::for_each_map!(consts);
+}
+
+/// Program names, grouped by probe point.
+pub mod program {
+    /// The three flavours of one sched tracepoint, best first.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Tracepoint {
+        /// The kernel's tracepoint name (in the `sched` category).
+        pub name: &'static str,
+        pub tp_btf: &'static str,
+        pub raw_tp: &'static str,
+        pub classic: &'static str,
+    }
+
+    /// fentry and fexit on one kernel function.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Function {
+        /// The kernel function's name.
+        pub name: &'static str,
+        pub fentry: &'static str,
+        pub fexit: &'static str,
+    }
+
+    macro_rules! consts {
+        (
+            tracepoints { $($tp:ident: $btf:ident, $raw:ident, $classic:ident;)* }
+            functions { $($fconst:ident = $func:ident: $fentry:ident, $fexit:ident;)* }
+            calibration { $($cconst:ident = $calib:ident;)* }
+        ) => {
+            /// Every sched tracepoint wakeviz attaches, in attach (and report) order.
+            pub const TRACEPOINTS: &[Tracepoint] = &[$(Tracepoint {
+                name: stringify!($tp),
+                tp_btf: stringify!($btf),
+                raw_tp: stringify!($raw),
+                classic: stringify!($classic),
+            }),*];
+            $( pub const $fconst: Function = Function {
+                name: stringify!($func),
+                fentry: stringify!($fentry),
+                fexit: stringify!($fexit),
+            }; )*
+            /// The kernel functions wakeviz probes, in attach (and report) order.
+            pub const FUNCTIONS: &[Function] = &[$($fconst),*];
+            $( pub const $cconst: &str = stringify!($calib); )*
+            /// Every program in the probe object.
+            pub const ALL: &[&str] = &[
+                $(stringify!($btf), stringify!($raw), stringify!($classic),)*
+                $(stringify!($fentry), stringify!($fexit),)*
+                $(stringify!($calib),)*
+            ];
+        };
+    }
+    crate::for_each_program!(consts);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_are_their_identifiers() {
+        assert_eq!(global::OFF_TASK_PID, "OFF_TASK_PID");
+        assert_eq!(map::EVENTS, "EVENTS");
+        assert_eq!(program::TRACEPOINTS[0].name, "sched_waking");
+        assert_eq!(program::TRACEPOINTS[0].tp_btf, "btf_sched_waking");
+        assert_eq!(
+            program::SELECT_TASK_RQ_FAIR.fexit,
+            "fexit_select_task_rq_fair"
+        );
+        assert_eq!(program::CALIB_CLOCK, "calib_clock");
+    }
+
+    #[test]
+    fn lists_are_complete_and_distinct() {
+        assert_eq!(global::ALL.len(), 27);
+        assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2);
+        for list in [global::ALL, map::ALL, program::ALL] {
+            for (i, a) in list.iter().enumerate() {
+                assert!(!list[i + 1..].contains(a), "{a} listed twice");
+            }
+        }
+    }
+}
