@@ -15,6 +15,7 @@ pub mod event;
 pub mod format;
 pub mod join;
 pub mod pidmap;
+pub mod run;
 pub mod shadow;
 pub mod source;
 pub mod synth;

@@ -1241,6 +1241,7 @@ pub fn header(topo: &Topology, cfg: &SynthConfig, synth: &Synth) -> Header {
             ),
             "timestamps are simulated monotonic time; no wall clock (realtime offset 0)".into(),
         ],
+        run: crate::run::RunMeta::default(),
     }
 }
 

@@ -112,7 +112,9 @@ fn json_schema_is_pinned() {
             "realtime_offset_ns",
             "ringbuf_bytes",
             "comm_redacted",
-            "notes"
+            "notes",
+            "run",
+            "workload"
         ])
     );
     assert_eq!(

@@ -50,6 +50,7 @@ fn header() -> Header {
         comm_redacted: false,
         cpu_vendor: None,
         notes: vec![],
+        run: Default::default(),
     }
 }
 

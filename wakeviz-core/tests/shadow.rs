@@ -77,6 +77,7 @@ fn header(topology: Topology, select_probe: bool) -> Header {
         comm_redacted: false,
         cpu_vendor: None,
         notes: Vec::new(),
+        run: Default::default(),
     }
 }
 

@@ -74,5 +74,6 @@ pub fn header(
         comm_redacted: false,
         cpu_vendor: cpu_vendor(),
         notes,
+        run: wakeviz_core::run::RunMeta::default(),
     }
 }

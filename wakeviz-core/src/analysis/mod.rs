@@ -101,6 +101,8 @@ pub struct Analysis {
     pub(crate) shadow: Option<Box<dyn ShadowSink>>,
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: u64,
+    /// The workload's outcome, when the stream carried one (`-- CMD` recordings).
+    pub(crate) workload: Option<crate::run::WorkloadOutcome>,
     seen: u64,
 }
 
@@ -134,6 +136,7 @@ impl Analysis {
             shadow: Some(Box::new(crate::shadow::ShadowEval::new(header))),
             first_ts: None,
             last_ts: 0,
+            workload: None,
             seen: 0,
             header: header.clone(),
         }

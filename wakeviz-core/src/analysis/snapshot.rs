@@ -98,6 +98,10 @@ pub struct RecordingSection {
     pub comm_redacted: bool,
     /// Degraded modes and other facts about the capture, one sentence each.
     pub notes: Vec<String>,
+    /// Conditions of the run (label, features, sysctls, command).
+    pub run: crate::run::RunMeta,
+    /// The workload's exit and parsed figures, once the capture ended (`-- CMD`).
+    pub workload: Option<crate::run::WorkloadOutcome>,
 }
 
 /// Wakeups landed on and woken from one CPU.
@@ -340,6 +344,8 @@ impl Analysis {
                 ringbuf_bytes: h.ringbuf_bytes,
                 comm_redacted: h.comm_redacted,
                 notes: h.notes.clone(),
+                run: h.run.clone(),
+                workload: self.workload.clone(),
             },
             events: EventCounts(self.events),
             drops: Drops {

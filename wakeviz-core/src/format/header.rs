@@ -154,6 +154,9 @@ pub struct Header {
     /// Free-form notes (degraded modes, synthetic workload description).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The conditions of the run, for comparisons (absent in older recordings: all unknown).
+    #[serde(default)]
+    pub run: crate::run::RunMeta,
 }
 
 impl Header {

@@ -52,6 +52,7 @@ pub fn header(name: &str, scan: ScanSource) -> Header {
         comm_redacted: false,
         cpu_vendor: None,
         notes: vec![],
+        run: Default::default(),
     }
 }
 

@@ -1,0 +1,56 @@
+//! What makes two runs comparable: the conditions a capture ran under (kernel command line,
+//! scheduler features, `kernel.sched_*` sysctls, CPU model, wall-clock start, a label) and the
+//! workload's own result (the benchmark's figure, printed beside the placement figures).
+use serde::{Deserialize, Serialize};
+
+/// Conditions of a capture, read at its start and stored in the recording's header. Unknown
+/// values are `None` (never an empty string standing for "unknown").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Free-form name of the run (`--label tip`); the recording's file name by default.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// Wall-clock start, RFC 3339 UTC (`2026-12-01T08:00:00.123Z`).
+    #[serde(default)]
+    pub start_utc: Option<String>,
+    /// `/proc/cmdline`.
+    #[serde(default)]
+    pub kernel_cmdline: Option<String>,
+    /// Scheduler features in force, by name as in debugfs `sched/features` (`NO_` prefix for
+    /// the ones off); `None` where the file could not be read.
+    #[serde(default)]
+    pub sched_features: Option<Vec<String>>,
+    /// `kernel.sched_*` sysctls, name -> value, sorted by name.
+    #[serde(default)]
+    pub sysctls: Vec<(String, String)>,
+    /// `/proc/cpuinfo` `model name` of the first CPU.
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+    /// The command run under wakeviz (`wakeviz --record F -- CMD ARGS`), if any.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+}
+
+/// How the workload ended and what it reported; known only at the end of the capture.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadOutcome {
+    /// Exit status (0-255) if it exited, else the signal that killed it.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Wall time from start to exit.
+    pub duration_ns: u64,
+    /// Figures parsed from its output (built-in parsers and `--metric NAME=REGEX`).
+    pub metrics: Vec<Metric>,
+}
+
+/// One figure a benchmark printed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// `pipe.usecs_per_op`, `messaging.time_s`, `schbench.wakeup_p99_us`, or the user's name.
+    pub name: String,
+    pub value: f64,
+    /// `us`, `s`, `MB/s`, `ops/s`, or empty.
+    pub unit: String,
+    /// Whether a larger value is an improvement (throughput) or a regression (latency, time).
+    pub higher_is_better: bool,
+}
