@@ -17,8 +17,8 @@ use std::collections::HashMap;
 pub use filter::{Filter, FilterError};
 use hdrhistogram::Histogram;
 pub use snapshot::{
-    ByLevel, Drops, EventCounts, LatencySection, PlacementSection, ScanSection, ShadowSection,
-    Snapshot, TopologySection, WindowSection,
+    ByLevel, Drops, EventCounts, LatencySection, PlacementSection, ScanSection, Snapshot,
+    TopologySection, WindowSection,
 };
 
 use self::{
@@ -35,35 +35,6 @@ use crate::{
     topology::{Level, LevelMap},
 };
 
-/// Shadow-policy evaluation plugged into the fold (implemented by `shadow::ShadowEval`); kept
-/// as a trait so this module does not depend on how the shadow policies are built.
-pub trait ShadowSink {
-    fn on_event(&mut self, e: &Event);
-    fn on_placement(&mut self, p: &Placement);
-    fn report_json(&self) -> serde_json::Value;
-    fn report_text(&self) -> String;
-}
-
-impl ShadowSink for crate::shadow::ShadowEval {
-    fn on_event(&mut self, e: &Event) {
-        Self::on_event(self, e);
-    }
-
-    fn on_placement(&mut self, p: &Placement) {
-        Self::on_placement(self, p);
-    }
-
-    fn report_json(&self) -> serde_json::Value {
-        Self::report_json(self)
-    }
-
-    fn report_text(&self) -> String {
-        Self::report_text(self)
-    }
-}
-
-/// Wakeups whose switch-in never came (dropped events) are forgotten after this long.
-const STALE_NS: u64 = 10_000_000_000;
 const NO_LEVEL: u8 = u8::MAX;
 const NEW_TASK: u8 = u8::MAX - 1;
 
@@ -98,7 +69,7 @@ pub struct Analysis {
     pub(crate) win1: Rolling,
     pub(crate) win10: Rolling,
     pub(crate) schedstat: Option<SchedstatComparison>,
-    pub(crate) shadow: Option<Box<dyn ShadowSink>>,
+    pub(crate) shadow: Option<crate::shadow::ShadowEval>,
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: u64,
     seen: u64,
@@ -131,7 +102,7 @@ impl Analysis {
             // Fed by win1's expiring slots: together they cover the last 10 s.
             win10: Rolling::new(1_000_000_000, 9),
             schedstat: None,
-            shadow: Some(Box::new(crate::shadow::ShadowEval::new(header))),
+            shadow: Some(crate::shadow::ShadowEval::new(header)),
             first_ts: None,
             last_ts: 0,
             seen: 0,
@@ -171,7 +142,7 @@ impl Analysis {
 
     /// Replaces the shadow-policy evaluation, which [`Analysis::new`] turns on; `None` turns it
     /// off (the fold is several times faster without it, and the JSON `shadow` is then null).
-    pub fn set_shadow(&mut self, s: Option<Box<dyn ShadowSink>>) {
+    pub fn set_shadow(&mut self, s: Option<crate::shadow::ShadowEval>) {
         self.shadow = s;
     }
 
@@ -216,7 +187,7 @@ impl Analysis {
             let now = self.last_ts;
             self.wake
                 .pending
-                .retain(|_, (t, _)| now.saturating_sub(*t) < STALE_NS);
+                .retain(|_, (t, _)| now.saturating_sub(*t) < crate::horizons::WAKE_TO_RUN_NS);
         }
         if let Some(s) = self.shadow.as_mut() {
             s.on_event(e);
@@ -279,7 +250,7 @@ impl Analysis {
             self.ours.add(p.waker_cpu, &c);
         }
         if let Some(s) = self.shadow.as_mut() {
-            s.on_placement(p);
+            let _ = s.on_placement(p);
         }
         if !self.filter.matches(p.pid, &self.tasks) {
             return;

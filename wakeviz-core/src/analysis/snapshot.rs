@@ -188,12 +188,6 @@ pub struct LatencySection {
     pub windows: Windows<LatencySummary>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ShadowSection {
-    pub json: serde_json::Value,
-    pub text: String,
-}
-
 /// Everything the reports and the TUI show, at one moment of the stream.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Snapshot {
@@ -205,7 +199,7 @@ pub struct Snapshot {
     pub scan_latency: ScanSection,
     pub wakeup_latency: LatencySection,
     pub schedstat: Option<SchedstatComparison>,
-    pub shadow: Option<ShadowSection>,
+    pub shadow: Option<crate::shadow::ShadowReport>,
 }
 
 pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu shares an LLC with waker_cpu but not with prev_cpu \
@@ -358,10 +352,7 @@ impl Analysis {
                 },
             },
             schedstat: self.schedstat.clone(),
-            shadow: self.shadow.as_ref().map(|s| ShadowSection {
-                json: s.report_json(),
-                text: s.report_text(),
-            }),
+            shadow: self.shadow.as_ref().map(|s| s.report(None)),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `--report text|json`. Both render a [`Snapshot`], so the report, the TUI and the JSON never
 //! disagree. The JSON schema is documented in `../SCHEMA.md` and pinned by tests.
-mod shadow;
+pub mod shadow;
 
 use std::fmt::Write;
 
@@ -41,7 +41,7 @@ pub fn json(s: &Snapshot) -> Value {
         "scan_latency": v(serde_json::to_value(&s.scan_latency)),
         "wakeup_latency": v(serde_json::to_value(&s.wakeup_latency)),
         "schedstat": v(serde_json::to_value(&s.schedstat)),
-        "shadow": s.shadow.as_ref().map_or(Value::Null, |x| x.json.clone()),
+        "shadow": v(serde_json::to_value(&s.shadow)),
     })
 }
 
@@ -333,7 +333,7 @@ pub fn text(s: &Snapshot) -> String {
     }
     let _ = writeln!(o, "\n== shadow policies");
     match &s.shadow {
-        Some(x) => o.push_str(&x.text),
+        Some(x) => o.push_str(&shadow::text(x)),
         None => {
             let _ = writeln!(o, "  not evaluated");
         }
