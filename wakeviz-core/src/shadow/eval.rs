@@ -275,14 +275,14 @@ impl ShadowEval {
         let mut clear = None;
         let mut fired = 0u64;
         let outs = self.park.outcomes_mut(slot);
-        for (i, pol) in self.policies.iter_mut().enumerate() {
+        for (i, (pol, out)) in self.policies.iter_mut().zip(outs.iter_mut()).enumerate() {
             if Some(i) == self.observed {
                 continue;
             }
             ctx.begin();
             let d = pol.decide(&ctx, t, st, &mut self.scratch);
             let cpu = if t.valid(d.cpu) { d.cpu } else { ctx.p };
-            outs[i] = Outcome {
+            *out = Outcome {
                 cpu,
                 probes: d.probes,
                 rule: d.rule,
@@ -320,10 +320,12 @@ impl ShadowEval {
         }
         // SIS overwrites `p->recent_used_cpu` only once past its target/prev early returns;
         // which path the kernel took is our kernel-flavour shadow's best guess.
-        if !matches!(
-            krule,
-            Some(Rule::Stage(Stage::Target | Stage::Prev | Stage::CurrentCpu))
-        ) {
+        const SHORTCUT_EXITS: [Rule; 3] = [
+            Rule::stage(Stage::Target),
+            Rule::stage(Stage::Prev),
+            Rule::stage(Stage::CurrentCpu),
+        ];
+        if !krule.is_some_and(|r| SHORTCUT_EXITS.contains(&r)) {
             self.state.set_recent_used(ctx.pid, ctx.p);
         }
         if ctx.front.sync {
@@ -394,7 +396,14 @@ impl ShadowEval {
         // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
         let mut levels: [(u32, Option<Level>, Option<Level>); 4] = [(u32::MAX, None, None); 4];
         let mut nlev = 0;
-        for (i, &parked) in outs.iter().enumerate() {
+        let per_policy = self
+            .metrics
+            .iter_mut()
+            .zip(self.last.iter_mut())
+            .zip(self.last_levels.iter_mut());
+        for (i, (&parked, ((metrics, last), last_levels))) in
+            outs.iter().zip(per_policy).enumerate()
+        {
             let mut o = parked;
             if Some(i) == self.observed {
                 // Queue length at decision time when the select record named the CPU then;
@@ -406,7 +415,7 @@ impl ShadowEval {
                 o = Outcome {
                     cpu: kernel,
                     probes: kernel_probes,
-                    rule: Rule::Stage(Stage::Observed),
+                    rule: Rule::stage(Stage::Observed),
                     idle: kernel_idle,
                     exact: true,
                     queue,
@@ -426,9 +435,9 @@ impl ShadowEval {
                     (l.1, l.2)
                 }
             };
-            self.metrics[i].record(&o, kernel, rec.p, lw, lp);
-            self.last[i] = o;
-            self.last_levels[i] = (lw, lp);
+            metrics.record(&o, kernel, rec.p, lw, lp);
+            *last = o;
+            *last_levels = (lw, lp);
         }
         let fo = outs[self.kernel.0];
         let verdict = Verdict::of(

@@ -66,7 +66,7 @@ impl Front {
             Some(Decision {
                 cpu: self.target,
                 probes: 0,
-                rule: Rule::Stage(Stage::CurrentCpu),
+                rule: Rule::stage(Stage::CurrentCpu),
                 clear_hint: None,
                 behind_waker: false,
             })
@@ -339,7 +339,7 @@ pub trait Policy: Send {
     fn is_observed(&self) -> bool {
         false
     }
-    /// Names of the policy's own rules: [`Rule::Own`]`(n)` is reported as `rules()[n]` (at
+    /// Names of the policy's own rules: [`Rule::own`]`(n)` is reported as `rules()[n]` (at
     /// most [`super::rule::MAX_OWN`]).
     fn rules(&self) -> &'static [&'static str] {
         &[]
@@ -367,7 +367,7 @@ pub trait Policy: Send {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ScanOut {
     pub cpu: Option<u32>,
-    pub rule: Rule,
+    pub rule: Stage,
     pub probes: u32,
     /// Idle-core mode found no idle core (the LLC hint gets cleared).
     pub core_failed: bool,
@@ -391,7 +391,7 @@ pub fn select_idle_cpu(
 ) -> ScanOut {
     let mut out = ScanOut {
         ran: true,
-        rule: Rule::Stage(Stage::Stacked),
+        rule: Stage::Stacked,
         ..ScanOut::default()
     };
     if limit == Some(0) {
@@ -405,12 +405,12 @@ pub fn select_idle_cpu(
         out.probes = probes;
         if let Some(c) = core {
             out.cpu = Some(c);
-            out.rule = Rule::Stage(Stage::ScanCore);
+            out.rule = Stage::ScanCore;
         } else {
             out.core_failed = true;
             if let Some(c) = fallback {
                 out.cpu = Some(c);
-                out.rule = Rule::Stage(Stage::ScanFallback);
+                out.rule = Stage::ScanFallback;
             }
         }
     } else {
@@ -420,7 +420,7 @@ pub fn select_idle_cpu(
         match hit {
             Some(c) => {
                 out.cpu = Some(c);
-                out.rule = Rule::Stage(Stage::ScanIdle);
+                out.rule = Stage::ScanIdle;
             }
             None => out.budget_out = probes >= lim && (lim as usize) < mask.len(),
         }
@@ -488,23 +488,23 @@ pub fn shortcuts(
     tg: u32,
     hic: bool,
     probes: &mut u32,
-) -> Option<(u32, Rule)> {
+) -> Option<(u32, Stage)> {
     let p = ctx.p;
     *probes += 1;
     if st.is_idle(tg) {
-        return Some((tg, Rule::Stage(Stage::Target)));
+        return Some((tg, Stage::Target));
     }
     if p != tg && t.share_llc(p, tg) {
         *probes += 1;
         if st.is_idle(p) {
-            return Some((p, Rule::Stage(Stage::Prev)));
+            return Some((p, Stage::Prev));
         }
     }
     let r = ctx.recent_used_cpu;
     if r != NONE && r != p && r != tg && t.share_llc(r, tg) {
         *probes += 1;
         if st.is_idle(r) {
-            return Some((r, Rule::Stage(Stage::Recent)));
+            return Some((r, Stage::Recent));
         }
     }
     if t.smt && !hic && t.share_llc(p, tg) {
@@ -515,7 +515,7 @@ pub fn shortcuts(
             }
             *probes += 1;
             if st.is_idle(sib) {
-                return Some((sib, Rule::Stage(Stage::SmtOfPrev)));
+                return Some((sib, Stage::SmtOfPrev));
             }
         }
     }
@@ -542,7 +542,7 @@ pub fn select_idle_sibling(
             Decision {
                 cpu,
                 probes,
-                rule,
+                rule: rule.into(),
                 clear_hint: None,
                 behind_waker: false,
             },
@@ -556,7 +556,7 @@ pub fn select_idle_sibling(
         Decision {
             cpu: scan.cpu.unwrap_or(tg),
             probes: probes + scan.probes,
-            rule: scan.rule,
+            rule: scan.rule.into(),
             clear_hint: scan.core_failed.then_some(llc),
             behind_waker: false,
         },

@@ -1,6 +1,6 @@
 //! Which rule produced a decision, counted per policy in the report. The shared stages
 //! (FRONT, SHORTCUTS, the LLC scan) and the baseline have [`Stage`] rules; a policy with rules
-//! of its own names them in [`super::policy::Policy::rules`] and returns [`Rule::Own`], so a new
+//! of its own names them in [`super::policy::Policy::rules`] and returns [`Rule::own`], so a new
 //! policy never touches this file.
 use strum::{EnumCount, EnumIter, IntoStaticStr};
 
@@ -42,24 +42,17 @@ pub enum Stage {
 /// Most rules a policy may define besides the stages' (the per-policy counters are a fixed
 /// array, so recording never allocates).
 pub const MAX_OWN: usize = 6;
+const _: () = assert!(Rule::SLOTS.is_power_of_two());
 
-/// Which rule produced a decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rule {
-    Stage(Stage),
-    /// The deciding policy's rule number `n`, named by its `Policy::rules()[n]`.
-    Own(u8),
-}
-
-impl Default for Rule {
-    fn default() -> Self {
-        Self::Stage(Stage::default())
-    }
-}
+/// Which rule produced a decision: a [`Stage`] rule, or the deciding policy's own rule `n`
+/// (named by its `Policy::rules()[n]`). One byte, the counter slot itself, because it is
+/// stored with every parked outcome and counted on every placement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Rule(u8);
 
 impl From<Stage> for Rule {
     fn from(s: Stage) -> Self {
-        Self::Stage(s)
+        Self::stage(s)
     }
 }
 
@@ -67,37 +60,54 @@ impl Rule {
     /// Counter slots per policy: every stage rule, then [`MAX_OWN`] own rules.
     pub const SLOTS: usize = Stage::COUNT + MAX_OWN;
 
-    /// Counter slot (an out-of-range own rule shares the last slot).
+    pub const fn stage(s: Stage) -> Self {
+        Self(s as u8)
+    }
+
+    /// The deciding policy's rule `n` (past [`MAX_OWN`], the last slot).
+    pub const fn own(n: u8) -> Self {
+        let n = if (n as usize) < MAX_OWN {
+            n
+        } else {
+            MAX_OWN as u8 - 1
+        };
+        Self(Stage::COUNT as u8 + n)
+    }
+
+    /// The stage rule, if it is one.
+    pub fn as_stage(self) -> Option<Stage> {
+        use strum::IntoEnumIterator;
+        Stage::iter().nth(self.0 as usize)
+    }
+
+    /// The own rule number, if it is one.
+    pub const fn as_own(self) -> Option<u8> {
+        if (self.0 as usize) < Stage::COUNT {
+            None
+        } else {
+            Some(self.0 - Stage::COUNT as u8)
+        }
+    }
+
+    /// Counter slot (masked to [`Rule::SLOTS`], a power of two, so indexing a counter array
+    /// needs no bounds check on the hot path; every constructor stays below it anyway).
     #[inline]
     pub const fn index(self) -> usize {
-        match self {
-            Self::Stage(s) => s as usize,
-            Self::Own(n) => {
-                let n = n as usize;
-                Stage::COUNT + if n < MAX_OWN { n } else { MAX_OWN - 1 }
-            }
-        }
+        self.0 as usize & (Self::SLOTS - 1)
     }
 
     /// The rule's report name, given the deciding policy's own rule names; `None` for an own
     /// rule the policy did not name.
     pub fn name(self, own: &[&'static str]) -> Option<&'static str> {
-        match self {
-            Self::Stage(s) => Some(s.into()),
-            Self::Own(n) => own.get(n as usize).copied(),
+        match self.as_own() {
+            None => self.as_stage().map(Into::into),
+            Some(n) => own.get(n as usize).copied(),
         }
     }
 
     /// The rule counted in slot `i`, the inverse of [`Rule::index`].
     pub fn from_index(i: usize) -> Option<Self> {
-        use strum::IntoEnumIterator;
-        if i < Stage::COUNT {
-            Stage::iter().nth(i).map(Self::Stage)
-        } else if i < Self::SLOTS {
-            u8::try_from(i - Stage::COUNT).ok().map(Self::Own)
-        } else {
-            None
-        }
+        (i < Self::SLOTS).then(|| Self(i as u8))
     }
 }
 
@@ -129,7 +139,10 @@ mod tests {
                 "no_idle_target"
             ]
         );
-        assert_eq!(Rule::Own(1).name(&["a", "b"]), Some("b"));
-        assert_eq!(Rule::Own(2).name(&["a", "b"]), None);
+        assert_eq!(Rule::own(1).name(&["a", "b"]), Some("b"));
+        assert_eq!(Rule::own(2).name(&["a", "b"]), None);
+        assert_eq!(Rule::stage(Stage::Prev).as_stage(), Some(Stage::Prev));
+        assert_eq!(Rule::own(200), Rule::own(MAX_OWN as u8 - 1));
+        assert_eq!(Rule::own(0).as_stage(), None);
     }
 }

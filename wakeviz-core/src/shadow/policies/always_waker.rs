@@ -18,8 +18,8 @@ pub struct AlwaysWaker {
     switches: u64,
 }
 
-const WAKER_CPU: Rule = Rule::Own(0);
-const NO_SWITCH_YET: Rule = Rule::Own(1);
+const WAKER_CPU: Rule = Rule::own(0);
+const NO_SWITCH_YET: Rule = Rule::own(1);
 
 impl Policy for AlwaysWaker {
     fn name(&self) -> &'static str {

@@ -37,7 +37,7 @@ pub fn true_idle_core(st: &State, llc: u32) -> bool {
 pub struct IdleCoreFirst;
 
 /// A fully idle core (prev's, the target's, or one from the LLC).
-const IDLE_CORE: Rule = Rule::Own(0);
+const IDLE_CORE: Rule = Rule::own(0);
 
 impl Policy for IdleCoreFirst {
     fn name(&self) -> &'static str {
@@ -62,7 +62,7 @@ impl Policy for IdleCoreFirst {
             behind_waker: false,
         };
         if f.rule == FrontRule::CurrentCpu {
-            d.rule = Rule::Stage(Stage::CurrentCpu);
+            d.rule = Rule::stage(Stage::CurrentCpu);
             return d;
         }
         let tg = f.target;

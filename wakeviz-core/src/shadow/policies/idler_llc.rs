@@ -20,7 +20,7 @@ use crate::shadow::{
 pub struct IdlerLlc;
 
 /// Both LLCs fully busy: the target without any scan.
-const BOTH_LLCS_BUSY: Rule = Rule::Own(0);
+const BOTH_LLCS_BUSY: Rule = Rule::own(0);
 
 /// `wake_affine_idler_llc(pref, try)`: the new target, or `None` when both LLCs are fully
 /// busy (then the patch skips the scan and keeps prev).
@@ -88,7 +88,7 @@ impl Policy for IdlerLlc {
             return Decision {
                 cpu: w,
                 probes,
-                rule: Rule::Stage(Stage::CurrentCpu),
+                rule: Rule::stage(Stage::CurrentCpu),
                 clear_hint: None,
                 behind_waker: false,
             };

@@ -24,7 +24,7 @@ impl Policy for Observed {
         Decision {
             cpu: ctx.p,
             probes: 0,
-            rule: Rule::Stage(Stage::Observed),
+            rule: Rule::stage(Stage::Observed),
             clear_hint: None,
             behind_waker: false,
         }

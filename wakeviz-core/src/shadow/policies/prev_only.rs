@@ -9,7 +9,7 @@ use crate::shadow::{
 
 pub struct PrevOnly;
 
-const PREV_ONLY: Rule = Rule::Own(0);
+const PREV_ONLY: Rule = Rule::own(0);
 
 impl Policy for PrevOnly {
     fn name(&self) -> &'static str {

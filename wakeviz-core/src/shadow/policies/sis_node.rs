@@ -12,7 +12,7 @@ use crate::shadow::{
 pub struct SisNode;
 
 /// An idle CPU in another LLC of the node.
-const NODE_SCAN: Rule = Rule::Own(0);
+const NODE_SCAN: Rule = Rule::own(0);
 
 impl Policy for SisNode {
     fn name(&self) -> &'static str {

@@ -73,16 +73,18 @@ impl Policy for SisProp {
     fn wants_events(&self) -> bool {
         true
     }
-    fn on_event(&mut self, e: &Event, t: &ShadowTopo, _st: &State) {
+    fn on_event(&mut self, e: &Event, _t: &ShadowTopo, _st: &State) {
         match e {
             // The idle period starts when the CPU switches to idle (`idle_stamp`).
-            Event::Switch(s) if t.valid(s.cpu) => {
+            // Per-CPU tables sized to the topology's bound: no other check needed (an
+            // offline CPU's entries are never read, decisions only run on online CPUs).
+            Event::Switch(s) => {
                 if let Some(stamp) = self.idle_stamp.get_mut(s.cpu as usize) {
                     *stamp = if s.next_pid == 0 { s.ts_ns.max(1) } else { 0 };
                 }
             }
             // A wakeup that ends an idle period feeds `avg_idle` (ttwu_do_activate).
-            Event::Wakeup(w) | Event::WakeupNew(w) if t.valid(w.target_cpu) => {
+            Event::Wakeup(w) | Event::WakeupNew(w) => {
                 let ci = w.target_cpu as usize;
                 let Some(&stamp) = self.idle_stamp.get(ci) else {
                     return;
@@ -112,7 +114,7 @@ impl Policy for SisProp {
             return Decision {
                 cpu,
                 probes,
-                rule,
+                rule: rule.into(),
                 clear_hint: None,
                 behind_waker: false,
             };
@@ -166,7 +168,7 @@ impl Policy for SisProp {
         Decision {
             cpu: scan.cpu.unwrap_or(tg),
             probes: probes + scan.probes,
-            rule: scan.rule,
+            rule: scan.rule.into(),
             clear_hint: scan.core_failed.then_some(llc),
             behind_waker: false,
         }

@@ -18,7 +18,7 @@ pub struct WfSync {
 }
 
 /// WF_SYNC wake-local: queued behind the waker.
-const SYNC_WAKE_LOCAL: Rule = Rule::Own(0);
+const SYNC_WAKE_LOCAL: Rule = Rule::own(0);
 
 impl Policy for WfSync {
     fn name(&self) -> &'static str {
