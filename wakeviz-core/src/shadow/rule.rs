@@ -107,7 +107,7 @@ impl Rule {
 
     /// The rule counted in slot `i`, the inverse of [`Rule::index`].
     pub fn from_index(i: usize) -> Option<Self> {
-        (i < Self::SLOTS).then(|| Self(i as u8))
+        (i < Self::SLOTS).then_some(Self(i as u8))
     }
 }
 
