@@ -1,5 +1,5 @@
 //! The evaluation driver: feeds the state reconstruction and every registered policy, parks
-//! their answers (see [`super::park`]) and scores them against the kernel's choice when the
+//! their answers (see `shadow::park`) and scores them against the kernel's choice when the
 //! placement arrives. Calling order and decision time: see the module docs of [`super`].
 use super::{
     fidelity::{Disagreement, Fidelity, Verdict},

@@ -24,8 +24,8 @@
 //! [`Tally`] of [`Scored`] placements kept).
 //!
 //! # Layout
-//! - [`eval`]: the driver (state, policies, scoring); [`park`]: decisions parked until their
-//!   placement; [`watch`]: the WF_SYNC check; [`tally`]: subsets; [`report`]: the typed report;
+//! - [`eval`]: the driver (state, policies, scoring); `park`: decisions parked until their
+//!   placement; `watch`: the WF_SYNC check; [`tally`]: subsets; [`report`]: the typed report;
 //! - [`policy`]: the `Policy` trait and the shared kernel stages; [`rule`]: decision rules;
 //!   [`policies`]: one file per policy and the registry;
 //! - [`state`]: the reconstructed scheduler state; [`topo`]: the dense topology;
