@@ -41,7 +41,6 @@ pub struct SleptHist {
 
 /// Upper bounds of [`SleptHist::slept`] buckets, ns (the last is open).
 pub const SLEPT_BOUNDS_NS: [u64; 4] = [10_000, 50_000, 200_000, 1_000_000];
-pub const SLEPT_NAMES: [&str; 5] = ["le_10us", "le_50us", "le_200us", "le_1ms", "gt_1ms"];
 /// "Really went to sleep right after the wakeup": blocked within this long.
 pub const SLEPT_THRESHOLD_NS: u64 = 50_000;
 

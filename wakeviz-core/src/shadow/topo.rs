@@ -1,6 +1,7 @@
 //! Dense, allocation-free view of the topology for the shadow hot path: per-CPU lookup
-//! vectors and flat bitsets sized to the machine, so every policy decision is a handful of
-//! word operations whatever the CPU count (256+ CPUs included).
+//! vectors and dense [`CpuSet`]s sized to the machine, so every policy decision is a handful
+//! of word operations whatever the CPU count (256+ CPUs included). CPU relations come from
+//! the crate's one rule, [`LevelMap`].
 use crate::topology::{CpuSet, Level, LevelMap, Topology};
 
 /// Marks "no such CPU / group" in the dense per-CPU tables.
