@@ -215,3 +215,48 @@ fn text_and_json_show_the_same_figures() {
     // The fidelity names a policy by its registry index, and that row is the policy's.
     assert_eq!(r.policies[r.fidelity.policy_id.0].name, r.fidelity.policy);
 }
+
+#[test]
+fn a_tally_of_every_scored_placement_is_the_unfiltered_report() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps4");
+    let topo = from_sysfs(&p).expect("fixture");
+    let cfg = SynthConfig::new(150_000, 9);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let hdr = synth::header(&topo, &cfg, &s);
+    let mut ev = ShadowEval::new(&hdr);
+    let mut j = Joiner::new();
+    let (mut all, none) = (Tally::default(), Tally::new(&ev));
+    let mut scored = 0;
+    for e in s {
+        ev.on_event(&e);
+        if let Some(pl) = j.on_event(&e)
+            && let Some(sc) = ev.on_placement(&pl)
+        {
+            all.add(&sc);
+            scored += 1;
+        }
+    }
+    assert_eq!(scored, ev.evaluated());
+    let (full, sub) = (ev.report(None), ev.report(Some(&all)));
+    assert!(sub.filtered && !full.filtered);
+    assert_eq!(sub.evaluated, full.evaluated);
+    assert_eq!(sub.fidelity, full.fidelity);
+    for (a, b) in full.policies.iter().zip(&sub.policies) {
+        let mut a = a.clone();
+        // The WF_SYNC watch is not per task: filtered rows leave it to `wf_sync`.
+        a.waker_slept_after = None;
+        assert_eq!(&a, b);
+    }
+    // An empty subset: rows exist, their shares do not (None, never 0).
+    let empty = ev.report(Some(&none));
+    assert_eq!(empty.evaluated, 0);
+    for r in &empty.policies {
+        assert_eq!((r.evaluated, r.agreement, r.idle_pct), (0, None, None));
+        assert_eq!(
+            (r.probes_mean, r.probes_p99, r.queue_mean),
+            (None, None, None)
+        );
+    }
+    assert_eq!(empty.fidelity.agreement, None);
+    assert_eq!(none.evaluated(), 0);
+}
