@@ -358,7 +358,8 @@ pub trait Policy: Send {
     fn wants_events(&self) -> bool {
         false
     }
-    /// Sees every event after the shared state took it, for private state of the policy.
+    /// Sees every event, in stream order, before the shared state takes it and before any
+    /// decision it triggers: for private state of the policy.
     fn on_event(&mut self, _e: &Event, _t: &ShadowTopo, _st: &State) {}
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision;
 }
