@@ -19,6 +19,9 @@ use crate::{
     topology::{CpuSet, Level},
 };
 
+// The hooks' kind masks are one byte.
+const _: () = assert!(crate::event::Kind::ALL.len() <= 8);
+
 /// A policy's place in the registry ([`policies::registry`] order, baseline first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PolicyId(pub usize);
@@ -28,8 +31,8 @@ pub struct ShadowEval {
     pub(super) topo: ShadowTopo,
     state: State,
     pub(super) policies: Vec<Box<dyn Policy>>,
-    /// Policies whose `on_event` does something (called on every event).
-    hooked: Vec<usize>,
+    /// Policies with an event hook, with the kinds it wants (bit `Kind::index`).
+    hooked: Vec<(usize, u8)>,
     pub(super) metrics: Vec<PolicyMetrics>,
     /// The policy standing for the running kernel (fidelity, hint clearing).
     pub(super) kernel: PolicyId,
@@ -46,8 +49,7 @@ pub struct ShadowEval {
     pub(super) evaluated: u64,
     pub(super) late: u64,
     events: u64,
-    /// The last scored placement: each policy's outcome and its levels (vs waker, vs prev).
-    last: Vec<Outcome>,
+    /// The last scored placement's levels of each policy's choice (vs waker, vs prev).
     last_levels: Vec<(Option<Level>, Option<Level>)>,
     pub(super) nr_cpus: usize,
 }
@@ -107,7 +109,15 @@ impl ShadowEval {
             metrics: vec![PolicyMetrics::default(); n],
             kernel: PolicyId(kernel),
             observed: policies.iter().position(|p| p.is_observed()),
-            hooked: (0..n).filter(|&i| policies[i].wants_events()).collect(),
+            hooked: policies
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let kinds = p.event_kinds().iter().fold(0u8, |m, k| m | 1 << k.index());
+                    (i, kinds)
+                })
+                .filter(|&(_, kinds)| kinds != 0)
+                .collect(),
             fidelity: Fidelity::default(),
             policies,
             select_mode,
@@ -118,7 +128,6 @@ impl ShadowEval {
             evaluated: 0,
             late: 0,
             events: 0,
-            last: vec![Outcome::default(); n],
             last_levels: vec![(None, None); n],
             nr_cpus: header.topology.nr_cpus(),
             topo,
@@ -167,8 +176,13 @@ impl ShadowEval {
         if self.events.is_multiple_of(1 << 16) {
             self.park.purge(e.ts_ns());
         }
-        for &i in &self.hooked {
-            self.policies[i].on_event(e, &self.topo, &self.state);
+        if !self.hooked.is_empty() {
+            let bit = 1u8 << e.kind().index();
+            for &(i, kinds) in &self.hooked {
+                if kinds & bit != 0 {
+                    self.policies[i].on_event(e, &self.topo, &self.state);
+                }
+            }
         }
         match e {
             Event::Switch(s) => {
@@ -391,37 +405,31 @@ impl ShadowEval {
         }
         self.evaluated += 1;
         let kernel_idle = CpuSet::words_contain(self.park.snap(slot), kernel);
+        let kernel_probes = self.park.outcomes(slot)[self.kernel.0].probes;
+        if let Some(i) = self.observed {
+            // The baseline is the kernel's choice. Queue length at decision time when the
+            // select record named the CPU then; tracepoint-only: as of now (sched_wakeup),
+            // minus this wakee.
+            let queue = match rec.kernel_queue {
+                Some((c, q)) if c == kernel => q,
+                _ => self.state.nr_running(kernel).saturating_sub(1),
+            };
+            self.park.outcomes_mut(slot)[i] = Outcome {
+                cpu: kernel,
+                probes: kernel_probes,
+                rule: Rule::stage(Stage::Observed),
+                idle: kernel_idle,
+                exact: true,
+                queue,
+                behind_waker: false,
+            };
+        }
         let outs = self.park.outcomes(slot);
-        let kernel_probes = outs[self.kernel.0].probes;
         // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
         let mut levels: [(u32, Option<Level>, Option<Level>); 4] = [(u32::MAX, None, None); 4];
         let mut nlev = 0;
-        let per_policy = self
-            .metrics
-            .iter_mut()
-            .zip(self.last.iter_mut())
-            .zip(self.last_levels.iter_mut());
-        for (i, (&parked, ((metrics, last), last_levels))) in
-            outs.iter().zip(per_policy).enumerate()
-        {
-            let mut o = parked;
-            if Some(i) == self.observed {
-                // Queue length at decision time when the select record named the CPU then;
-                // tracepoint-only: as of now (sched_wakeup), minus this wakee.
-                let queue = match rec.kernel_queue {
-                    Some((c, q)) if c == kernel => q,
-                    _ => self.state.nr_running(kernel).saturating_sub(1),
-                };
-                o = Outcome {
-                    cpu: kernel,
-                    probes: kernel_probes,
-                    rule: Rule::stage(Stage::Observed),
-                    idle: kernel_idle,
-                    exact: true,
-                    queue,
-                    behind_waker: false,
-                };
-            }
+        let per_policy = self.metrics.iter_mut().zip(self.last_levels.iter_mut());
+        for (o, (metrics, last_levels)) in outs.iter().zip(per_policy) {
             let (lw, lp) = match levels[..nlev].iter().find(|l| l.0 == o.cpu) {
                 Some(l) => (l.1, l.2),
                 None => {
@@ -435,8 +443,7 @@ impl ShadowEval {
                     (l.1, l.2)
                 }
             };
-            metrics.record(&o, kernel, rec.p, lw, lp);
-            *last = o;
+            metrics.record(o, kernel, rec.p, lw, lp);
             *last_levels = (lw, lp);
         }
         let fo = outs[self.kernel.0];
@@ -457,13 +464,15 @@ impl ShadowEval {
             },
         );
         self.fidelity.add(&verdict);
+        // The slot goes back to the pool, but its outcomes stay as they are until the next
+        // decision, which cannot happen while the returned borrow lives.
         self.park.release(pl.pid);
         Some(Scored {
             pid: pl.pid,
             kernel,
             waker: rec.w,
             prev: rec.p,
-            outcomes: &self.last,
+            outcomes: self.park.outcomes(slot),
             levels: &self.last_levels,
             verdict,
         })

@@ -20,7 +20,7 @@ use super::{
     topo::{NONE, ShadowTopo},
 };
 use crate::{
-    event::{Event, wf},
+    event::{Event, Kind, wf},
     topology::CpuSet,
 };
 
@@ -353,13 +353,13 @@ pub trait Policy: Send {
     fn kernel_flavour(&self) -> Option<KernelFlavour> {
         None
     }
-    /// Whether [`Policy::on_event`] does anything (the evaluator calls it only then: it runs
-    /// on every event of the stream).
-    fn wants_events(&self) -> bool {
-        false
+    /// The event kinds [`Policy::on_event`] wants (the evaluator calls it for those only: it
+    /// is on the per-event path).
+    fn event_kinds(&self) -> &'static [Kind] {
+        &[]
     }
-    /// Sees every event, in stream order, before the shared state takes it and before any
-    /// decision it triggers: for private state of the policy.
+    /// Sees every event of [`Policy::event_kinds`], in stream order, before the shared state
+    /// takes it and before any decision it triggers: for private state of the policy.
     fn on_event(&mut self, _e: &Event, _t: &ShadowTopo, _st: &State) {}
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision;
 }

@@ -5,7 +5,7 @@
 //! The policy: the waker's CPU, no idle test; before it has seen any `sched_switch` (its
 //! private state), the previous CPU.
 use crate::{
-    event::Event,
+    event::{Event, Kind},
     shadow::{
         policy::{Ctx, Decision, Policy, Rule, Scratch},
         state::State,
@@ -34,8 +34,8 @@ impl Policy for AlwaysWaker {
     fn approximations(&self) -> &'static [&'static str] {
         &["always_waker exists only in tests"]
     }
-    fn wants_events(&self) -> bool {
-        true
+    fn event_kinds(&self) -> &'static [Kind] {
+        &[Kind::Switch]
     }
     fn on_event(&mut self, e: &Event, _t: &ShadowTopo, _st: &State) {
         self.switches += u64::from(matches!(e, Event::Switch(_)));

@@ -11,7 +11,7 @@
 //! wakeup, start 1 ms, capped at 2 x 500 us) and the moment of the last wake-after-idle come
 //! from the stream, through [`Policy::on_event`].
 use crate::{
-    event::Event,
+    event::{Event, Kind},
     shadow::{
         policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, select_idle_cpu, shortcuts},
         state::{MIGRATION_COST_NS, State, jiffies, sis_prop_budget},
@@ -70,8 +70,8 @@ impl Policy for SisProp {
             "SIS_PROP: avg_idle/wake_avg_idle emulated from idle periods, scan time modelled as 300 ns + 50 ns per probe",
         ]
     }
-    fn wants_events(&self) -> bool {
-        true
+    fn event_kinds(&self) -> &'static [Kind] {
+        &[Kind::Switch, Kind::Wakeup, Kind::WakeupNew]
     }
     fn on_event(&mut self, e: &Event, _t: &ShadowTopo, _st: &State) {
         match e {
