@@ -72,7 +72,7 @@ fn overlays_windows_and_selection() {
     app.update(Msg::Show(View::Shadow));
     let s = screen(&app, 80, 24);
     assert!(s.contains("rows: comm:hackb wakees only"), "{s}");
-    let rows = &app.data.shadow.rows;
+    let rows = &app.data.snap.shadow.as_ref().expect("shadow on").policies;
     assert!(
         rows.first()
             .is_some_and(|r| r.evaluated > 0 && r.evaluated <= w),
