@@ -202,6 +202,10 @@ impl Analysis {
         }
         if let Some(s) = &b.stats {
             self.stats = s.clone();
+            // Only the END chunk carries the outcome; periodic counters must not erase it.
+            if s.workload.is_some() {
+                self.workload.clone_from(&s.workload);
+            }
         }
         for e in &b.events {
             self.on_event(e);
