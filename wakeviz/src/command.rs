@@ -185,8 +185,13 @@ pub struct Workload {
 
 impl Workload {
     /// Starts CMD in its own process group. With `pass` false (the dashboard is up) its output
-    /// is kept, not shown, and its stdin is /dev/null.
-    pub fn spawn(argv: &[OsString], pass: bool) -> Result<Self, SpawnError> {
+    /// is kept, not shown, and its stdin is /dev/null. With `stdout_to_stderr` (a `--report`
+    /// goes to stdout) its stdout is passed to our stderr, so stdout holds the report alone.
+    pub fn spawn(
+        argv: &[OsString],
+        pass: bool,
+        stdout_to_stderr: bool,
+    ) -> Result<Self, SpawnError> {
         let name = argv.first().cloned().unwrap_or_default();
         let mut c = std::process::Command::new(&name);
         c.args(&argv[1..])
@@ -208,7 +213,7 @@ impl Workload {
             why: e.to_string(),
         })?;
         let (out, err) = match (child.stdout.take(), child.stderr.take()) {
-            (Some(o), Some(e)) => (tee(o, false, pass), tee(e, true, pass)),
+            (Some(o), Some(e)) => (tee(o, stdout_to_stderr, pass), tee(e, true, pass)),
             _ => (Arc::default(), Arc::default()),
         };
         Ok(Self {

@@ -264,7 +264,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     let mut workload = if cli.command.is_empty() {
         None
     } else {
-        match command::Workload::spawn(&cli.command, dash.is_none()) {
+        match command::Workload::spawn(&cli.command, dash.is_none(), cli.report.is_some()) {
             Ok(w) => Some(w),
             Err(e) => {
                 drop(dash);
