@@ -301,7 +301,6 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     let out = driver::run(&mut src, &mut sinks, &opts, None);
     drop(sinks);
-    drop(supervisor);
     if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
         s.finish(a);
     }
@@ -312,7 +311,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     // What is known only now goes into the END chunk and the report, as a closing batch.
     let mut closing = src.stats().cloned().unwrap_or_default();
     closing.capture_duration_ns = Some(u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX));
-    closing.workload.clone_from(&outcome);
+    closing.workload = outcome.clone().map(Box::new);
     let closing = wakeviz_core::source::Batch {
         stats: Some(closing),
         ..Default::default()

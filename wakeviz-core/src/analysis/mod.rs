@@ -203,8 +203,8 @@ impl Analysis {
         if let Some(s) = &b.stats {
             self.stats = s.clone();
             // Only the END chunk carries the outcome; periodic counters must not erase it.
-            if s.workload.is_some() {
-                self.workload.clone_from(&s.workload);
+            if let Some(w) = &s.workload {
+                self.workload = Some(w.as_ref().clone());
             }
         }
         for e in &b.events {

@@ -118,9 +118,9 @@ pub struct CaptureStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_duration_ns: Option<u64>,
     /// The `-- CMD` workload's exit and parsed figures (END chunk only). Absent in older files
-    /// and in captures without a command.
+    /// and in captures without a command. Boxed: every batch carries these counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<crate::run::WorkloadOutcome>,
+    pub workload: Option<Box<crate::run::WorkloadOutcome>>,
 }
 
 impl CaptureStats {

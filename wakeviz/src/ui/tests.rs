@@ -174,7 +174,7 @@ fn overview_shows_the_run_and_its_result() {
         app.data.on_batch(&b);
     }
     let mut stats = src.stats().cloned().unwrap_or_default();
-    stats.workload = Some(wakeviz_core::run::WorkloadOutcome {
+    stats.workload = Some(Box::new(wakeviz_core::run::WorkloadOutcome {
         exit_code: Some(0),
         signal: None,
         duration_ns: 1_234_000_000,
@@ -184,7 +184,7 @@ fn overview_shows_the_run_and_its_result() {
             "s",
             false,
         )],
-    });
+    }));
     app.data.on_batch(&Batch {
         stats: Some(stats),
         ..Default::default()
