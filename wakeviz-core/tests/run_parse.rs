@@ -1,7 +1,14 @@
 //! The built-in benchmark parsers on real output: perf bench and hackbench as they print on
 //! this machine (Debian perf 6.1, rt-tests), tbench from the seed messages, schbench and netperf
 //! as their sources' printf formats print them (three schbench generations).
-use wakeviz_core::run::{Metric, builtin_metrics};
+mod analysis_support;
+
+use wakeviz_core::{
+    analysis::Analysis,
+    format::{CaptureStats, Recorder, RecorderConfig, ScanSource},
+    run::{Metric, RunMeta, WorkloadOutcome, builtin_metrics},
+    source::{EventSource as _, Poll, ReplaySource},
+};
 
 fn get<'a>(ms: &'a [Metric], name: &str) -> &'a Metric {
     ms.iter()
@@ -116,4 +123,70 @@ fn netperf_rr_and_stream() {
 fn unrelated_output_gives_nothing() {
     let text = "hello\nTime is up\nThroughput of the day\n50.0th: not a table\nbytes of junk\n1 2 3 4 5 6\n";
     assert!(builtin_metrics(text).is_empty());
+}
+
+/// The outcome written into the END chunk comes back in a replay's snapshot, and the text
+/// report prints the benchmark's figure first, then the run's conditions.
+#[test]
+fn workload_outcome_round_trips_and_leads_the_report() {
+    let mut h = analysis_support::header("xeon-e5-2690v3", ScanSource::SelectTaskRqFair);
+    h.run = RunMeta {
+        label: Some("tip".into()),
+        start_utc: Some("2026-12-01T08:00:00.123Z".into()),
+        kernel_cmdline: Some("quiet".into()),
+        sched_features: None,
+        sysctls: vec![("kernel.sched_rr_timeslice_ms".into(), "100".into())],
+        cpu_model: Some("Some CPU".into()),
+        command: Some(vec!["hackbench".into(), "-g".into(), "1".into()]),
+    };
+    let outcome = WorkloadOutcome {
+        exit_code: None,
+        signal: Some(2),
+        duration_ns: 1_500_000_000,
+        metrics: builtin_metrics("Time: 0.419\n"),
+    };
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("r.wvz");
+    let f = std::fs::File::create(&path).unwrap();
+    let rec = Recorder::new(f, &h, RecorderConfig::default()).unwrap();
+    let stats = CaptureStats {
+        capture_duration_ns: Some(1_600_000_000),
+        workload: Some(Box::new(outcome.clone())),
+        ..Default::default()
+    };
+    rec.finish(&stats).unwrap();
+
+    let mut src = ReplaySource::open(&path).unwrap();
+    let mut a = Analysis::new(src.header());
+    while let Ok(Poll::Batch(b)) = src.poll(std::time::Duration::ZERO) {
+        a.on_batch(&b);
+    }
+    let j = a.report_json();
+    assert_eq!(j["recording"]["workload"]["signal"], 2);
+    assert_eq!(
+        j["recording"]["workload"]["metrics"][0]["name"],
+        "hackbench.time_s"
+    );
+    assert_eq!(j["recording"]["capture_duration_ns"], 1_600_000_000u64);
+    assert_eq!(j["recording"]["run"]["label"], "tip");
+    let text = a.report_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "== recording");
+    assert_eq!(
+        lines[1],
+        "  workload `hackbench -g 1`: killed by signal 2, 1.500 s"
+    );
+    assert!(
+        lines[2].contains("hackbench.time_s") && lines[2].contains("0.419"),
+        "{text}"
+    );
+    for want in [
+        "  label tip, started 2026-12-01T08:00:00.123Z, 1.600 s",
+        "  sched features unknown",
+        "  sysctls kernel.sched_rr_timeslice_ms=100",
+        "  cpu Some CPU",
+        "  cmdline quiet",
+    ] {
+        assert!(text.contains(want), "{want:?} missing:\n{text}");
+    }
 }
