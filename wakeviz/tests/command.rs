@@ -80,6 +80,33 @@ fn exit_status_passes_through_and_is_recorded() {
 }
 
 #[test]
+fn redact_comm_hides_the_hostname() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("red.wvz");
+    let out = record(&f, &["true"], &["--redact-comm"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = replay_json(&f);
+    let host = j["recording"]["hostname"].as_str().unwrap().to_string();
+    assert!(host.starts_with("h-") && host.len() == 10, "{host}");
+    let real = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let file = std::fs::read(&f).unwrap();
+    // The header is plain JSON at the start of the file.
+    let field = format!("\"hostname\":\"{}\"", real.trim());
+    assert!(
+        !file.windows(field.len()).any(|w| w == field.as_bytes()),
+        "{field} is in the file"
+    );
+}
+
+#[test]
 fn a_command_that_cannot_start_leaves_no_recording() {
     if !root() {
         return;
