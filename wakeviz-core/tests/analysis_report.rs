@@ -114,7 +114,8 @@ fn json_schema_is_pinned() {
             "comm_redacted",
             "notes",
             "run",
-            "workload"
+            "workload",
+            "capture_duration_ns"
         ])
     );
     assert_eq!(

@@ -1,4 +1,4 @@
-use std::{path::PathBuf, time::Duration};
+use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
 
@@ -66,6 +66,20 @@ pub struct Cli {
     /// Best tracepoint attach mode to try (lower modes are the fallbacks); for tests.
     #[arg(long, value_enum, hide = true, conflicts_with_all = LIVE_ONLY)]
     pub tracepoint_mode: Option<crate::probes::TracepointMode>,
+    /// Name of the run in reports and comparisons (default: the recording's file name
+    /// without its extension).
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
+    pub label: Option<String>,
+    /// A figure of the command's own output: the first capture group of the last match of
+    /// REGEX, as a number (`+NAME=...`: higher is better). Repeatable; needs `-- CMD`.
+    #[arg(long = "metric", value_name = "NAME=REGEX",
+          value_parser = crate::command::parse_metric, requires = "command")]
+    pub metrics: Vec<crate::command::UserMetric>,
+    /// Run CMD under the capture, which ends when it exits (`-- hackbench -g 1 -l 2000`);
+    /// wakeviz exits with its status.
+    #[arg(last = true, value_name = "CMD", value_parser = clap::value_parser!(OsString),
+          conflicts_with_all = LIVE_ONLY)]
+    pub command: Vec<OsString>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }
@@ -152,5 +166,33 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{args:?}: usage errors exit 2");
         }
         assert!(Cli::try_parse_from(["wakeviz", "--record", "f", "--force"]).is_ok());
+    }
+
+    #[test]
+    fn commands_and_metrics() {
+        use clap::Parser as _;
+        let c = Cli::try_parse_from([
+            "wakeviz",
+            "--record",
+            "f",
+            "--metric",
+            "+rps=rps ([0-9.]+)",
+            "--",
+            "hackbench",
+            "-g",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(c.command, ["hackbench", "-g", "1"]);
+        assert_eq!(c.metrics.len(), 1);
+        for args in [
+            &["wakeviz", "--metric", "x=([0-9]+", "--", "true"][..],
+            &["wakeviz", "--metric", "x=([0-9]+)"],
+            &["wakeviz", "--replay", "f", "--", "true"],
+            &["wakeviz", "--replay", "f", "--label", "x"],
+        ] {
+            let e = Cli::try_parse_from(args).expect_err(&format!("{args:?} must be refused"));
+            assert_eq!(e.exit_code(), 2, "{args:?}: usage errors exit 2");
+        }
     }
 }

@@ -2,6 +2,7 @@
 mod app;
 mod capture;
 mod cli;
+mod command;
 mod driver;
 mod meta;
 mod probes;
@@ -37,7 +38,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line, the whole chain: what failed and why.
             eprintln!("wakeviz: {e:#}");
-            ExitCode::FAILURE
+            // A `-- CMD` that cannot start exits as a shell would (127, 126).
+            e.downcast_ref::<command::SpawnError>()
+                .map_or(ExitCode::FAILURE, |s| ExitCode::from(s.code))
         }
     }
 }
@@ -171,6 +174,10 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if cli.dump.is_some() {
         anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
     }
+    if !cli.command.is_empty() {
+        // Before anything is attached or created: a command that cannot start leaves nothing.
+        command::check(&cli.command)?;
+    }
     signals::install();
     let mb = cli
         .ringbuf_mb
@@ -210,18 +217,37 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         probes.notes.clone(),
     );
     header.comm_redacted = cli.redact_comm;
+    if cli.redact_comm {
+        header.hostname = meta::redact_host(&header.hostname);
+    }
+    let argv: Vec<String> = cli
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    header.run = meta::run_meta(
+        cli.label
+            .clone()
+            .or_else(|| command::default_label(cli.record.as_deref())),
+        (!argv.is_empty()).then(|| argv.clone()),
+    );
     let mut src = capture::LiveSource::start(probes, header)?;
     let mut rec = match (file, &cli.record) {
         (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),
         _ => None,
     };
     eprintln!(
-        "wakeviz: capturing{}{}; Ctrl-C to stop",
+        "wakeviz: capturing{}{}{}; Ctrl-C to stop",
         cli.record
             .as_ref()
             .map_or(String::new(), |p| format!(" to {}", p.display())),
         cli.duration
-            .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
+            .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64())),
+        if argv.is_empty() {
+            String::new()
+        } else {
+            format!(" while `{}` runs", argv.join(" "))
+        }
     );
     let mut dash = if dashboard_wanted(cli) {
         let app = app::App::new(
@@ -233,6 +259,22 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(app::run::Dashboard::new(app)?)
     } else {
         None
+    };
+    // The workload starts once the capture runs (its first wakeups are seen).
+    let mut workload = if cli.command.is_empty() {
+        None
+    } else {
+        match command::Workload::spawn(&cli.command, dash.is_none(), cli.report.is_some()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                drop(dash);
+                drop(rec);
+                if let Some(p) = &cli.record {
+                    command::discard(p)?;
+                }
+                return Err(e.into());
+            }
+        }
     };
     // Headless report: the same fold the dashboard runs, printed at the end.
     let mut analysis = cli.report.map(|_| Analysis::new(src.header()));
@@ -251,6 +293,12 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(d) = dash.as_mut() {
         sinks.push(d);
     }
+    let mut supervisor = workload
+        .as_mut()
+        .map(|w| command::Supervisor { workload: w });
+    if let Some(s) = supervisor.as_mut() {
+        sinks.push(s);
+    }
     let out = driver::run(&mut src, &mut sinks, &opts, None);
     drop(sinks);
     if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
@@ -259,6 +307,21 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     // Terminal back first, so the summary and any error below are readable.
     drop(dash);
     let failed = out.error.is_some();
+    let outcome = workload.map(|w| w.finish(&cli.metrics));
+    // What is known only now goes into the END chunk and the report, as a closing batch.
+    let mut closing = src.stats().cloned().unwrap_or_default();
+    closing.capture_duration_ns = Some(u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX));
+    closing.workload = outcome.clone().map(Box::new);
+    let closing = wakeviz_core::source::Batch {
+        stats: Some(closing),
+        ..Default::default()
+    };
+    if let (Some(r), false) = (rec.as_mut(), failed) {
+        driver::Sink::on_batch(r, &closing)?;
+    }
+    if let Some(a) = analysis.as_mut() {
+        a.on_batch(&closing);
+    }
     let written = match (rec, &cli.record) {
         (Some(r), Some(p)) => Some((p.as_path(), r.finish(failed)?)),
         _ => None,
@@ -284,5 +347,35 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let (Some(a), Some(fmt)) = (&analysis, cli.report) {
         print_report(a, fmt)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(match &outcome {
+        Some(w) => {
+            eprintln!("wakeviz: {}", workload_line(&argv, w));
+            ExitCode::from(command::exit_status(w))
+        }
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// `` `hackbench -g 1` exited 0 after 1.234 s: hackbench.time_s 0.061 s ``
+fn workload_line(argv: &[String], w: &wakeviz_core::run::WorkloadOutcome) -> String {
+    let figs: Vec<String> = w
+        .metrics
+        .iter()
+        .map(|m| {
+            format!("{} {} {}", m.name, m.value, m.unit)
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    format!(
+        "`{}` {} after {:.3} s{}",
+        argv.join(" "),
+        w.status_text(),
+        w.duration_ns as f64 / 1e9,
+        if figs.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", figs.join(", "))
+        }
+    )
 }

@@ -2,18 +2,21 @@
 //! recording (END chunk), detaches the probes and restores the terminal; and a watchdog for the
 //! case where the main thread cannot get back to polling (a read stuck on a dead terminal).
 use std::{
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicI32, Ordering},
     time::{Duration, Instant},
 };
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static HANGUP: AtomicBool = AtomicBool::new(false);
+/// The last stop signal received, so `-- CMD` can be given the same one.
+static LAST: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     // Only atomic stores: async-signal-safe.
     if sig == libc::SIGHUP {
         HANGUP.store(true, Ordering::SeqCst);
     }
+    LAST.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
 }
 
@@ -33,6 +36,11 @@ pub fn install() {
 
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
+}
+
+/// The last stop signal received (SIGINT, SIGTERM or SIGHUP), if any.
+pub fn last() -> Option<i32> {
+    Some(LAST.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
 /// SIGHUP arrived: the controlling terminal went away.

@@ -177,6 +177,10 @@ impl Analysis {
         }
         if let Some(s) = &b.stats {
             self.stats = s.clone();
+            // Only the END chunk carries the outcome; periodic counters must not erase it.
+            if let Some(w) = &s.workload {
+                self.workload = Some(w.as_ref().clone());
+            }
         }
         for e in &b.events {
             self.on_event(e);

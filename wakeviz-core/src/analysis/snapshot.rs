@@ -102,6 +102,8 @@ pub struct RecordingSection {
     pub run: crate::run::RunMeta,
     /// The workload's exit and parsed figures, once the capture ended (`-- CMD`).
     pub workload: Option<crate::run::WorkloadOutcome>,
+    /// Wall time of the whole capture, once it ended (null in older recordings and while live).
+    pub capture_duration_ns: Option<u64>,
 }
 
 /// Wakeups landed on and woken from one CPU.
@@ -340,6 +342,7 @@ impl Analysis {
                 notes: h.notes.clone(),
                 run: h.run.clone(),
                 workload: self.workload.clone(),
+                capture_duration_ns: s.capture_duration_ns,
             },
             events: EventCounts(self.events),
             drops: Drops {

@@ -92,8 +92,9 @@ impl ScanSource {
     }
 }
 
-/// Cumulative capture counters. Drops are counted twice, where they happen.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Cumulative capture counters. Drops are counted twice, where they happen. The END chunk also
+/// carries what is known only once the capture is over (its duration, the workload's outcome).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaptureStats {
     /// Events offered to the ring buffer by the probes, per kind (index = [`Kind::index`]).
     pub offered: [u64; 6],
@@ -113,6 +114,13 @@ pub struct CaptureStats {
     /// events never reached a probe, so they are outside `offered`.
     #[serde(default)]
     pub probe_misses: u64,
+    /// Wall time from the start of the capture to its end (END chunk only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_duration_ns: Option<u64>,
+    /// The `-- CMD` workload's exit and parsed figures (END chunk only). Absent in older files
+    /// and in captures without a command. Boxed: every batch carries these counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<Box<crate::run::WorkloadOutcome>>,
 }
 
 impl CaptureStats {

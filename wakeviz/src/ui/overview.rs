@@ -57,13 +57,18 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         ),
     };
     top.push(kv("Recording", rec));
+    top.extend(run_lines(&s.recording));
     for w in &app.warnings {
         top.push(Line::from(Span::styled(
             format!("warning: {w}"),
             fmt::warn(),
         )));
     }
-    let n = top.len() as u16;
+    // Rows the header takes once wrapped (a long command line wraps).
+    let n: u16 = top
+        .iter()
+        .map(|l| (l.width().max(1) as u16).div_ceil(area.width.max(1)))
+        .sum();
     let [head, cols] =
         Layout::vertical([Constraint::Length(n + 1), Constraint::Min(0)]).areas(area);
     f.render_widget(Paragraph::new(top).wrap(Wrap { trim: true }), head);
@@ -74,6 +79,54 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(probes(app)).wrap(Wrap { trim: false }),
         right,
     );
+}
+
+/// The conditions of the run and the workload's figures, for telling recordings apart; nothing
+/// for recordings made without them (synthetic, older files).
+fn run_lines(r: &wakeviz_core::analysis::RecordingSection) -> Vec<Line<'static>> {
+    let m = &r.run;
+    let mut l = Vec::new();
+    if m.start_utc.is_none() && m.label.is_none() && m.command.is_none() {
+        return l;
+    }
+    let features = m
+        .sched_features
+        .as_ref()
+        .map_or_else(|| "unknown".to_string(), |f| format!("{} listed", f.len()));
+    let mut run = format!(
+        "{} · started {} · features {features}",
+        m.label.as_deref().unwrap_or("-"),
+        m.start_utc.as_deref().unwrap_or("unknown"),
+    );
+    let cmd = m.command.as_ref().map(|c| format!("`{}`", c.join(" ")));
+    // The command goes with its result once there is one, else with the run.
+    if let (Some(c), None) = (&cmd, &r.workload) {
+        run.push_str(&format!(" · {c}"));
+    }
+    l.push(kv("Run", run));
+    if let Some(w) = &r.workload {
+        let figs: Vec<String> = w
+            .metrics
+            .iter()
+            .map(|x| {
+                format!("{} {} {}", x.name, x.value, x.unit)
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        l.push(kv(
+            "Result",
+            format!(
+                "{}{} after {:.2} s{}{}",
+                cmd.map_or_else(String::new, |c| format!("{c} ")),
+                w.status_text(),
+                w.duration_ns as f64 / 1e9,
+                if figs.is_empty() { "" } else { " · " },
+                figs.join(" · ")
+            ),
+        ));
+    }
+    l
 }
 
 fn kv(k: &str, v: String) -> Line<'static> {

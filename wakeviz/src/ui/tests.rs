@@ -223,3 +223,50 @@ fn dashboard_text_report_and_json_show_the_same_figures() {
         "latency n={count} not in the text report"
     );
 }
+
+/// A `-- CMD` recording: the Overview names the run and shows the benchmark's own figures.
+#[test]
+fn overview_shows_the_run_and_its_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = recording(dir.path(), &topo(), 5_000);
+    let mut src = ReplaySource::open(&path).expect("open");
+    let mut h = src.header().clone();
+    h.run = wakeviz_core::run::RunMeta {
+        label: Some("tip".into()),
+        start_utc: Some("2026-12-01T08:00:00.123Z".into()),
+        sched_features: None,
+        command: Some(vec!["hackbench".into(), "-g".into(), "1".into()]),
+        ..Default::default()
+    };
+    let mut app = App::new(&h, SourceKind::Replay { path: path.clone() });
+    while let Ok(Poll::Batch(b)) = src.poll(std::time::Duration::ZERO) {
+        app.data.on_batch(&b);
+    }
+    let mut stats = src.stats().cloned().unwrap_or_default();
+    stats.workload = Some(Box::new(wakeviz_core::run::WorkloadOutcome {
+        exit_code: Some(0),
+        signal: None,
+        duration_ns: 1_234_000_000,
+        metrics: vec![wakeviz_core::run::Metric::new(
+            "hackbench.time_s",
+            0.419,
+            "s",
+            false,
+        )],
+    }));
+    app.data.on_batch(&Batch {
+        stats: Some(stats),
+        ..Default::default()
+    });
+    app.refresh();
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("tip · started 2026-12-01T08:00:00.123Z · features unknown"),
+        "{s}"
+    );
+    assert!(
+        s.contains("`hackbench -g 1` exited 0 after 1.23 s · hackbench.time_s 0.419 s"),
+        "{s}"
+    );
+    insta::assert_snapshot!("overview_run_80x24", s);
+}

@@ -144,9 +144,11 @@ fn schedstat_text(out: &mut String, c: &SchedstatComparison) {
 pub fn text(s: &Snapshot) -> String {
     let mut o = String::new();
     let r = &s.recording;
+    let _ = writeln!(o, "== recording");
+    workload_block(&mut o, r);
     let _ = writeln!(
         o,
-        "== recording\n  kernel {}, host {}, wakeviz {} (format {}, event ABI {}){}",
+        "  kernel {}, host {}, wakeviz {} (format {}, event ABI {}){}",
         r.kernel_release,
         r.hostname,
         r.tool_version,
@@ -158,6 +160,7 @@ pub fn text(s: &Snapshot) -> String {
             ""
         }
     );
+    run_block(&mut o, r);
     for n in &r.notes {
         let _ = writeln!(o, "  note: {n}");
     }
@@ -351,6 +354,87 @@ pub fn text(s: &Snapshot) -> String {
         }
     }
     o
+}
+
+/// The workload's own result first (the figure a comparison starts from, as in the seeds).
+fn workload_block(o: &mut String, r: &super::RecordingSection) {
+    let Some(w) = &r.workload else { return };
+    let cmd = r
+        .run
+        .command
+        .as_ref()
+        .map_or_else(String::new, |c| c.join(" "));
+    let _ = writeln!(
+        o,
+        "  workload `{cmd}`: {}, {:.3} s",
+        w.status_text(),
+        w.duration_ns as f64 / 1e9
+    );
+    for m in &w.metrics {
+        let _ = writeln!(
+            o,
+            "    {:<32} {:>14} {:<10} ({} is better)",
+            m.name,
+            format!("{}", m.value),
+            m.unit,
+            if m.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+        );
+    }
+    if w.metrics.is_empty() {
+        let _ = writeln!(
+            o,
+            "    no figures recognised in its output (--metric NAME=REGEX adds your own)"
+        );
+    }
+}
+
+/// The conditions of the run, for comparing it with another; only what the header knows
+/// (recordings made before this metadata existed print nothing here).
+fn run_block(o: &mut String, r: &super::RecordingSection) {
+    let m = &r.run;
+    let known = m.label.is_some()
+        || m.start_utc.is_some()
+        || m.kernel_cmdline.is_some()
+        || m.cpu_model.is_some()
+        || m.command.is_some();
+    if !known {
+        return;
+    }
+    let dur = r
+        .capture_duration_ns
+        .map_or_else(String::new, |d| format!(", {:.3} s", d as f64 / 1e9));
+    let _ = writeln!(
+        o,
+        "  label {}, started {}{dur}",
+        m.label.as_deref().unwrap_or("-"),
+        m.start_utc.as_deref().unwrap_or("unknown")
+    );
+    if let Some(c) = &m.command {
+        let _ = writeln!(o, "  command {}", c.join(" "));
+    }
+    let _ = writeln!(o, "  cpu {}", m.cpu_model.as_deref().unwrap_or("unknown"));
+    let _ = writeln!(
+        o,
+        "  cmdline {}",
+        m.kernel_cmdline.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        o,
+        "  sched features {}",
+        m.sched_features
+            .as_ref()
+            .map_or_else(|| "unknown".to_string(), |f| f.join(" "))
+    );
+    if m.sysctls.is_empty() {
+        let _ = writeln!(o, "  sysctls kernel.sched_*: none read");
+    } else {
+        let kv: Vec<String> = m.sysctls.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(o, "  sysctls {}", kv.join(" "));
+    }
 }
 
 fn levels_short(c: &LevelCounts) -> String {

@@ -54,3 +54,29 @@ pub struct Metric {
     /// Whether a larger value is an improvement (throughput) or a regression (latency, time).
     pub higher_is_better: bool,
 }
+
+pub mod parse;
+
+pub use parse::builtin_metrics;
+
+impl Metric {
+    pub fn new(name: &str, value: f64, unit: &str, higher_is_better: bool) -> Self {
+        Self {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            higher_is_better,
+        }
+    }
+}
+
+impl WorkloadOutcome {
+    /// `exited 0`, `killed by signal 9`, as the text report and the dashboard print it.
+    pub fn status_text(&self) -> String {
+        match (self.exit_code, self.signal) {
+            (Some(c), _) => format!("exited {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            (None, None) => "status unknown".into(),
+        }
+    }
+}

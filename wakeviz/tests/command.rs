@@ -1,0 +1,202 @@
+//! `wakeviz --record F -- CMD`: the workload's exit status passes through, its result reaches
+//! the recording, a command that cannot start leaves nothing behind, and Ctrl-C stops both.
+//! Needs root (BPF); without it each test prints SKIPPED.
+use std::{
+    path::Path,
+    process::{Command, Output, Stdio},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let r = unsafe { libc::geteuid() } == 0;
+    if !r {
+        eprintln!("SKIPPED: needs root to load BPF");
+    }
+    r
+}
+
+fn record(path: &Path, cmd: &[&str], extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("--record")
+        .arg(path)
+        .arg("--headless")
+        .args(extra)
+        .arg("--")
+        .args(cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn replay_json(path: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .arg("--replay")
+        .arg(path)
+        .args(["--report", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn exit_status_passes_through_and_is_recorded() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("seven.wvz");
+    let out = record(
+        &f,
+        &["sh", "-c", "echo to-stdout; echo to-stderr >&2; exit 7"],
+        &["--label", "tip"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("to-stdout"));
+    assert!(stderr.contains("to-stderr"), "{stderr}");
+    let j = replay_json(&f);
+    let r = &j["recording"];
+    assert_eq!(r["workload"]["exit_code"], 7);
+    assert_eq!(r["workload"]["signal"], serde_json::Value::Null);
+    assert_eq!(r["run"]["label"], "tip");
+    assert_eq!(r["run"]["command"][0], "sh");
+    assert!(
+        r["run"]["start_utc"]
+            .as_str()
+            .is_some_and(|s| s.ends_with('Z'))
+    );
+    assert!(r["capture_duration_ns"].as_u64().is_some_and(|n| n > 0));
+}
+
+#[test]
+fn redact_comm_hides_the_hostname() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("red.wvz");
+    let out = record(&f, &["true"], &["--redact-comm"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = replay_json(&f);
+    let host = j["recording"]["hostname"].as_str().unwrap().to_string();
+    assert!(host.starts_with("h-") && host.len() == 10, "{host}");
+    let real = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let file = std::fs::read(&f).unwrap();
+    // The header is plain JSON at the start of the file.
+    let field = format!("\"hostname\":\"{}\"", real.trim());
+    assert!(
+        !file.windows(field.len()).any(|w| w == field.as_bytes()),
+        "{field} is in the file"
+    );
+}
+
+#[test]
+fn a_command_that_cannot_start_leaves_no_recording() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("none.wvz");
+    let out = record(&f, &["/nonexistent"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
+    assert!(stderr.contains("/nonexistent"), "{stderr}");
+    assert!(!f.exists(), "no recording may be left behind");
+}
+
+#[test]
+fn benchmark_result_reaches_the_recording() {
+    if !root() {
+        return;
+    }
+    if Command::new("hackbench").arg("--help").output().is_err() {
+        eprintln!("SKIPPED: hackbench (rt-tests) is not installed");
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("hb.wvz");
+    let out = record(
+        &f,
+        &["hackbench", "-g", "1", "-l", "200"],
+        &["--metric", "msgs=pass ([0-9]+) messages"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The figure hackbench printed (passed through) is the one recorded.
+    let printed: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Time:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("hackbench printed no Time:\n{stdout}"));
+    let j = replay_json(&f);
+    let ms = j["recording"]["workload"]["metrics"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let time = ms.iter().find(|m| m["name"] == "hackbench.time_s").unwrap();
+    assert_eq!(time["value"].as_f64(), Some(printed));
+    assert_eq!(time["higher_is_better"], false);
+    let user = ms.iter().find(|m| m["name"] == "msgs").unwrap();
+    assert_eq!(user["value"].as_f64(), Some(200.0));
+}
+
+#[test]
+fn sigint_stops_the_command_and_finalises() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("int.wvz");
+    let mut c = Command::new(BIN)
+        .arg("--record")
+        .arg(&f)
+        .args(["--headless", "--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until it captures (the file has its header), then Ctrl-C.
+    let t = Instant::now();
+    while !f.exists() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let status = c.wait().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?} to stop",
+        t.elapsed()
+    );
+    // sleep died of the forwarded SIGINT: 128 + 2, as a shell reports it.
+    assert_eq!(status.code(), Some(130));
+    let j = replay_json(&f);
+    assert_eq!(j["recording"]["workload"]["signal"], 2);
+    assert!(j["recording"]["workload"]["duration_ns"].as_u64().unwrap() < 20_000_000_000);
+}
