@@ -12,7 +12,6 @@ pub mod schedstat;
 mod snapshot;
 pub mod window;
 
-use std::collections::HashMap;
 
 pub use filter::{Filter, FilterError};
 use hdrhistogram::Histogram;
@@ -122,7 +121,7 @@ impl Analysis {
                 per_llc: (0..t.llcs.len()).map(|_| latency::coarse()).collect(),
             },
             wake: WakeLatency {
-                pending: HashMap::default(),
+                pending: Default::default(),
                 overall: latency::fine(),
                 by_level: Level::ALL.iter().map(|_| latency::coarse()).collect(),
                 new_task: latency::coarse(),
