@@ -12,7 +12,6 @@ pub mod schedstat;
 mod snapshot;
 pub mod window;
 
-
 pub use filter::{Filter, FilterError};
 use hdrhistogram::Histogram;
 pub use snapshot::{

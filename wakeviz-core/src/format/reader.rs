@@ -291,10 +291,7 @@ impl<R: Read> Reader<R> {
                 )));
             }
             if u64::from(h.count) * min_entry as u64 > u64::from(h.raw_len) {
-                return Err(self.bad(format!(
-                    "claims {} entries in {} bytes",
-                    h.count, h.raw_len
-                )));
+                return Err(self.bad(format!("claims {} entries in {} bytes", h.count, h.raw_len)));
             }
         }
         self.stored.resize(h.stored_len as usize, 0);

@@ -159,13 +159,18 @@ impl Topology {
         ] {
             for g in groups {
                 if let Some(c) = g.cpus.iter().find(|&c| !online.contains(c)) {
-                    return Err(format!("{what} {} holds CPU {c}, which is not listed", g.id));
+                    return Err(format!(
+                        "{what} {} holds CPU {c}, which is not listed",
+                        g.id
+                    ));
                 }
             }
         }
         for c in &self.cpus {
             let holds = |groups: &[Group], i: u32| groups[i as usize].cpus.contains(c.cpu);
-            if !holds(&self.cores, c.core) || !holds(&self.llcs, c.llc) || !holds(&self.nodes, c.node)
+            if !holds(&self.cores, c.core)
+                || !holds(&self.llcs, c.llc)
+                || !holds(&self.nodes, c.node)
             {
                 return Err(format!("CPU {} is missing from a group it names", c.cpu));
             }

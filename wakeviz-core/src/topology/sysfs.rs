@@ -185,7 +185,8 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         let t = d.join("topology");
         let p = t.join("physical_package_id");
         pkg.insert(cpu, parse_u32(&p, &read(&p)?)?);
-        let di = read_opt(&t.join("die_id"))?.map_or(Ok(0), |s| parse_u32(&t.join("die_id"), &s))?;
+        let di =
+            read_opt(&t.join("die_id"))?.map_or(Ok(0), |s| parse_u32(&t.join("die_id"), &s))?;
         die.insert(cpu, di);
         let ci =
             read_opt(&t.join("core_id"))?.map_or(Ok(cpu), |s| parse_u32(&t.join("core_id"), &s))?;
