@@ -58,43 +58,54 @@ impl<V> PidMap<V> {
         self.evicted
     }
 
-    /// Drops the old generation and makes the current one old. The allocation is reused.
+    /// Drops the old generation (each entry handed to `dropped`) and makes the current one
+    /// old. The allocation is reused.
     #[cold]
-    fn rotate(&mut self) {
+    fn rotate(&mut self, mut dropped: impl FnMut(u32, V)) {
         std::mem::swap(&mut self.cur, &mut self.old);
         let n = self.cur.len() as u64;
         self.evicted += n;
         EVICTED_TOTAL.fetch_add(n, Ordering::Relaxed);
-        self.cur.clear();
+        for (k, v) in self.cur.drain() {
+            dropped(k, v);
+        }
     }
 
     /// Makes room for `k` in the current generation, moving it there if it is old.
     #[inline]
-    fn admit(&mut self, k: u32) {
+    fn admit(&mut self, k: u32, dropped: impl FnMut(u32, V)) {
         if !self.old.is_empty()
             && !self.cur.contains_key(&k)
             && let Some(v) = self.old.remove(&k)
         {
             if self.cur.len() >= GENERATION {
-                self.rotate();
+                self.rotate(dropped);
             }
             self.cur.insert(k, v);
             return;
         }
         if self.cur.len() >= GENERATION && !self.cur.contains_key(&k) {
-            self.rotate();
+            self.rotate(dropped);
         }
+    }
+
+    /// [`PidMap::insert`] for values that own something outside the map (a slot in a pool):
+    /// entries dropped to stay within the budget are handed to `dropped` instead of vanishing.
+    #[inline]
+    pub fn insert_evicting(&mut self, k: u32, v: V, dropped: impl FnMut(u32, V)) -> Option<V> {
+        self.admit(k, dropped);
+        self.cur.insert(k, v)
     }
 
     #[inline]
     pub fn entry(&mut self, k: u32) -> Entry<'_, u32, V> {
-        self.admit(k);
+        self.admit(k, |_, _| {});
         self.cur.entry(k)
     }
 
     #[inline]
     pub fn insert(&mut self, k: u32, v: V) -> Option<V> {
-        self.admit(k);
+        self.admit(k, |_, _| {});
         self.cur.insert(k, v)
     }
 
@@ -110,7 +121,7 @@ impl<V> PidMap<V> {
     #[inline]
     pub fn get_mut(&mut self, k: &u32) -> Option<&mut V> {
         if !self.old.is_empty() {
-            self.admit(*k);
+            self.admit(*k, |_, _| {});
         }
         self.cur.get_mut(k)
     }
@@ -171,6 +182,18 @@ mod tests {
         assert_eq!(m.get(&0), None);
         assert!(m.evicted() >= u64::from(n) - PID_BUDGET as u64);
         assert!(evicted_total() >= m.evicted());
+    }
+
+    #[test]
+    fn evicted_entries_are_handed_back() {
+        let mut m = PidMap::default();
+        let mut back = 0u64;
+        for pid in 0..(PID_BUDGET * 2) as u32 {
+            m.insert_evicting(pid, 1u64, |_, v| back += v);
+        }
+        assert_eq!(back, m.evicted());
+        assert!(back > 0);
+        assert_eq!(back + m.len() as u64, (PID_BUDGET * 2) as u64);
     }
 
     #[test]

@@ -18,6 +18,8 @@ fn write_cases() {
         hostile_craft::distinct_pids(600_000),
     )
     .unwrap();
+    let pending = hostile_craft::pending_wakings(4_000_000);
+    std::fs::write(dir.join("pending-wakings.wvz"), pending).unwrap();
     std::fs::write(
         dir.join("colliding-pids.wvz"),
         hostile_craft::colliding_pids(200_000),

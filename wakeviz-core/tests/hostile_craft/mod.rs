@@ -354,6 +354,29 @@ pub fn distinct_pids(n: u32) -> Vec<u8> {
     file(topology(4, 4), &rounds(1..=n, 4))
 }
 
+/// `n` wakings of distinct pids woken by distinct wakers, all left pending (never woken up):
+/// the cheapest file per distinct pid for the joiner, the analyses and the shadow state.
+pub fn pending_wakings(n: u32) -> Vec<u8> {
+    let evs = (0..n).map(|i| {
+        Event::Waking(wake(
+            1_000 + u64::from(i),
+            i % 4,
+            i + 1,
+            (i + 1) % 4,
+            n + i + 1,
+        ))
+    });
+    let evs: Vec<Event> = evs.collect();
+    let chunks: Vec<Vec<u8>> = evs
+        .chunks(1 << 16)
+        .map(|c| {
+            let (raw, k) = encode(c.iter().copied());
+            chunk(chunk::KIND_EVENTS, &raw, k, true)
+        })
+        .collect();
+    file(topology(4, 4), &chunks)
+}
+
 /// Pids that collide under a fixed multiplicative hash (multiples of a large power of two):
 /// with the per-process random seed, a replay of them costs what distinct small pids cost.
 pub fn colliding_pids(n: u32) -> Vec<u8> {
