@@ -85,7 +85,10 @@ fn assert_refused(path: &Path, args: &[&str], r: &Run) {
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "not a one-line error: {what}");
     let name = path.file_name().unwrap().to_string_lossy();
-    assert!(lines[0].contains(&*name), "error does not name the file: {what}");
+    assert!(
+        lines[0].contains(&*name),
+        "error does not name the file: {what}"
+    );
     assert!(!r.stderr.contains("panicked"), "{what}");
 }
 

@@ -101,7 +101,7 @@ impl ChunkHeader {
         }
         if h.raw_len > MAX_RAW_LEN || h.stored_len > MAX_RAW_LEN {
             return Err(format!(
-                "implausible chunk length {}",
+                "chunk length {} beyond the limit of {MAX_RAW_LEN} bytes",
                 h.raw_len.max(h.stored_len)
             ));
         }

@@ -14,7 +14,7 @@ pub enum FormatError {
     #[error("{path}: not a wakeviz recording (bad magic at offset 0)")]
     NotWakeviz { path: PathBuf },
     #[error(
-        "{path}: written by a newer wakeviz (format version {found}, this build reads up to {supported})"
+        "{path}: written by a newer wakeviz (format version {found} at offset 8, this build reads up to {supported})"
     )]
     NewerVersion {
         path: PathBuf,
