@@ -38,14 +38,28 @@ fn header(u: &mut Unstructured) -> Result<(u32, Value)> {
     let square = u.ratio(3, 4)?;
     let mut distances = Vec::new();
     for r in 0..nn {
-        let cols = if square { nn } else { u.int_in_range(0..=nn + 1)? };
+        let cols = if square {
+            nn
+        } else {
+            u.int_in_range(0..=nn + 1)?
+        };
         let row: Vec<u32> = (0..cols)
-            .map(|c| if r == c { Ok(10) } else { u.int_in_range(10..=255u32) })
+            .map(|c| {
+                if r == c {
+                    Ok(10)
+                } else {
+                    u.int_in_range(10..=255u32)
+                }
+            })
             .collect::<Result<_>>()?;
         distances.push(row);
     }
     let version = if u.ratio(7, 8)? { 1 } else { u.arbitrary()? };
-    let json_version = if u.ratio(7, 8)? { version } else { u.arbitrary()? };
+    let json_version = if u.ratio(7, 8)? {
+        version
+    } else {
+        u.arbitrary()?
+    };
     let topology = json!({
         "cpus": cpus, "offline": cpulist(u, n)?, "cores": groups(u, n)?, "llcs": groups(u, n)?,
         "llc_level": u.int_in_range(0..=4u32)?, "nodes": nodes, "distances": distances,

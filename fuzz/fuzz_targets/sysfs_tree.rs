@@ -27,7 +27,11 @@ fn content(u: &mut Unstructured, n: u32, list: bool) -> Result<String> {
 fn tree(u: &mut Unstructured) -> Result<Vec<(String, String)>> {
     let n = u.int_in_range(1..=8u32)?;
     let mut files = Vec::new();
-    let online = if u.ratio(7, 8)? { format!("0-{}\n", n - 1) } else { content(u, n, true)? };
+    let online = if u.ratio(7, 8)? {
+        format!("0-{}\n", n - 1)
+    } else {
+        content(u, n, true)?
+    };
     files.push(("cpu/online".into(), online));
     if u.arbitrary()? {
         files.push(("cpu/present".into(), content(u, n, true)?));
@@ -58,7 +62,14 @@ fn tree(u: &mut Unstructured) -> Result<Vec<(String, String)>> {
         files.push((format!("node/node{k}/cpulist"), content(u, n, true)?));
         if u.ratio(3, 4)? {
             let row: Vec<String> = (0..nodes)
-                .map(|j| Ok(if j == k { 10 } else { u.int_in_range(10..=40u32)? }.to_string()))
+                .map(|j| {
+                    Ok(if j == k {
+                        10
+                    } else {
+                        u.int_in_range(10..=40u32)?
+                    }
+                    .to_string())
+                })
                 .collect::<Result<_>>()?;
             files.push((format!("node/node{k}/distance"), row.join(" ") + "\n"));
         }
@@ -71,7 +82,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(files) = tree(&mut u) else {
         return;
     };
-    let root: PathBuf = std::env::temp_dir().join(format!("wakeviz-fuzz-sysfs-{}", std::process::id()));
+    let root: PathBuf =
+        std::env::temp_dir().join(format!("wakeviz-fuzz-sysfs-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     for (rel, body) in &files {
         let p = root.join(rel);
