@@ -17,8 +17,7 @@ step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
 cargo test --release
 
 step "short fuzz pass on the decoders (the long run's corpus and crashes are replayed above)"
-(cd fuzz && cargo +nightly fuzz run recording -- -max_total_time=45 -rss_limit_mb=1024 \
-  && cargo +nightly fuzz run ringbuf_record -- -max_total_time=15 -rss_limit_mb=1024)
+(cd fuzz && for t in recording:30 events_codec:10 header_topology:20 sysfs_tree:10 ringbuf_record:10; do cargo +nightly fuzz run "${t%%:*}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 -malloc_limit_mb=512 || exit 1; done)
 
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"
 cargo build --release -p wakeviz

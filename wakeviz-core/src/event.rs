@@ -227,7 +227,9 @@ pub struct TaskName {
 /// pid -> latest name. Memory is bounded by the number of distinct tasks, not by trace length.
 #[derive(Default, Debug, Clone)]
 pub struct TaskTable {
-    names: std::collections::HashMap<u32, Comm>,
+    /// Bounded like every per-pid map (see [`crate::pidmap`]): a file of distinct pids
+    /// cannot grow it past [`crate::pidmap::PID_BUDGET`] names.
+    names: crate::pidmap::PidMap<Comm>,
 }
 
 impl TaskTable {

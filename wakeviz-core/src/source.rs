@@ -121,6 +121,13 @@ impl<R: Read> EventSource for ReplaySource<R> {
                         ChunkPayload::Tasks(t) => batch.tasks.extend(t),
                         ChunkPayload::Stats(s) => batch.stats = Some(s),
                         ChunkPayload::End(s) => {
+                            if let Some(n) = self.reader.trailing_bytes() {
+                                self.warnings.push(format!(
+                                    "{}: {n} byte(s) after the END chunk (offset {}) ignored",
+                                    self.reader.path().display(),
+                                    self.reader.offset()
+                                ));
+                            }
                             self.final_stats = Some(s.clone());
                             batch.stats = Some(s);
                         }

@@ -12,8 +12,6 @@ pub mod schedstat;
 mod snapshot;
 pub mod window;
 
-use std::collections::HashMap;
-
 pub use filter::{Filter, FilterError};
 pub use snapshot::{
     ByLevel, CpuRow, Drops, EventCounts, LatencySection, PlacementSection, RecordingSection,
@@ -97,7 +95,7 @@ impl Analysis {
                 per_llc: (0..t.llcs.len()).map(|_| Hist::coarse()).collect(),
             },
             wake: WakeLatency {
-                pending: HashMap::default(),
+                pending: Default::default(),
                 overall: Hist::fine(),
                 by_level: Level::ALL.iter().map(|_| Hist::coarse()).collect(),
                 new_task: Hist::coarse(),

@@ -13,8 +13,14 @@
 //! ```
 pub const MAGIC: &[u8; 4] = b"WVZC";
 pub const HEADER_LEN: usize = 24;
-/// Refuse chunks claiming more than this (a corrupt length must not allocate gigabytes).
-pub const MAX_RAW_LEN: u32 = 64 << 20;
+/// Refuse chunks claiming more than this (a corrupt length must not allocate gigabytes). The
+/// writer's chunks are at most [`crate::format::RecorderConfig`]'s default 65 536 events of at most
+/// ~80 encoded bytes, about 5 MiB, so this leaves ample room.
+pub const MAX_RAW_LEN: u32 = 16 << 20;
+/// Refuse chunks claiming more entries (events, task names) than this: decoded events take
+/// ~10x their encoded size, so a tiny zstd chunk of millions of identical events would
+/// otherwise cost a gigabyte. 16x the writer's default chunk; the writer never exceeds it.
+pub const MAX_CHUNK_ENTRIES: u32 = 1 << 20;
 
 pub const KIND_TASKS: u8 = 1;
 pub const KIND_EVENTS: u8 = 2;
@@ -95,8 +101,14 @@ impl ChunkHeader {
         }
         if h.raw_len > MAX_RAW_LEN || h.stored_len > MAX_RAW_LEN {
             return Err(format!(
-                "implausible chunk length {}",
+                "chunk length {} beyond the limit of {MAX_RAW_LEN} bytes",
                 h.raw_len.max(h.stored_len)
+            ));
+        }
+        if h.codec == CODEC_RAW && h.raw_len != h.stored_len {
+            return Err(format!(
+                "uncompressed chunk with raw length {} but stored length {}",
+                h.raw_len, h.stored_len
             ));
         }
         Ok(h)

@@ -203,11 +203,16 @@ impl Encoder {
     }
 }
 
+/// Smallest encoded event: a migrate is a kind byte and five one-byte varints (cpu, ts delta,
+/// pid, orig, dest). A chunk's `count` claiming more events than its bytes can hold is refused.
+pub const MIN_EVENT_BYTES: usize = 6;
+
 /// Decodes `count` events from a raw (decompressed) payload, appending to `out`.
 pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), String> {
     let mut c = Cursor::new(payload);
     let mut prev_ts = 0u64;
-    out.reserve(count as usize);
+    // `count` is a claim: reserve no more than the payload can hold.
+    out.reserve((count as usize).min(payload.len() / MIN_EVENT_BYTES));
     for i in 0..count {
         let tag = c.byte()?;
         let kind = Kind::from_abi(u16::from(tag))

@@ -12,6 +12,13 @@ use super::{
 };
 use crate::event::{Comm, Event, TaskName};
 
+/// Longest JSON header accepted. A header with the largest topology allowed
+/// ([`crate::topology::MAX_CPUS`] CPUs, [`crate::topology::MAX_NODES`] nodes with their distance
+/// table) stays well below it; a real one is a few kilobytes to a few hundred.
+pub const MAX_HEADER_LEN: u32 = 8 << 20;
+/// Smallest encoding of a task-name entry: a one-byte pid varint and a zero length.
+const MIN_TASK_BYTES: usize = 2;
+
 /// One decoded chunk.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChunkPayload {
@@ -29,6 +36,8 @@ pub struct Reader<R: Read> {
     offset: u64,
     index: u64,
     done: bool,
+    /// Bytes found after the END chunk (counted, not read into memory), once END was reached.
+    trailing: Option<u64>,
     stored: Vec<u8>,
     /// Reused across chunks: a fresh zstd context and output buffer per chunk cost a tenth of
     /// the decoding time.
@@ -50,12 +59,47 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
+/// Opens `path` for reading without blocking on a FIFO that has no writer (`O_NONBLOCK`), then
+/// refuses anything but a regular file: a FIFO would hang a replay, a device (`/dev/zero`)
+/// would feed it forever. The check is on the opened descriptor (`fstat`), so the file cannot be
+/// swapped between the check and the read.
+pub(crate) fn open_regular(path: &Path) -> Result<File, FormatError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let io = |err| FormatError::Io {
+        path: path.to_owned(),
+        err,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    let ft = f.metadata().map_err(io)?.file_type();
+    if ft.is_file() {
+        return Ok(f);
+    }
+    let kind = if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    };
+    Err(FormatError::NotRegular {
+        path: path.to_owned(),
+        kind,
+    })
+}
+
 impl Reader<BufReader<File>> {
     pub fn open(path: &Path) -> Result<Self, FormatError> {
-        let f = File::open(path).map_err(|source| FormatError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let f = open_regular(path)?;
         Self::new(BufReader::with_capacity(1 << 20, f), path)
     }
 }
@@ -64,9 +108,9 @@ impl<R: Read> Reader<R> {
     /// Reads and checks the preamble and header; `path` is used in error messages.
     pub fn new(mut inner: R, path: &Path) -> Result<Self, FormatError> {
         let path = path.to_owned();
-        let io = |source| FormatError::Io {
+        let io = |err| FormatError::Io {
             path: path.clone(),
-            source,
+            err,
         };
         let mut pre = [0u8; 20];
         let n = read_full(&mut inner, &mut pre).map_err(io)?;
@@ -89,12 +133,19 @@ impl<R: Read> Reader<R> {
                 supported: FORMAT_VERSION,
             });
         }
+        if version == 0 {
+            return Err(FormatError::BadVersion {
+                path,
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
         let len = u32_at(12);
-        if len > chunk::MAX_RAW_LEN {
+        if len > MAX_HEADER_LEN {
             return Err(FormatError::BadHeader {
                 path,
                 offset: 12,
-                msg: format!("implausible header length {len}"),
+                msg: format!("header length {len} is beyond the limit of {MAX_HEADER_LEN} bytes"),
             });
         }
         let mut json = vec![0u8; len as usize];
@@ -118,6 +169,24 @@ impl<R: Read> Reader<R> {
             offset: 20,
             msg: e.to_string(),
         })?;
+        if header.format_version != version {
+            return Err(FormatError::BadHeader {
+                path,
+                offset: 20,
+                msg: format!(
+                    "header format_version {} differs from the preamble's {version}",
+                    header.format_version
+                ),
+            });
+        }
+        header
+            .topology
+            .validate()
+            .map_err(|msg| FormatError::BadHeader {
+                path: path.clone(),
+                offset: 20,
+                msg: format!("topology: {msg}"),
+            })?;
         let header = Header {
             topology: header.topology.clone().finish(),
             ..header
@@ -129,6 +198,7 @@ impl<R: Read> Reader<R> {
             offset: 20 + u64::from(len),
             index: 0,
             done: false,
+            trailing: None,
             stored: Vec::new(),
             raw: Vec::new(),
             zstd: None,
@@ -153,6 +223,12 @@ impl<R: Read> Reader<R> {
         self.index
     }
 
+    /// How many bytes follow the END chunk, once it was read and something does; such bytes
+    /// are never decoded (the writer puts nothing there), but a replay says they exist.
+    pub fn trailing_bytes(&self) -> Option<u64> {
+        self.trailing.filter(|&n| n > 0)
+    }
+
     fn bad(&self, msg: impl Into<String>) -> FormatError {
         FormatError::BadChunk {
             path: self.path.clone(),
@@ -171,7 +247,12 @@ impl<R: Read> Reader<R> {
         let r = self.read_chunk();
         match &r {
             Ok(None) | Err(_) => self.done = true,
-            Ok(Some(ChunkPayload::End(_))) => self.done = true,
+            Ok(Some(ChunkPayload::End(_))) => {
+                self.done = true;
+                // Count, in bounded memory, whatever follows END; a read error just ends the count.
+                let mut rest = (&mut self.inner).take(u64::MAX);
+                self.trailing = std::io::copy(&mut rest, &mut std::io::sink()).ok();
+            }
             Ok(Some(_)) => {}
         }
         r.transpose()
@@ -179,9 +260,9 @@ impl<R: Read> Reader<R> {
 
     fn read_chunk(&mut self) -> Result<Option<ChunkPayload>, FormatError> {
         let mut hb = [0u8; chunk::HEADER_LEN];
-        let n = read_full(&mut self.inner, &mut hb).map_err(|source| FormatError::Io {
+        let n = read_full(&mut self.inner, &mut hb).map_err(|err| FormatError::Io {
             path: self.path.clone(),
-            source,
+            err,
         })?;
         if n == 0 {
             return Ok(None);
@@ -194,12 +275,30 @@ impl<R: Read> Reader<R> {
             });
         }
         let h = ChunkHeader::parse(&hb).map_err(|m| self.bad(m))?;
+        // `count` is a claim: check it against the per-chunk limit and against what `raw_len`
+        // bytes can hold before anything is sized from it.
+        let min_entry = match h.kind {
+            chunk::KIND_EVENTS => codec::MIN_EVENT_BYTES,
+            chunk::KIND_TASKS => MIN_TASK_BYTES,
+            _ => 0,
+        };
+        if min_entry > 0 {
+            if h.count > chunk::MAX_CHUNK_ENTRIES {
+                return Err(self.bad(format!(
+                    "claims {} entries, beyond the limit of {} per chunk",
+                    h.count,
+                    chunk::MAX_CHUNK_ENTRIES
+                )));
+            }
+            if u64::from(h.count) * min_entry as u64 > u64::from(h.raw_len) {
+                return Err(self.bad(format!("claims {} entries in {} bytes", h.count, h.raw_len)));
+            }
+        }
         self.stored.resize(h.stored_len as usize, 0);
-        let got =
-            read_full(&mut self.inner, &mut self.stored).map_err(|source| FormatError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
+        let got = read_full(&mut self.inner, &mut self.stored).map_err(|err| FormatError::Io {
+            path: self.path.clone(),
+            err,
+        })?;
         if got < self.stored.len() {
             return Err(FormatError::Truncated {
                 path: self.path.clone(),
@@ -234,7 +333,7 @@ impl<R: Read> Reader<R> {
         let payload = match h.kind {
             chunk::KIND_TASKS => {
                 let mut c = Cursor::new(&raw);
-                let mut tasks = Vec::with_capacity(h.count.min(1 << 20) as usize);
+                let mut tasks = Vec::with_capacity(h.count as usize);
                 for _ in 0..h.count {
                     let pid = u32::try_from(c.varint().map_err(|m| self.bad(m))?)
                         .map_err(|_| self.bad("pid out of range"))?;

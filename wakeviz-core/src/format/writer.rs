@@ -49,7 +49,9 @@ pub struct Recorder<W: Write> {
 }
 
 impl<W: Write> Recorder<W> {
-    pub fn new(mut out: W, header: &Header, cfg: RecorderConfig) -> Result<Self, FormatError> {
+    pub fn new(mut out: W, header: &Header, mut cfg: RecorderConfig) -> Result<Self, FormatError> {
+        // Readers refuse bigger chunks.
+        cfg.chunk_events = cfg.chunk_events.min(chunk::MAX_CHUNK_ENTRIES);
         let json = serde_json::to_vec(header).map_err(|e| FormatError::Write(e.into()))?;
         let mut pre = Vec::with_capacity(20 + json.len());
         pre.extend_from_slice(MAGIC);

@@ -65,7 +65,10 @@ impl Parking {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.pending.insert(pid, s);
+        // Slots of pids dropped from the (bounded) map go back to the pool.
+        let free = &mut self.free;
+        self.pending
+            .insert_evicting(pid, s, |_, old| free.push(old));
         s
     }
 

@@ -111,29 +111,32 @@ impl ShadowTopo {
         }
         // Group membership is taken from the per-CPU records (not the group lists), so the
         // two can never disagree about which LLC a CPU is in.
-        s.llc_off.push(0);
-        for l in 0..t.llcs.len() {
-            for cpu in 0..bound as u32 {
-                if s.llc_of[cpu as usize] == l as u32 {
-                    s.llc_masks[l].set(cpu, true);
-                    s.llc_cpus.push(cpu);
-                    s.llc_size[l] += 1;
-                    if s.llc_first[l] == NONE {
-                        s.llc_first[l] = cpu;
-                    }
-                }
+        // Each pass below walks the CPUs once (ascending, so every list stays sorted): scanning
+        // all CPUs per group was quadratic, and a header of 8192 CPUs took 30 s here.
+        let mut per_llc: Vec<Vec<u32>> = vec![Vec::new(); t.llcs.len()];
+        let mut per_core: Vec<Vec<u32>> = vec![Vec::new(); t.cores.len()];
+        for cpu in 0..bound as u32 {
+            if let Some(v) = per_llc.get_mut(s.llc_of[cpu as usize] as usize) {
+                v.push(cpu);
             }
+            if let Some(v) = per_core.get_mut(s.core_of[cpu as usize] as usize) {
+                v.push(cpu);
+            }
+        }
+        s.llc_off.push(0);
+        for (l, cpus) in per_llc.iter().enumerate() {
+            for &cpu in cpus {
+                s.llc_masks[l].set(cpu, true);
+            }
+            s.llc_size[l] = cpus.len() as u32;
+            s.llc_first[l] = cpus.first().copied().unwrap_or(NONE);
+            s.llc_cpus.extend_from_slice(cpus);
             s.llc_off.push(s.llc_cpus.len() as u32);
         }
         s.core_off.push(0);
-        for k in 0..t.cores.len() {
-            let before = s.core_cpus.len();
-            for cpu in 0..bound as u32 {
-                if s.core_of[cpu as usize] == k as u32 {
-                    s.core_cpus.push(cpu);
-                }
-            }
-            s.smt |= s.core_cpus.len() - before > 1;
+        for cpus in &per_core {
+            s.smt |= cpus.len() > 1;
+            s.core_cpus.extend_from_slice(cpus);
             s.core_off.push(s.core_cpus.len() as u32);
         }
         s.llc_cores_off.push(0);
@@ -150,26 +153,39 @@ impl ShadowTopo {
         // package when it holds one node (PKG level), the node when a package holds several
         // (PKG dropped, NODE on top of MC), the package when a node spans packages. All three
         // are "same node and same package", which also guarantees it never crosses a node.
+        // The other LLCs of that domain are visited in wrap distance from the target of the
+        // first of their CPUs met walking from it: (node, package) -> LLC -> its CPUs there,
+        // ascending, so that first CPU is a binary search away.
+        let mut domain: std::collections::BTreeMap<
+            (u32, u32),
+            std::collections::BTreeMap<u32, Vec<u32>>,
+        > = std::collections::BTreeMap::new();
+        for cpu in 0..bound as u32 {
+            let i = cpu as usize;
+            if s.llc_of[i] != NONE {
+                domain
+                    .entry((s.node_of[i], s.pkg_of[i]))
+                    .or_default()
+                    .entry(s.llc_of[i])
+                    .or_default()
+                    .push(cpu);
+            }
+        }
+        let mut others: Vec<(u32, u32)> = Vec::new();
         for tcpu in 0..bound as u32 {
-            let (tl, tn, tp) = (
-                s.llc_of[tcpu as usize],
-                s.node_of[tcpu as usize],
-                s.pkg_of[tcpu as usize],
-            );
-            if tl != NONE {
-                let mut others: Vec<(u32, u32)> = Vec::new();
-                for cpu in 0..bound as u32 {
-                    let i = cpu as usize;
-                    let l = s.llc_of[i];
-                    if l == NONE || l == tl || s.node_of[i] != tn || s.pkg_of[i] != tp {
+            let ti = tcpu as usize;
+            let tl = s.llc_of[ti];
+            if tl != NONE
+                && let Some(llcs) = domain.get(&(s.node_of[ti], s.pkg_of[ti]))
+            {
+                others.clear();
+                for (&l, cpus) in llcs {
+                    if l == tl {
                         continue;
                     }
-                    // Wrap distance of the group's first CPU met when walking from t.
-                    let d = (cpu + bound as u32 - tcpu) % bound as u32;
-                    match others.iter_mut().find(|(ol, _)| *ol == l) {
-                        Some(o) => o.1 = o.1.min(d),
-                        None => others.push((l, d)),
-                    }
+                    let at = cpus.partition_point(|&c| c < tcpu);
+                    let first = cpus.get(at).copied().unwrap_or(cpus[0]);
+                    others.push((l, (first + bound as u32 - tcpu) % bound as u32));
                 }
                 others.sort_by_key(|&(_, d)| d);
                 s.node_llcs.extend(others.iter().map(|&(l, _)| l));

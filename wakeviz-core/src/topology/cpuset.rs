@@ -206,8 +206,18 @@ impl CpuSet {
         self.iter().next()
     }
 
-    /// Parses the kernel's cpulist format (`0-3,8,10-11`); empty input is the empty set.
+    /// Parses the kernel's cpulist format (`0-3,8,10-11`); empty input is the empty set. CPU
+    /// numbers must be below [`super::MAX_CPUS`] (the set's size follows its highest number)
+    /// and the text at most 64 KiB: input may come from a hostile file.
     pub fn parse_list(s: &str) -> Result<Self, String> {
+        /// Longest list accepted: the worst real list of 8192 CPUs ("0,2,4,...") is ~19 KiB.
+        const MAX_LIST_LEN: usize = 64 << 10;
+        if s.len() > MAX_LIST_LEN {
+            return Err(format!(
+                "cpu list of {} bytes, beyond the limit of {MAX_LIST_LEN}",
+                s.len()
+            ));
+        }
         let mut set = Self::new();
         for part in s.trim().split(',').filter(|p| !p.is_empty()) {
             let (a, b) = match part.split_once('-') {
@@ -222,8 +232,14 @@ impl CpuSet {
                 .trim()
                 .parse()
                 .map_err(|_| format!("bad cpu list item {part:?}"))?;
-            if b < a || b - a > 1 << 20 {
+            if b < a {
                 return Err(format!("bad cpu range {part:?}"));
+            }
+            if b >= super::MAX_CPUS {
+                return Err(format!(
+                    "cpu {b} in {part:?} is beyond the limit of {}",
+                    super::MAX_CPUS - 1
+                ));
             }
             for c in a..=b {
                 set.insert(c);

@@ -11,6 +11,14 @@ pub use level::{Level, LevelCounts, LevelMap};
 use serde::{Deserialize, Serialize};
 pub use sysfs::{TopologyError, from_sysfs};
 
+/// Highest CPU count, and one past the highest CPU number, accepted from sysfs or a recording:
+/// the kernel's largest `CONFIG_NR_CPUS`. Anything beyond is refused, because per-CPU arrays
+/// are sized from the highest CPU number.
+pub const MAX_CPUS: u32 = 8192;
+/// Most NUMA nodes accepted (the kernel's largest `NODES_SHIFT` is 10); the distance table is
+/// square in this.
+pub const MAX_NODES: usize = 1024;
+
 /// One online CPU.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTopo {
@@ -63,19 +71,117 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Builds the dense lookup index; call after deserializing or constructing by hand.
+    /// Builds the dense lookup index; call after deserializing or constructing by hand (after
+    /// [`Topology::validate`] for anything read from outside). CPUs numbered beyond
+    /// [`MAX_CPUS`] are left out of the index rather than sizing it from a hostile number.
     pub fn finish(mut self) -> Self {
         let max = self
             .cpus
             .iter()
             .map(|c| c.cpu)
+            .filter(|&c| c < MAX_CPUS)
             .max()
             .map_or(0, |m| m as usize + 1);
         self.index = vec![u32::MAX; max];
         for (i, c) in self.cpus.iter().enumerate() {
-            self.index[c.cpu as usize] = i as u32;
+            if let Some(slot) = self.index.get_mut(c.cpu as usize) {
+                *slot = i as u32;
+            }
         }
         self
+    }
+
+    /// Checks what a recording's header (or a sysfs tree) claims against the limits every
+    /// per-CPU structure relies on: at most [`MAX_CPUS`] CPUs numbered below it, ascending;
+    /// group counts and group members within that, every CPU's indices pointing at a group
+    /// that exists; at most [`MAX_NODES`] nodes with a square (or absent) distance table.
+    pub fn validate(&self) -> Result<(), String> {
+        let max = MAX_CPUS as usize;
+        if self.cpus.is_empty() {
+            return Err("no CPUs".into());
+        }
+        if self.cpus.len() > max {
+            return Err(format!(
+                "{} CPUs, beyond the limit of {MAX_CPUS}",
+                self.cpus.len()
+            ));
+        }
+        let mut prev = None;
+        for c in &self.cpus {
+            if c.cpu >= MAX_CPUS {
+                return Err(format!(
+                    "CPU number {} is beyond the limit of {}",
+                    c.cpu,
+                    MAX_CPUS - 1
+                ));
+            }
+            if prev.is_some_and(|p| c.cpu <= p) {
+                return Err(format!("CPU {} listed out of order or twice", c.cpu));
+            }
+            prev = Some(c.cpu);
+            let bad = |what: &str, i: u32, n: usize| {
+                (i as usize >= n).then(|| format!("CPU {}: {what} {i} does not exist", c.cpu))
+            };
+            if let Some(e) = bad("core", c.core, self.cores.len())
+                .or_else(|| bad("LLC", c.llc, self.llcs.len()))
+                .or_else(|| bad("node", c.node, self.nodes.len()))
+            {
+                return Err(e);
+            }
+        }
+        for (what, groups, limit) in [
+            ("cores", &self.cores, max),
+            ("LLCs", &self.llcs, max),
+            ("packages", &self.packages, max),
+            ("nodes", &self.nodes, MAX_NODES),
+        ] {
+            if groups.len() > limit {
+                return Err(format!(
+                    "{} {what}, beyond the limit of {limit}",
+                    groups.len()
+                ));
+            }
+        }
+        if self.memory_only_nodes.len() > MAX_NODES {
+            return Err(format!(
+                "{} memory-only nodes, beyond the limit of {MAX_NODES}",
+                self.memory_only_nodes.len()
+            ));
+        }
+        // Group members index per-CPU arrays too: each must be a listed CPU, and each CPU must
+        // be in the groups it names.
+        let online: CpuSet = self.cpus.iter().map(|c| c.cpu).collect();
+        for (what, groups) in [
+            ("core", &self.cores),
+            ("LLC", &self.llcs),
+            ("package", &self.packages),
+            ("node", &self.nodes),
+        ] {
+            for g in groups {
+                if let Some(c) = g.cpus.iter().find(|&c| !online.contains(c)) {
+                    return Err(format!(
+                        "{what} {} holds CPU {c}, which is not listed",
+                        g.id
+                    ));
+                }
+            }
+        }
+        for c in &self.cpus {
+            let holds = |groups: &[Group], i: u32| groups[i as usize].cpus.contains(c.cpu);
+            if !holds(&self.cores, c.core)
+                || !holds(&self.llcs, c.llc)
+                || !holds(&self.nodes, c.node)
+            {
+                return Err(format!("CPU {} is missing from a group it names", c.cpu));
+            }
+        }
+        let n = self.nodes.len();
+        if !self.distances.is_empty()
+            && (self.distances.len() != n || self.distances.iter().any(|r| r.len() != n))
+        {
+            return Err(format!("the node distance table is not {n} x {n}"));
+        }
+        Ok(())
     }
 
     pub fn nr_cpus(&self) -> usize {

@@ -8,28 +8,81 @@ use std::{
 
 use super::{CpuSet, CpuTopo, Group, Topology};
 
+/// Why a sysfs tree could not be read. Messages are one line that already holds the OS error,
+/// so no variant exposes it as `source()` (`anyhow`'s `{:#}` would print it twice).
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
     #[error("{path}: {msg}")]
     Parse { path: PathBuf, msg: String },
     #[error("{0}: no online CPUs found (is this a sysfs devices/system tree?)")]
     NoCpus(PathBuf),
 }
 
+/// Most bytes read from one sysfs file: the longest real one (a cpulist of 8192 CPUs, a
+/// distance row of 1024 nodes) is a few KiB. A tree is input like any other (`--topology DIR`
+/// may be a copy someone handed over), so a file linked to `/dev/zero` must not be read forever.
+pub const MAX_SYSFS_FILE: u64 = 64 << 10;
+/// Most `cache/index*` directories looked at per CPU (real CPUs have 4 or 5).
+const MAX_CACHE_INDEXES: usize = 64;
+
+/// Reads a whole small file: opened with `O_NONBLOCK` so a FIFO without a writer cannot block,
+/// refused unless regular (checked on the open descriptor), refused beyond [`MAX_SYSFS_FILE`].
 fn read(path: &Path) -> Result<String, TopologyError> {
-    fs::read_to_string(path).map_err(|source| TopologyError::Io {
+    use std::{
+        io::Read,
+        os::unix::fs::{FileTypeExt, OpenOptionsExt},
+    };
+    let io = |err| TopologyError::Io {
         path: path.to_owned(),
-        source,
+        err,
+    };
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    let ft = f.metadata().map_err(io)?.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_dir() {
+            "a directory"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(TopologyError::Parse {
+            path: path.to_owned(),
+            msg: format!("{kind}, expected a regular file"),
+        });
+    }
+    let mut buf = Vec::new();
+    f.take(MAX_SYSFS_FILE + 1)
+        .read_to_end(&mut buf)
+        .map_err(io)?;
+    if buf.len() as u64 > MAX_SYSFS_FILE {
+        return Err(TopologyError::Parse {
+            path: path.to_owned(),
+            msg: format!("longer than {MAX_SYSFS_FILE} bytes"),
+        });
+    }
+    String::from_utf8(buf).map_err(|_| TopologyError::Parse {
+        path: path.to_owned(),
+        msg: "not UTF-8 text".into(),
     })
 }
 
-fn read_opt(path: &Path) -> Option<String> {
-    fs::read_to_string(path).ok()
+/// An optional file: absent (or unreadable) is `None`, but one that exists and is not a small
+/// regular text file is an error like any other, never a silent fallback.
+fn read_opt(path: &Path) -> Result<Option<String>, TopologyError> {
+    match read(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(TopologyError::Io { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn parse_u32(path: &Path, s: &str) -> Result<u32, TopologyError> {
@@ -57,7 +110,7 @@ fn llc_of(cpu_dir: &Path) -> Result<Option<(u32, CpuSet, Option<u32>)>, Topology
         return Ok(None);
     };
     let mut best: Option<(u32, CpuSet, Option<u32>)> = None;
-    for e in entries.flatten() {
+    for e in entries.flatten().take(MAX_CACHE_INDEXES) {
         let d = e.path();
         let is_index = d
             .file_name()
@@ -66,21 +119,21 @@ fn llc_of(cpu_dir: &Path) -> Result<Option<(u32, CpuSet, Option<u32>)>, Topology
         if !is_index {
             continue;
         }
-        if read_opt(&d.join("type")).is_some_and(|t| t.trim() == "Instruction") {
+        if read_opt(&d.join("type"))?.is_some_and(|t| t.trim() == "Instruction") {
             continue;
         }
-        let Some(level) = read_opt(&d.join("level")) else {
+        let Some(level) = read_opt(&d.join("level"))? else {
             continue;
         };
         let level = parse_u32(&d.join("level"), &level)?;
-        let Some(shared) = read_opt(&d.join("shared_cpu_list")) else {
+        let Some(shared) = read_opt(&d.join("shared_cpu_list"))? else {
             continue;
         };
         let shared = CpuSet::parse_list(&shared).map_err(|msg| TopologyError::Parse {
             path: d.join("shared_cpu_list"),
             msg,
         })?;
-        let id = read_opt(&d.join("id")).and_then(|s| s.trim().parse().ok());
+        let id = read_opt(&d.join("id"))?.and_then(|s| s.trim().parse().ok());
         if best.as_ref().is_none_or(|(l, _, _)| level > *l) {
             best = Some((level, shared, id));
         }
@@ -92,18 +145,18 @@ fn llc_of(cpu_dir: &Path) -> Result<Option<(u32, CpuSet, Option<u32>)>, Topology
 fn group(sets: &BTreeMap<u32, CpuSet>, online: &CpuSet) -> (Vec<Group>, BTreeMap<u32, u32>) {
     let mut groups: Vec<Group> = Vec::new();
     let mut of = BTreeMap::new();
+    // A map from set to group: a linear search is quadratic in CPUs at 8192 of them.
+    let mut seen = std::collections::HashMap::new();
     for (&cpu, set) in sets {
         let mut s: CpuSet = set.iter().filter(|c| online.contains(*c)).collect();
         s.insert(cpu);
-        let idx = if let Some(i) = groups.iter().position(|g| g.cpus == s) {
-            i
-        } else {
+        let idx = *seen.entry(s.clone()).or_insert_with(|| {
             groups.push(Group {
                 id: s.first().unwrap_or(cpu),
                 cpus: s,
             });
             groups.len() - 1
-        };
+        });
         of.insert(cpu, idx as u32);
     }
     (groups, of)
@@ -116,7 +169,7 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
     if online.is_empty() {
         return Err(TopologyError::NoCpus(root.to_owned()));
     }
-    let present = read_opt(&cpu_root.join("present"))
+    let present = read_opt(&cpu_root.join("present"))?
         .and_then(|s| CpuSet::parse_list(&s).ok())
         .unwrap_or_else(|| online.clone());
     let offline: CpuSet = present.iter().filter(|c| !online.contains(*c)).collect();
@@ -132,12 +185,13 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         let t = d.join("topology");
         let p = t.join("physical_package_id");
         pkg.insert(cpu, parse_u32(&p, &read(&p)?)?);
-        let di = read_opt(&t.join("die_id")).map_or(Ok(0), |s| parse_u32(&t.join("die_id"), &s))?;
+        let di =
+            read_opt(&t.join("die_id"))?.map_or(Ok(0), |s| parse_u32(&t.join("die_id"), &s))?;
         die.insert(cpu, di);
         let ci =
-            read_opt(&t.join("core_id")).map_or(Ok(cpu), |s| parse_u32(&t.join("core_id"), &s))?;
+            read_opt(&t.join("core_id"))?.map_or(Ok(cpu), |s| parse_u32(&t.join("core_id"), &s))?;
         core_id.insert(cpu, ci);
-        let sib = match read_opt(&t.join("thread_siblings_list")) {
+        let sib = match read_opt(&t.join("thread_siblings_list"))? {
             Some(s) => CpuSet::parse_list(&s).map_err(|msg| TopologyError::Parse {
                 path: t.join("thread_siblings_list"),
                 msg,
@@ -157,9 +211,12 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
     }
     // Without cache information, fall back to one LLC per package (the MC domain's usual span).
     if llc_sets.values().all(CpuSet::is_empty) {
-        for cpu in online.iter() {
-            let p = pkg[&cpu];
-            llc_sets.insert(cpu, online.iter().filter(|c| pkg[c] == p).collect());
+        let mut by_pkg: BTreeMap<u32, CpuSet> = BTreeMap::new();
+        for (&cpu, &p) in &pkg {
+            by_pkg.entry(p).or_default().insert(cpu);
+        }
+        for (&cpu, p) in &pkg {
+            llc_sets.insert(cpu, by_pkg[p].clone());
         }
     }
     let (cores, core_of) = group(&siblings, &online);
@@ -172,6 +229,12 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
     let mut nodes: Vec<Group> = Vec::new();
     if let Ok(entries) = fs::read_dir(root.join("node")) {
         for e in entries.flatten() {
+            if nodes.len() >= super::MAX_NODES {
+                return Err(TopologyError::Parse {
+                    path: root.join("node"),
+                    msg: format!("more than {} nodes", super::MAX_NODES),
+                });
+            }
             let name = e.file_name();
             let Some(id) = name
                 .to_str()
@@ -191,12 +254,19 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
     let mut distances = Vec::new();
     for n in &nodes {
         let p = root.join(format!("node/node{}/distance", n.id));
-        let row: Result<Vec<u32>, _> = read_opt(&p)
+        let row: Result<Vec<u32>, _> = read_opt(&p)?
             .unwrap_or_default()
             .split_whitespace()
             .map(|x| parse_u32(&p, x))
             .collect();
-        distances.push(row?);
+        let row = row?;
+        if row.len() > super::MAX_NODES {
+            return Err(TopologyError::Parse {
+                path: p,
+                msg: format!("more than {} distances", super::MAX_NODES),
+            });
+        }
+        distances.push(row);
     }
     // Memory-only nodes hold no CPUs; keep them out of the CPU model (but keep the SLIT square
     // over the nodes we keep).
@@ -236,18 +306,20 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         distances.push(last);
     }
 
-    let mut packages: Vec<Group> = Vec::new();
+    let mut by_pkg: BTreeMap<u32, CpuSet> = BTreeMap::new();
     for cpu in online.iter() {
-        let p = pkg[&cpu];
-        match packages.iter_mut().find(|g| g.id == p) {
-            Some(g) => g.cpus.insert(cpu),
-            None => packages.push(Group {
-                id: p,
-                cpus: std::iter::once(cpu).collect(),
-            }),
+        by_pkg.entry(pkg[&cpu]).or_default().insert(cpu);
+    }
+    let packages: Vec<Group> = by_pkg
+        .into_iter()
+        .map(|(id, cpus)| Group { id, cpus })
+        .collect();
+    let mut node_of = BTreeMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for c in n.cpus.iter() {
+            node_of.entry(c).or_insert(i as u32);
         }
     }
-    packages.sort_by_key(|g| g.id);
 
     let cpus = online
         .iter()
@@ -256,12 +328,12 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
             package: pkg[&cpu],
             die: die[&cpu],
             core_id: core_id[&cpu],
-            node: nodes.iter().position(|n| n.cpus.contains(cpu)).unwrap_or(0) as u32,
+            node: node_of.get(&cpu).copied().unwrap_or(0),
             llc: llc_of_cpu[&cpu],
             core: core_of[&cpu],
         })
         .collect();
-    Ok(Topology {
+    let topo = Topology {
         cpus,
         offline,
         cores,
@@ -272,6 +344,10 @@ pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         packages,
         memory_only_nodes,
         index: Vec::new(),
-    }
-    .finish())
+    };
+    topo.validate().map_err(|msg| TopologyError::Parse {
+        path: root.to_owned(),
+        msg,
+    })?;
+    Ok(topo.finish())
 }

@@ -1,0 +1,16 @@
+//! The EVENTS payload decoder on its own (what a zstd chunk decompresses to): the first four
+//! bytes are the chunk's claimed `count`, the rest the payload. Never a panic, and the claimed
+//! count never sizes an allocation beyond what the payload can hold.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wakeviz_core::format::codec;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 4 {
+        return;
+    }
+    let count = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+    let mut out = Vec::new();
+    let _ = codec::decode(&data[4..], count, &mut out);
+});
