@@ -160,6 +160,23 @@ fn meta_text(out: &mut String, rep: &DiffReport) {
     }
 }
 
+/// Writes `s` in lines of at most [`WIDTH`] columns, continuation lines indented.
+fn wrap(out: &mut String, s: &str, indent: &str) {
+    let mut line = String::new();
+    for w in s.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + w.len() > WIDTH {
+            let _ = writeln!(out, "{line}");
+            line = indent.to_string();
+        } else if !line.is_empty() && line != indent {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.trim().is_empty() {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
 /// The whole diff as text.
 pub fn render(rep: &DiffReport) -> String {
     let mut out = String::new();
@@ -182,7 +199,7 @@ pub fn render(rep: &DiffReport) -> String {
     );
     meta_text(&mut out, rep);
     for n in &rep.notes {
-        let _ = writeln!(out, "note: {n}");
+        wrap(&mut out, &format!("note: {n}"), "      ");
     }
     let mut hidden = 0;
     for s in Section::ALL {
