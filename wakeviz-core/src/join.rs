@@ -41,9 +41,6 @@ struct Pending {
     self_wake: bool,
 }
 
-/// Forget half-joined wakeups older than this (their `sched_wakeup` was dropped).
-const STALE_NS: u64 = 10_000_000_000;
-
 #[derive(Default)]
 pub struct Joiner {
     /// pid-keyed, on the per-event path: the cheap pid hasher, not SipHash.
@@ -74,7 +71,7 @@ impl Joiner {
                     .waking
                     .map_or(0, |w| w.ts_ns)
                     .max(p.select.map_or(0, |s| s.ts_ns));
-                now.saturating_sub(t) < STALE_NS
+                now.saturating_sub(t) < crate::horizons::JOIN_WAKING_NS
             });
         }
         match e {

@@ -14,6 +14,7 @@ pub mod decode;
 pub mod dump;
 pub mod event;
 pub mod format;
+pub mod horizons;
 pub mod join;
 pub mod pidmap;
 pub mod run;

@@ -39,6 +39,19 @@
 //! the run queues, each task burst lasts a few to tens of microseconds, and a 256-CPU machine
 //! produces about 12 million events per simulated second.
 //!
+//! # A deliberately independent model
+//!
+//! This placement model is a second, separate implementation of the kernel's fast path, not a
+//! reuse of the shadow's stages (`shadow::policy`): it is the ground truth the shadow is
+//! tested against (`tests/shadow_synth.rs` expects the SIS_UTIL shadow to reproduce its
+//! choices). Sharing the stages would make that test pass by construction, whatever bug the
+//! stages had. So it keeps its own `record_wakee` bookkeeping (`Flips` here, nanosecond decay,
+//! per-task slots), its own run queues (idle = nothing running or queued, read from the queues,
+//! not from an idle bitmap) and its own LLC walk over CPU lists; it reuses only the recording
+//! format and the topology reader. Nothing here is plumbing the crate has elsewhere: there is
+//! no CPU-relation classification (the one rule, `topology::LevelMap`, is for the readers of
+//! the stream) and no CPU bitmap.
+//!
 //! # Consistency
 //!
 //! Per-CPU run queues are simulated, so the stream is what a kernel would emit: one wakeup is
@@ -251,7 +264,8 @@ struct GroupState {
     pending: u32,
 }
 
-/// Who `record_wakee` bookkeeping belongs to: tasks, then one idle task per CPU.
+/// Who `record_wakee` bookkeeping belongs to: tasks, then one idle task per CPU. (The
+/// shadow's `state::Flips` is the other, independent implementation: see the module docs.)
 #[derive(Clone, Copy, Debug, Default)]
 struct Flips {
     flips: u32,

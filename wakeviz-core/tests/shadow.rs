@@ -180,14 +180,20 @@ fn one_wakeup(
         Event::Select(select(ts + 10, w, pid, prev, chosen, waker, s)),
         Event::Wakeup(wake(ts + 20, w, pid, chosen, waker)),
     ];
+    let names = ev.policy_names();
+    let mut got = None;
     for e in &events {
         ev.on_event(e);
-        if let Some(p) = j.on_event(e) {
-            ev.on_placement(&p);
+        if let Some(p) = j.on_event(e)
+            && let Some(s) = ev.on_placement(&p)
+        {
+            got = Some(s.outcomes.iter().map(|o| o.cpu).collect::<Vec<_>>());
         }
     }
-    let (_, outs) = ev.last_outcomes().expect("placement scored");
-    outs.into_iter().map(|(n, o)| (n, o.cpu)).collect()
+    names
+        .into_iter()
+        .zip(got.expect("placement scored"))
+        .collect()
 }
 
 fn choice(v: &[(&'static str, u32)], name: &str) -> u32 {
@@ -243,9 +249,10 @@ fn wake_wide_needs_many_partners() {
 
 #[test]
 fn kernel_policy_follows_the_release() {
-    assert_eq!(kernel_policy("5.15.0-91-generic"), "sis_prop");
-    assert_eq!(kernel_policy("6.8.0-49-generic"), "sis_util");
-    assert_eq!(kernel_policy("synthetic"), "sis_util");
+    let name = |r: &str| -> &'static str { kernel_policy(r).into() };
+    assert_eq!(name("5.15.0-91-generic"), "sis_prop");
+    assert_eq!(name("6.8.0-49-generic"), "sis_util");
+    assert_eq!(name("synthetic"), "sis_util");
 }
 
 #[test]
@@ -337,7 +344,7 @@ fn wf_sync_reports_whether_the_waker_slept() {
     ev.on_event(&switch(40_000, 0, 0, 10, 0));
     one_wakeup(&mut ev, &mut j, 50_000, (0, 21, 0, 2, 10), exact);
     ev.on_event(&switch(60_000, 0, 10, 30, 0));
-    let v = ev.report_json();
+    let v = json(&ev);
     let h = &v["policies"]["wf_sync"]["waker_slept_after"];
     assert_eq!(h["total"], 2);
     assert_eq!(h["buckets"]["le_50us"], 1);
@@ -490,7 +497,7 @@ fn prev_only_agreement_equals_the_kernels_prev_share() {
         ts += 1_000;
     }
     assert_eq!(ev.evaluated(), 40);
-    let v = ev.report_json();
+    let v = json(&ev);
     let got = v["policies"]["prev_only"]["agreement"]
         .as_f64()
         .expect("agreement");
@@ -573,11 +580,11 @@ fn tracepoint_only_mode_decides_at_waking_and_buckets_disagreements() {
     ] {
         ev.on_event(&e);
         if let Some(p) = j.on_event(&e) {
-            ev.on_placement(&p);
+            let _ = ev.on_placement(&p);
         }
     }
     assert_eq!(ev.evaluated(), 1);
-    let v = ev.report_json();
+    let v = json(&ev);
     assert_eq!(v["decision_time"], "sched_waking");
     assert_eq!(v["fidelity"]["policy"], "sis_util");
     assert_eq!(v["fidelity"]["agreement"], 0.0);
@@ -586,7 +593,7 @@ fn tracepoint_only_mode_decides_at_waking_and_buckets_disagreements() {
         1
     );
     assert_eq!(v["policies"]["sis_util"]["exact_inputs_pct"], 0.0);
-    let text = ev.report_text();
+    let text = wakeviz_core::analysis::report::shadow::text(&ev.report(None));
     assert!(text.contains("open-loop"), "{text}");
     assert!(text.contains("sis_util"));
 }
@@ -604,7 +611,7 @@ fn runnable_wakee_in_tracepoint_mode_is_not_a_placement() {
     ] {
         ev.on_event(&e);
         if let Some(p) = j.on_event(&e) {
-            ev.on_placement(&p);
+            let _ = ev.on_placement(&p);
         }
     }
     assert_eq!(ev.evaluated(), 0);
@@ -622,7 +629,7 @@ fn json_has_every_policy_and_field() {
         (0, 20, 9, 9, 10),
         Sel::default(),
     );
-    let v = ev.report_json();
+    let v = json(&ev);
     for name in [
         "observed",
         "sis_util",
@@ -683,7 +690,7 @@ fn claims_end_with_their_wakeup() {
     let feed = |ev: &mut ShadowEval, j: &mut Joiner, e: Event| {
         ev.on_event(&e);
         if let Some(p) = j.on_event(&e) {
-            ev.on_placement(&p);
+            let _ = ev.on_placement(&p);
         }
     };
 
@@ -723,4 +730,9 @@ fn claims_end_with_their_wakeup() {
         3,
         "a lost wakeup kept CPU 3 claimed"
     );
+}
+
+/// The `shadow` section of `--report json`: the typed report, serialized.
+fn json(ev: &ShadowEval) -> serde_json::Value {
+    serde_json::to_value(ev.report(None)).expect("shadow report serializes")
 }

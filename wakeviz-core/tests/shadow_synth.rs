@@ -34,7 +34,7 @@ fn replay(hdr: &wakeviz_core::format::Header, events: &[Event]) -> (ShadowEval, 
     for e in events {
         ev.on_event(e);
         if let Some(p) = j.on_event(e) {
-            ev.on_placement(&p);
+            let _ = ev.on_placement(&p);
             placements += 1;
         }
     }
@@ -54,7 +54,7 @@ fn synthetic_zen3_and_xeon_replays_are_faithful() {
         let (ev, placements) = replay(&hdr, &events);
         assert!(ev.evaluated() > 0, "{name}: nothing evaluated");
         let f = ev.fidelity().expect("fidelity");
-        let v = ev.report_json();
+        let v = json(&ev);
         eprintln!(
             "{name}: {placements} placements, {} evaluated, fidelity {:.4}, buckets {}",
             ev.evaluated(),
@@ -96,7 +96,7 @@ fn degraded_inputs_still_replay() {
         .collect();
     let (ev, _) = replay(&hdr, &emulated);
     let f = ev.fidelity().expect("fidelity");
-    let v = ev.report_json();
+    let v = json(&ev);
     eprintln!(
         "emulated inputs: fidelity {f:.4}, {}",
         v["fidelity"]["disagreements"]
@@ -119,7 +119,7 @@ fn degraded_inputs_still_replay() {
         .collect();
     let (ev, _) = replay(&tp_hdr, &tp);
     let f = ev.fidelity().expect("fidelity");
-    let v = ev.report_json();
+    let v = json(&ev);
     eprintln!(
         "tracepoint-only: {} evaluated, fidelity {f:.4}, {}",
         ev.evaluated(),
@@ -153,7 +153,7 @@ fn throughput_256_cpus() {
     for (e, p) in events.iter().zip(&placements) {
         ev.on_event(e);
         if let Some(p) = p {
-            ev.on_placement(p);
+            let _ = ev.on_placement(p);
             n += 1;
         }
     }
@@ -170,5 +170,13 @@ fn throughput_256_cpus() {
         n as f64 / cpu / 1e6,
         events.len() as f64 / cpu / 1e6
     );
-    eprintln!("{}", ev.report_text());
+    eprintln!(
+        "{}",
+        wakeviz_core::analysis::report::shadow::text(&ev.report(None))
+    );
+}
+
+/// The `shadow` section of `--report json`: the typed report, serialized.
+fn json(ev: &ShadowEval) -> serde_json::Value {
+    serde_json::to_value(ev.report(None)).expect("shadow report serializes")
 }

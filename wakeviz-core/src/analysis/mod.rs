@@ -17,7 +17,7 @@ use std::collections::HashMap;
 pub use filter::{Filter, FilterError};
 pub use snapshot::{
     ByLevel, CpuRow, Drops, EventCounts, LatencySection, PlacementSection, RecordingSection,
-    SCHEMA_VERSION, ScanSection, ShadowSection, Snapshot, TopologySection, WindowSection,
+    SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
 };
 
 use self::{
@@ -35,35 +35,6 @@ use crate::{
     topology::{Level, LevelMap},
 };
 
-/// Shadow-policy evaluation plugged into the fold (implemented by `shadow::ShadowEval`); kept
-/// as a trait so this module does not depend on how the shadow policies are built.
-pub trait ShadowSink {
-    fn on_event(&mut self, e: &Event);
-    fn on_placement(&mut self, p: &Placement);
-    fn report_json(&self) -> serde_json::Value;
-    fn report_text(&self) -> String;
-}
-
-impl ShadowSink for crate::shadow::ShadowEval {
-    fn on_event(&mut self, e: &Event) {
-        Self::on_event(self, e);
-    }
-
-    fn on_placement(&mut self, p: &Placement) {
-        Self::on_placement(self, p);
-    }
-
-    fn report_json(&self) -> serde_json::Value {
-        Self::report_json(self)
-    }
-
-    fn report_text(&self) -> String {
-        Self::report_text(self)
-    }
-}
-
-/// Wakeups whose switch-in never came (dropped events) are forgotten after this long.
-const STALE_NS: u64 = 10_000_000_000;
 const NO_LEVEL: u8 = u8::MAX;
 const NEW_TASK: u8 = u8::MAX - 1;
 
@@ -98,7 +69,9 @@ pub struct Analysis {
     pub(crate) win1: Rolling,
     pub(crate) win10: Rolling,
     pub(crate) schedstat: Option<SchedstatComparison>,
-    pub(crate) shadow: Option<Box<dyn ShadowSink>>,
+    pub(crate) shadow: Option<crate::shadow::ShadowEval>,
+    /// The shadow's figures over the filtered wakees (empty without a filter).
+    pub(crate) shadow_subset: crate::shadow::Tally,
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: u64,
     /// The workload's outcome, when the stream carried one (`-- CMD` recordings).
@@ -133,7 +106,8 @@ impl Analysis {
             // Fed by win1's expiring slots: together they cover the last 10 s.
             win10: Rolling::new(1_000_000_000, 9),
             schedstat: None,
-            shadow: Some(Box::new(crate::shadow::ShadowEval::new(header))),
+            shadow: Some(crate::shadow::ShadowEval::new(header)),
+            shadow_subset: crate::shadow::Tally::default(),
             first_ts: None,
             last_ts: 0,
             workload: None,
@@ -154,9 +128,9 @@ impl Analysis {
         self.filter.get()
     }
 
-    /// Restricts placement and latency figures to matching wakees. Past events cannot be
-    /// re-filtered without storing them, so the filtered figures (placement, scan and wakeup
-    /// latency, windows) restart from zero; event and drop counts and the unfiltered schedstat
+    /// Restricts placement, latency and the shadow rows to matching wakees. Past events cannot
+    /// be re-filtered without storing them, so the filtered figures (placement, scan and wakeup
+    /// latency, windows, shadow rows) restart from zero; event and drop counts and the unfiltered schedstat
     /// cross-check counts are kept.
     pub fn set_filter(&mut self, f: Option<Filter>) {
         self.filter.set(f);
@@ -170,11 +144,12 @@ impl Analysis {
         self.wake.pending.clear();
         self.win1.reset();
         self.win10.reset();
+        self.shadow_subset = crate::shadow::Tally::default();
     }
 
     /// Replaces the shadow-policy evaluation, which [`Analysis::new`] turns on; `None` turns it
     /// off (the fold is several times faster without it, and the JSON `shadow` is then null).
-    pub fn set_shadow(&mut self, s: Option<Box<dyn ShadowSink>>) {
+    pub fn set_shadow(&mut self, s: Option<crate::shadow::ShadowEval>) {
         self.shadow = s;
     }
 
@@ -219,7 +194,7 @@ impl Analysis {
             let now = self.last_ts;
             self.wake
                 .pending
-                .retain(|_, (t, _)| now.saturating_sub(*t) < STALE_NS);
+                .retain(|_, (t, _)| now.saturating_sub(*t) < crate::horizons::WAKE_TO_RUN_NS);
         }
         if let Some(s) = self.shadow.as_mut() {
             s.on_event(e);
@@ -281,10 +256,16 @@ impl Analysis {
         if !p.new_task {
             self.ours.add(p.waker_cpu, &c);
         }
+        let matches = self.filter.matches(p.pid, &self.tasks);
         if let Some(s) = self.shadow.as_mut() {
-            s.on_placement(p);
+            // The evaluator follows every task (it needs the whole machine's state); the
+            // filtered rows are a tally of the matching wakees' scored placements.
+            let scored = s.on_placement(p);
+            if let (Some(sc), true, true) = (scored, matches, self.filter.get().is_some()) {
+                self.shadow_subset.add(&sc);
+            }
         }
-        if !self.filter.matches(p.pid, &self.tasks) {
+        if !matches {
             return;
         }
         self.placement

@@ -8,44 +8,11 @@
 //! CPU share an LLC an affine pick cannot be told apart from a non-affine one by the outcome, so
 //! such wakeups are never counted as affine: wakeviz's affine count is a lower bound of the
 //! kernel's, exact for the domains above the LLC.
-use serde::{Serialize, Serializer, ser::SerializeMap};
+use serde::Serialize;
 
 use crate::topology::{Level, LevelMap};
 
-/// A count per [`Level`], serialized as a map with the six level names in order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LevelCounts(pub [u64; 6]);
-
-impl LevelCounts {
-    #[inline]
-    pub fn add(&mut self, l: Level) {
-        self.0[l.index()] += 1;
-    }
-
-    pub fn get(&self, l: Level) -> u64 {
-        self.0[l.index()]
-    }
-
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-
-    pub fn merge(&mut self, o: &Self) {
-        for (a, b) in self.0.iter_mut().zip(o.0) {
-            *a += b;
-        }
-    }
-}
-
-impl Serialize for LevelCounts {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(6))?;
-        for l in Level::ALL {
-            m.serialize_entry(l.name(), &self.0[l.index()])?;
-        }
-        m.end()
-    }
-}
+pub use crate::topology::LevelCounts;
 
 /// The relations of one placement, computed once and fed to every aggregate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -241,12 +241,6 @@ pub struct LatencySection {
     pub windows: Windows<LatencySummary>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ShadowSection {
-    pub json: serde_json::Value,
-    pub text: String,
-}
-
 /// Everything the analyses know, at one moment of the stream: what the dashboard draws, what
 /// `--report text` renders and, serialised as it is, `--report json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -261,7 +255,7 @@ pub struct Snapshot {
     pub scan_latency: ScanSection,
     pub wakeup_latency: LatencySection,
     pub schedstat: Option<SchedstatComparison>,
-    pub shadow: Option<ShadowSection>,
+    pub shadow: Option<crate::shadow::ShadowReport>,
 }
 
 pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu shares an LLC with waker_cpu but not with prev_cpu \
@@ -439,10 +433,10 @@ impl Analysis {
                 },
             },
             schedstat: self.schedstat.clone(),
-            shadow: self.shadow.as_ref().map(|s| ShadowSection {
-                json: s.report_json(),
-                text: s.report_text(),
-            }),
+            shadow: self
+                .shadow
+                .as_ref()
+                .map(|s| s.report(self.filter().is_some().then_some(&self.shadow_subset))),
         }
     }
 }

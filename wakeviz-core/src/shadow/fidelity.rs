@@ -25,51 +25,39 @@
 //!    budget (not read by the probe) and both choices were otherwise plausible;
 //! 8. `unknown`: everything was exact and the kernel's CPU looked idle (affinity masks, which
 //!    are not captured, SCHED_IDLE or core-scheduling predicates, or out-of-tree features).
-use serde_json::{Value, json};
+use strum::{EnumCount, EnumIter, IntoStaticStr};
 
 use super::{
     policy::{Front, FrontRule},
     topo::{NONE, ShadowTopo},
 };
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why the shadow disagreed with the kernel; the strum names are the report's and the JSON's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumCount, EnumIter, IntoStaticStr)]
 pub enum Bucket {
+    #[strum(serialize = "tracepoint_only_no_select_inputs")]
     TracepointOnly,
+    #[strum(serialize = "unknown_in_task_kthread_rule")]
     KthreadRule,
+    #[strum(serialize = "numa_affine_reclaim_distance")]
     NumaAffine,
+    #[strum(serialize = "wake_affine_weight_not_modelled")]
     WakeAffineWeight,
+    #[strum(serialize = "recent_used_cpu_unknown")]
     RecentUnknown,
+    #[strum(serialize = "snapshot_skew_or_claimed_cpu_race")]
     SnapshotSkew,
+    #[strum(serialize = "stale_or_emulated_has_idle_cores_or_nr_idle_scan")]
     HintOrBudget,
+    #[strum(serialize = "unknown")]
     Unknown,
 }
 
 impl Bucket {
-    pub const ALL: [Self; 8] = [
-        Self::TracepointOnly,
-        Self::KthreadRule,
-        Self::NumaAffine,
-        Self::WakeAffineWeight,
-        Self::RecentUnknown,
-        Self::SnapshotSkew,
-        Self::HintOrBudget,
-        Self::Unknown,
-    ];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::TracepointOnly => "tracepoint_only_no_select_inputs",
-            Self::KthreadRule => "unknown_in_task_kthread_rule",
-            Self::NumaAffine => "numa_affine_reclaim_distance",
-            Self::WakeAffineWeight => "wake_affine_weight_not_modelled",
-            Self::RecentUnknown => "recent_used_cpu_unknown",
-            Self::SnapshotSkew => "snapshot_skew_or_claimed_cpu_race",
-            Self::HintOrBudget => "stale_or_emulated_has_idle_cores_or_nr_idle_scan",
-            Self::Unknown => "unknown",
-        }
+    pub fn name(self) -> &'static str {
+        self.into()
     }
 }
-
 /// What the classifier looks at for one disagreement.
 #[derive(Clone, Copy, Debug)]
 pub struct Disagreement {
@@ -116,43 +104,52 @@ pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
     }
 }
 
-#[derive(Clone, Debug)]
+/// The fidelity verdict on one scored placement, so a subset can be tallied without
+/// classifying again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The shadow chose the kernel's CPU.
+    pub agree: bool,
+    /// Decided from a select record with every kernel input the policy read exact.
+    pub exact: bool,
+    /// Why not, when it disagreed.
+    pub bucket: Option<Bucket>,
+}
+
+impl Verdict {
+    pub fn of(t: &ShadowTopo, d: &Disagreement) -> Self {
+        let agree = d.kernel == d.shadow;
+        Self {
+            agree,
+            exact: d.has_select && d.shadow_exact,
+            bucket: (!agree).then(|| classify(t, d)),
+        }
+    }
+}
+
+/// Agreement counts of the policy standing for the running kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fidelity {
-    pub policy: &'static str,
     pub evaluated: u64,
     pub agree: u64,
-    pub buckets: [u64; Bucket::ALL.len()],
+    pub buckets: [u64; Bucket::COUNT],
     /// Evaluated with a select record and every kernel input the policy read exact.
     pub exact_evaluated: u64,
     pub exact_agree: u64,
 }
 
 impl Fidelity {
-    pub fn new(policy: &'static str) -> Self {
-        Self {
-            policy,
-            evaluated: 0,
-            agree: 0,
-            buckets: [0; Bucket::ALL.len()],
-            exact_evaluated: 0,
-            exact_agree: 0,
-        }
-    }
-
-    pub fn record(&mut self, t: &ShadowTopo, d: &Disagreement) {
+    pub fn add(&mut self, v: &Verdict) {
         self.evaluated += 1;
-        let ok = d.kernel == d.shadow;
-        if d.has_select && d.shadow_exact {
+        if v.exact {
             self.exact_evaluated += 1;
-            self.exact_agree += u64::from(ok);
+            self.exact_agree += u64::from(v.agree);
         }
-        if ok {
+        if v.agree {
             self.agree += 1;
-        } else {
-            let b = classify(t, d);
-            if let Some(i) = Bucket::ALL.iter().position(|&x| x == b) {
-                self.buckets[i] += 1;
-            }
+        }
+        if let Some(b) = v.bucket {
+            self.buckets[b as usize] += 1;
         }
     }
 
@@ -160,19 +157,7 @@ impl Fidelity {
         (self.evaluated > 0).then(|| self.agree as f64 / self.evaluated as f64)
     }
 
-    pub fn to_json(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        for (b, n) in Bucket::ALL.iter().zip(self.buckets) {
-            m.insert(b.name().into(), n.into());
-        }
-        json!({
-            "policy": self.policy,
-            "agreement": self.agreement(),
-            "evaluated": self.evaluated,
-            "exact_inputs_evaluated": self.exact_evaluated,
-            "exact_inputs_agreement": (self.exact_evaluated > 0)
-                .then(|| self.exact_agree as f64 / self.exact_evaluated as f64),
-            "disagreements": m,
-        })
+    pub fn exact_agreement(&self) -> Option<f64> {
+        (self.exact_evaluated > 0).then(|| self.exact_agree as f64 / self.exact_evaluated as f64)
     }
 }

@@ -1,6 +1,4 @@
 //! Per-policy counters, all fixed-size (no per-placement allocation).
-use serde_json::{Value, json};
-
 use super::policy::Rule;
 use crate::topology::Level;
 
@@ -43,7 +41,6 @@ pub struct SleptHist {
 
 /// Upper bounds of [`SleptHist::slept`] buckets, ns (the last is open).
 pub const SLEPT_BOUNDS_NS: [u64; 4] = [10_000, 50_000, 200_000, 1_000_000];
-pub const SLEPT_NAMES: [&str; 5] = ["le_10us", "le_50us", "le_200us", "le_1ms", "gt_1ms"];
 /// "Really went to sleep right after the wakeup": blocked within this long.
 pub const SLEPT_THRESHOLD_NS: u64 = 50_000;
 
@@ -73,20 +70,11 @@ impl SleptHist {
         let resolved = self.total() - self.unresolved;
         (resolved > 0).then(|| pct(self.slept[0] + self.slept[1], resolved))
     }
+}
 
-    pub fn to_json(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        for (n, v) in SLEPT_NAMES.iter().zip(self.slept) {
-            m.insert((*n).into(), v.into());
-        }
-        m.insert("preempted".into(), self.preempted.into());
-        m.insert("unresolved".into(), self.unresolved.into());
-        json!({
-            "total": self.total(),
-            "slept_within_threshold_pct": self.slept_within_threshold_pct(),
-            "buckets": m,
-        })
-    }
+/// `a` as a percentage of `b`; `None` when `b` is 0 (no such share).
+pub fn pct_of(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| 100.0 * a as f64 / b as f64)
 }
 
 pub fn pct(a: u64, b: u64) -> f64 {
@@ -112,8 +100,11 @@ pub struct PolicyMetrics {
     pub exact: u64,
     /// Sum of the chosen CPUs' run-queue lengths at decision time.
     pub queue_sum: u64,
-    pub rules: [u64; Rule::COUNT],
-    /// Waker behaviour after the wakeups this policy queued behind it (`Rule::SyncLocal`).
+    /// Decisions per rule slot ([`Rule::index`]).
+    pub rules: [u64; Rule::SLOTS],
+    /// Decisions that queued the wakee behind the waker (`Decision::behind_waker`).
+    pub behind_waker: u64,
+    /// Waker behaviour after the wakeups this policy queued behind it.
     pub slept: SleptHist,
 }
 
@@ -131,7 +122,8 @@ impl Default for PolicyMetrics {
             vs_prev: [0; 6],
             exact: 0,
             queue_sum: 0,
-            rules: [0; Rule::COUNT],
+            rules: [0; Rule::SLOTS],
+            behind_waker: 0,
             slept: SleptHist::default(),
         }
     }
@@ -149,6 +141,8 @@ pub struct Outcome {
     pub exact: bool,
     /// `nr_running` of the chosen CPU at decision time (reconstructed).
     pub queue: u32,
+    /// Queued behind the waker (see `Decision::behind_waker`).
+    pub behind_waker: bool,
 }
 
 impl PolicyMetrics {
@@ -181,58 +175,41 @@ impl PolicyMetrics {
         self.exact += u64::from(o.exact);
         self.queue_sum += u64::from(o.queue);
         self.rules[o.rule.index()] += 1;
+        self.behind_waker += u64::from(o.behind_waker);
     }
 
     pub fn agreement(&self) -> Option<f64> {
         (self.evaluated > 0).then(|| self.agree as f64 / self.evaluated as f64)
     }
 
-    pub fn probes_mean(&self) -> f64 {
-        if self.evaluated == 0 {
-            0.0
-        } else {
-            self.probes_sum as f64 / self.evaluated as f64
-        }
+    /// Mean probes per decision; `None` before the first one.
+    pub fn probes_mean(&self) -> Option<f64> {
+        mean(self.probes_sum, self.evaluated)
     }
 
-    pub fn queue_mean(&self) -> f64 {
-        if self.evaluated == 0 {
-            0.0
-        } else {
-            self.queue_sum as f64 / self.evaluated as f64
-        }
+    /// Mean run-queue length of the chosen CPU; `None` before the first decision.
+    pub fn queue_mean(&self) -> Option<f64> {
+        mean(self.queue_sum, self.evaluated)
     }
 
-    pub fn probes_quantile(&self, q: f64) -> u32 {
+    /// Probe-count quantile (a bucket's lower bound past [`PROBE_EXACT`]); `None` before the
+    /// first decision.
+    pub fn probes_quantile(&self, q: f64) -> Option<u32> {
         if self.evaluated == 0 {
-            return 0;
+            return None;
         }
         let want = ((self.evaluated as f64) * q).ceil().max(1.0) as u64;
         let mut acc = 0;
         for (i, &n) in self.probes_hist.iter().enumerate() {
             acc += n;
             if acc >= want {
-                return bucket_value(i);
+                return Some(bucket_value(i));
             }
         }
-        bucket_value(PROBE_HIST - 1)
+        Some(bucket_value(PROBE_HIST - 1))
     }
+}
 
-    pub fn placement_json(counts: &[u64; 6]) -> Value {
-        let mut m = serde_json::Map::new();
-        for l in Level::ALL {
-            m.insert(l.name().into(), counts[l.index()].into());
-        }
-        Value::Object(m)
-    }
-
-    pub fn rules_json(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        for r in Rule::ALL {
-            if self.rules[r.index()] > 0 {
-                m.insert(r.name().into(), self.rules[r.index()].into());
-            }
-        }
-        Value::Object(m)
-    }
+fn mean(sum: u64, n: u64) -> Option<f64> {
+    (n > 0).then(|| sum as f64 / n as f64)
 }

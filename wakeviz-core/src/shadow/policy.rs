@@ -14,93 +14,15 @@
 //!   step, shortcuts, scan), so counts compare with the kernel's own `available_idle_cpu` trace.
 use std::cell::Cell;
 
+pub use super::rule::{Rule, Stage};
 use super::{
     state::State,
-    topo::{NONE, ShadowTopo, test_bit, wrap_first, wrap_segment},
+    topo::{NONE, ShadowTopo},
 };
-use crate::event::wf;
-
-/// Which rule produced a decision; counted per policy in the JSON report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[repr(u8)]
-pub enum Rule {
-    /// The kernel's own choice (the baseline).
-    #[default]
-    Observed,
-    /// `WF_CURRENT_CPU`: the waker's CPU, no search.
-    CurrentCpu,
-    /// SIS: the target was idle.
-    Target,
-    /// SIS: `prev_cpu` shares the target's LLC and was idle.
-    Prev,
-    /// SIS: `recent_used_cpu` shares the target's LLC and was idle.
-    Recent,
-    /// SIS: an idle SMT sibling of `prev_cpu` (no idle core hinted).
-    SmtOfPrev,
-    /// Scan: first idle CPU within the budget.
-    ScanIdle,
-    /// Scan in idle-core mode: a fully idle core.
-    ScanCore,
-    /// Scan in idle-core mode found no idle core but met an idle CPU on the way.
-    ScanFallback,
-    /// Nothing idle found (or the budget was zero): the target, busy.
-    Stacked,
-    /// WF_SYNC wake-local: queued behind the waker.
-    SyncLocal,
-    /// SIS_NODE: an idle CPU in another LLC of the node.
-    NodeScan,
-    /// Previous CPU only.
-    PrevOnly,
-    /// Idle-core first: a fully idle core (prev's, the target's, or one from the LLC).
-    IdleCore,
-    /// Idler-LLC: both LLCs fully busy, the target without any scan.
-    BothBusy,
-}
-
-impl Rule {
-    pub const COUNT: usize = 15;
-    pub const ALL: [Self; Self::COUNT] = [
-        Self::Observed,
-        Self::CurrentCpu,
-        Self::Target,
-        Self::Prev,
-        Self::Recent,
-        Self::SmtOfPrev,
-        Self::ScanIdle,
-        Self::ScanCore,
-        Self::ScanFallback,
-        Self::Stacked,
-        Self::SyncLocal,
-        Self::NodeScan,
-        Self::PrevOnly,
-        Self::IdleCore,
-        Self::BothBusy,
-    ];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Observed => "observed",
-            Self::CurrentCpu => "current_cpu",
-            Self::Target => "target_idle",
-            Self::Prev => "prev_idle",
-            Self::Recent => "recent_used_idle",
-            Self::SmtOfPrev => "smt_sibling_of_prev",
-            Self::ScanIdle => "scan_idle_cpu",
-            Self::ScanCore => "scan_idle_core",
-            Self::ScanFallback => "scan_core_fallback_cpu",
-            Self::Stacked => "no_idle_target",
-            Self::SyncLocal => "sync_wake_local",
-            Self::NodeScan => "node_scan",
-            Self::PrevOnly => "prev_only",
-            Self::IdleCore => "idle_core",
-            Self::BothBusy => "both_llcs_busy",
-        }
-    }
-
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-}
+use crate::{
+    event::{Event, Kind, wf},
+    topology::CpuSet,
+};
 
 /// How the affine step chose the SIS target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -144,8 +66,9 @@ impl Front {
             Some(Decision {
                 cpu: self.target,
                 probes: 0,
-                rule: Rule::CurrentCpu,
+                rule: Rule::stage(Stage::CurrentCpu),
                 clear_hint: None,
+                behind_waker: false,
             })
         } else {
             None
@@ -335,7 +258,7 @@ type CoreMemo = (u32, u32, Option<u32>, Option<u32>, u32);
 /// one wakeup is being decided).
 #[derive(Clone, Debug)]
 pub struct Scratch {
-    pub cand: Vec<u64>,
+    pub cand: CpuSet,
     memo: [CoreMemo; 4],
     memo_len: usize,
 }
@@ -343,7 +266,7 @@ pub struct Scratch {
 impl Scratch {
     pub fn new(t: &ShadowTopo) -> Self {
         Self {
-            cand: vec![0; t.nwords],
+            cand: CpuSet::with_bound(t.bound),
             memo: [(0, 0, None, None, 0); 4],
             memo_len: 0,
         }
@@ -369,8 +292,7 @@ impl Scratch {
             return (m.2, m.3, m.4);
         }
         let mask = t.llc_mask(llc);
-        self.cand.clear();
-        self.cand.extend_from_slice(mask);
+        self.cand.copy_from(mask);
         let (core, fallback, probes) = core_scan(t, st, &mut self.cand, mask, start);
         let i = self.memo_len % self.memo.len();
         self.memo[i] = (llc, start, core, fallback, probes);
@@ -389,10 +311,25 @@ pub struct Decision {
     /// A failed idle-core scan cleared this LLC's hint (`set_idle_cores(target, false)`).
     /// Applied to the shared state only for the policy standing for the running kernel.
     pub clear_hint: Option<u32>,
+    /// Queued the wakee behind the running waker (WF_SYNC wake-local): the evaluator then
+    /// watches whether the waker really slept.
+    pub behind_waker: bool,
+}
+
+/// Which policy the running kernel applies, from its release (see [`super::kernel_policy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum KernelFlavour {
+    /// Before 6.0.
+    SisProp,
+    /// 6.0 and later.
+    SisUtil,
 }
 
 /// A placement policy: re-decides one wakeup from the reconstructed state. Open loop: the
-/// decision changes nothing in `State`; a policy may keep private state of its own.
+/// decision changes nothing in `State`; a policy may keep private state of its own, fed by
+/// [`Policy::on_event`]. Everything the report says about a policy comes from here, so a new
+/// policy is one file plus its line in `policies::registry`.
 pub trait Policy: Send {
     /// Registry name, used in the report and the JSON (`sis_util`, `wf_sync`, ...).
     fn name(&self) -> &'static str;
@@ -402,6 +339,28 @@ pub trait Policy: Send {
     fn is_observed(&self) -> bool {
         false
     }
+    /// Names of the policy's own rules: [`Rule::own`]`(n)` is reported as `rules()[n]` (at
+    /// most [`super::rule::MAX_OWN`]).
+    fn rules(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// What this policy models only approximately, one caveat per entry, for the report.
+    fn approximations(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The kernel flavour this policy reproduces, if any: the evaluator measures fidelity
+    /// against the policy standing for the recorded kernel's.
+    fn kernel_flavour(&self) -> Option<KernelFlavour> {
+        None
+    }
+    /// The event kinds [`Policy::on_event`] wants (the evaluator calls it for those only: it
+    /// is on the per-event path).
+    fn event_kinds(&self) -> &'static [Kind] {
+        &[]
+    }
+    /// Sees every event of [`Policy::event_kinds`], in stream order, before the shared state
+    /// takes it and before any decision it triggers: for private state of the policy.
+    fn on_event(&mut self, _e: &Event, _t: &ShadowTopo, _st: &State) {}
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision;
 }
 
@@ -409,7 +368,7 @@ pub trait Policy: Send {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ScanOut {
     pub cpu: Option<u32>,
-    pub rule: Rule,
+    pub rule: Stage,
     pub probes: u32,
     /// Idle-core mode found no idle core (the LLC hint gets cleared).
     pub core_failed: bool,
@@ -433,7 +392,7 @@ pub fn select_idle_cpu(
 ) -> ScanOut {
     let mut out = ScanOut {
         ran: true,
-        rule: Rule::Stacked,
+        rule: Stage::Stacked,
         ..ScanOut::default()
     };
     if limit == Some(0) {
@@ -447,31 +406,27 @@ pub fn select_idle_cpu(
         out.probes = probes;
         if let Some(c) = core {
             out.cpu = Some(c);
-            out.rule = Rule::ScanCore;
+            out.rule = Stage::ScanCore;
         } else {
             out.core_failed = true;
             if let Some(c) = fallback {
                 out.cpu = Some(c);
-                out.rule = Rule::ScanFallback;
+                out.rule = Stage::ScanFallback;
             }
         }
     } else {
         let lim = limit.unwrap_or(u32::MAX);
-        let (hit, probes) = wrap_first(mask, &st.idle, start, lim);
+        let (hit, probes) = mask.wrap_first(&st.idle, start, lim);
         out.probes = probes;
         match hit {
             Some(c) => {
                 out.cpu = Some(c);
-                out.rule = Rule::ScanIdle;
+                out.rule = Stage::ScanIdle;
             }
-            None => out.budget_out = probes >= lim && lim < count_set(mask),
+            None => out.budget_out = probes >= lim && (lim as usize) < mask.len(),
         }
     }
     out
-}
-
-fn count_set(m: &[u64]) -> u32 {
-    m.iter().map(|w| w.count_ones()).sum()
 }
 
 /// Idle-core mode of `select_idle_cpu`: visits each core once, at its first sibling in wrap
@@ -481,15 +436,16 @@ fn count_set(m: &[u64]) -> u32 {
 pub fn core_scan(
     t: &ShadowTopo,
     st: &State,
-    cand: &mut [u64],
-    span: &[u64],
+    cand: &mut CpuSet,
+    span: &CpuSet,
     start: u32,
 ) -> (Option<u32>, Option<u32>, u32) {
+    let cand = cand.words_mut();
     let nw = cand.len();
     let mut probes = 0;
     let mut fallback = None;
     let mut k = 0;
-    while let Some((w, mask)) = wrap_segment(nw, start, k) {
+    while let Some((w, mask)) = CpuSet::wrap_segment(nw, start, k) {
         k += 1;
         loop {
             let m = cand[w] & mask;
@@ -509,7 +465,7 @@ pub fn core_scan(
                     }
                     continue;
                 }
-                if fallback.is_none() && test_bit(span, sib) {
+                if fallback.is_none() && span.contains(sib) {
                     fallback = Some(sib);
                 }
             }
@@ -517,7 +473,7 @@ pub fn core_scan(
                 return (Some(c), fallback, probes);
             }
             for &sib in t.siblings(c) {
-                super::topo::set_bit(cand, sib, false);
+                CpuSet::words_set(cand, sib, false);
             }
         }
     }
@@ -533,23 +489,23 @@ pub fn shortcuts(
     tg: u32,
     hic: bool,
     probes: &mut u32,
-) -> Option<(u32, Rule)> {
+) -> Option<(u32, Stage)> {
     let p = ctx.p;
     *probes += 1;
     if st.is_idle(tg) {
-        return Some((tg, Rule::Target));
+        return Some((tg, Stage::Target));
     }
     if p != tg && t.share_llc(p, tg) {
         *probes += 1;
         if st.is_idle(p) {
-            return Some((p, Rule::Prev));
+            return Some((p, Stage::Prev));
         }
     }
     let r = ctx.recent_used_cpu;
     if r != NONE && r != p && r != tg && t.share_llc(r, tg) {
         *probes += 1;
         if st.is_idle(r) {
-            return Some((r, Rule::Recent));
+            return Some((r, Stage::Recent));
         }
     }
     if t.smt && !hic && t.share_llc(p, tg) {
@@ -560,7 +516,7 @@ pub fn shortcuts(
             }
             *probes += 1;
             if st.is_idle(sib) {
-                return Some((sib, Rule::SmtOfPrev));
+                return Some((sib, Stage::SmtOfPrev));
             }
         }
     }
@@ -587,8 +543,9 @@ pub fn select_idle_sibling(
             Decision {
                 cpu,
                 probes,
-                rule,
+                rule: rule.into(),
                 clear_hint: None,
+                behind_waker: false,
             },
             ScanOut::default(),
         );
@@ -600,8 +557,9 @@ pub fn select_idle_sibling(
         Decision {
             cpu: scan.cpu.unwrap_or(tg),
             probes: probes + scan.probes,
-            rule: scan.rule,
+            rule: scan.rule.into(),
             clear_hint: scan.core_failed.then_some(llc),
+            behind_waker: false,
         },
         scan,
     )

@@ -21,14 +21,16 @@
 //! - per LLC: SIS_UTIL's `nr_idle_scan`, recomputed with the kernel's formula (§2.2) every
 //!   [`NR_IDLE_SCAN_PERIOD_NS`] from per-CPU utilisation estimates: the busy fraction of each
 //!   CPU with a PELT-like exponential decay of [`UTIL_HALF_LIFE_NS`] (util_est is not modelled);
-//! - per CPU, for SIS_PROP emulation (§9.4): `avg_idle` (EWMA 1/8 of idle periods ended by a
-//!   wakeup, start 1 ms, capped at 2 x 500 us) and the moment of the last wake-after-idle.
+//!
+//! State only one policy reads (SIS_PROP's `avg_idle`) lives in that policy, fed by
+//! `Policy::on_event`.
 //!
 //! Kernel inputs read exactly by the probes (the select record) override these per event; the
 //! reconstruction is the fallback. Events naming CPUs outside the topology are ignored.
 use std::collections::VecDeque;
 
-use super::topo::{NONE, ShadowTopo, set_bit, test_bit};
+use super::topo::{NONE, ShadowTopo};
+use crate::topology::CpuSet;
 
 /// `CONFIG_HZ` assumed for jiffies-based rules (`record_wakee` decay, SIS_PROP ageing): the
 /// recording header does not carry it; 250 is the distribution default on x86-64.
@@ -46,11 +48,7 @@ pub const LLC_IMBALANCE_PCT: u64 = 117;
 pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 /// `sysctl_sched_migration_cost`: SIS_PROP's `max_idle_balance_cost` floor.
 pub const MIGRATION_COST_NS: u64 = 500_000;
-/// A wakeup's claim on its CPU (`ttwu_pending`) normally lasts microseconds, but the wake-list
-/// IPI to an idle CPU can take far longer under emulation (27 ms seen under qemu TCG, during
-/// which the kernel rightly saw that CPU as not idle). Claims whose `sched_wakeup` was lost
-/// usually end earlier, at the task's next switch-in; only what remains is dropped at this age.
-pub const CLAIM_MAX_NS: u64 = 100_000_000;
+pub use crate::horizons::CLAIM_MAX_NS;
 
 /// A task's run state with stale queue entries (older queue epoch) read as unknown.
 fn live_run(t: &Task, q_epoch: &[u32]) -> Run {
@@ -145,7 +143,7 @@ pub const fn jiffies(ts_ns: u64) -> u64 {
 #[derive(Clone, Debug)]
 pub struct State {
     /// Idle CPUs (the SIS predicate), one bit per CPU number.
-    pub idle: Vec<u64>,
+    pub idle: CpuSet,
     curr: Vec<u32>,
     queued: Vec<u32>,
     /// Bumped when a CPU switches to idle: its queue is empty then, whatever we counted, so
@@ -169,20 +167,13 @@ pub struct State {
     /// Emulated `sd_llc_shared->nr_idle_scan`, per LLC.
     pub nr_idle_scan: Vec<u32>,
     scan_refreshed_ns: Option<u64>,
-    /// SIS_PROP per-CPU state.
-    pub avg_idle: Vec<u64>,
-    idle_stamp: Vec<u64>,
-    /// Bumped on every wake-after-idle of the CPU; SIS_PROP reseeds its `wake_avg_idle` then.
-    pub wake_gen: Vec<u32>,
-    pub wake_jiffies: Vec<u64>,
     pub now_ns: u64,
 }
 
 impl State {
     pub fn new(t: &ShadowTopo) -> Self {
         let n = t.bound;
-        let mut idle = t.online.clone();
-        idle.truncate(t.nwords);
+        let idle = t.online.clone();
         Self {
             idle,
             curr: vec![0; n],
@@ -201,10 +192,6 @@ impl State {
             util_ts: vec![0; n],
             nr_idle_scan: t.llc_size.clone(),
             scan_refreshed_ns: None,
-            avg_idle: vec![2 * MIGRATION_COST_NS; n],
-            idle_stamp: vec![0; n],
-            wake_gen: vec![0; n],
-            wake_jiffies: vec![0; n],
             now_ns: 0,
         }
     }
@@ -216,7 +203,7 @@ impl State {
 
     #[inline]
     pub fn is_idle(&self, cpu: u32) -> bool {
-        test_bit(&self.idle, cpu)
+        self.idle.contains(cpu)
     }
 
     /// `rq->nr_running`: queued tasks plus the running one.
@@ -265,12 +252,12 @@ impl State {
             return;
         }
         let idle = self.curr[i] == 0 && self.queued[i] == 0 && self.claims[i] == 0;
-        if test_bit(&self.idle, cpu) == idle {
+        if self.idle.contains(cpu) == idle {
             return;
         }
-        set_bit(&mut self.idle, cpu, idle);
+        self.idle.set(cpu, idle);
         let k = t.core_of[i] as usize;
-        let now = idle && t.siblings(cpu).iter().all(|&s| test_bit(&self.idle, s));
+        let now = idle && t.siblings(cpu).iter().all(|&s| self.idle.contains(s));
         if let Some(was) = self.core_idle_now.get_mut(k)
             && *was != now
         {
@@ -474,11 +461,9 @@ impl State {
                     self.refresh(t, x);
                 }
             }
-            self.idle_stamp[ci] = 0;
         } else {
-            // About to idle: SIS_PROP's idle period starts (`idle_stamp`), and the queue is
-            // empty (the idle task only runs then): anything still counted is a lost event.
-            self.idle_stamp[ci] = s.ts_ns.max(1);
+            // About to idle: the queue is empty (the idle task only runs then), so anything
+            // still counted is a lost event.
             self.queued[ci] = 0;
             self.q_epoch[ci] = self.q_epoch[ci].wrapping_add(1);
         }
@@ -515,17 +500,6 @@ impl State {
                 task.q_epoch = self.q_epoch[ci];
                 self.queued[ci] += 1;
             }
-        }
-        // SIS_PROP: a wakeup that ends an idle period feeds `avg_idle` (ttwu_do_activate).
-        let stamp = self.idle_stamp[ci];
-        if stamp != 0 && w.ts_ns >= stamp {
-            let delta = w.ts_ns - stamp;
-            let a = self.avg_idle[ci] as i64;
-            let a = a + (delta as i64 - a) / 8;
-            self.avg_idle[ci] = (a.max(0) as u64).min(2 * MIGRATION_COST_NS);
-            self.wake_gen[ci] = self.wake_gen[ci].wrapping_add(1);
-            self.wake_jiffies[ci] = jiffies(w.ts_ns);
-            self.idle_stamp[ci] = 0;
         }
         self.refresh(t, c);
     }

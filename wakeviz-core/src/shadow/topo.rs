@@ -1,7 +1,8 @@
 //! Dense, allocation-free view of the topology for the shadow hot path: per-CPU lookup
-//! vectors and flat bitsets sized to the machine, so every policy decision is a handful of
-//! word operations whatever the CPU count (256+ CPUs included).
-use crate::topology::{Level, Topology};
+//! vectors and dense [`CpuSet`]s sized to the machine, so every policy decision is a handful
+//! of word operations whatever the CPU count (256+ CPUs included). CPU relations come from
+//! the crate's one rule, [`LevelMap`].
+use crate::topology::{CpuSet, Level, LevelMap, Topology};
 
 /// Marks "no such CPU / group" in the dense per-CPU tables.
 pub const NONE: u32 = u32::MAX;
@@ -31,15 +32,14 @@ pub fn reclaim_distance_for(vendor: Option<&str>) -> u32 {
 pub struct ShadowTopo {
     /// One past the highest online CPU number.
     pub bound: usize,
-    /// `u64` words per CPU bitset.
+    /// `u64` words per CPU set (every set here is dense: [`CpuSet::with_bound`]).
     pub nwords: usize,
-    pub online: Vec<u64>,
+    pub online: CpuSet,
     pub llc_of: Vec<u32>,
     pub core_of: Vec<u32>,
     pub node_of: Vec<u32>,
     pub pkg_of: Vec<u32>,
-    /// `n_llc * nwords` words: LLC `l` is `llc_masks[l*nwords..(l+1)*nwords]`.
-    llc_masks: Vec<u64>,
+    llc_masks: Vec<CpuSet>,
     pub llc_size: Vec<u32>,
     /// Lowest CPU of each LLC (`cpumask_first` of the sched group).
     pub llc_first: Vec<u32>,
@@ -63,6 +63,8 @@ pub struct ShadowTopo {
     /// and AMD Zen's (32), so whether the kernel keeps `SD_WAKE_AFFINE` depends on the vendor.
     affine_vendor_dependent: Vec<bool>,
     n_nodes: usize,
+    /// The one CPU relation rule (`topology::LevelMap`), for the report's locality counts.
+    levels: LevelMap,
 }
 
 impl ShadowTopo {
@@ -74,12 +76,12 @@ impl ShadowTopo {
         let mut s = Self {
             bound,
             nwords,
-            online: vec![0; nwords],
+            online: CpuSet::with_bound(bound),
             llc_of: vec![NONE; bound],
             core_of: vec![NONE; bound],
             node_of: vec![NONE; bound],
             pkg_of: vec![NONE; bound],
-            llc_masks: vec![0; t.llcs.len() * nwords],
+            llc_masks: vec![CpuSet::with_bound(bound); t.llcs.len()],
             llc_size: vec![0; t.llcs.len()],
             llc_first: vec![NONE; t.llcs.len()],
             llc_cpus: Vec::new(),
@@ -94,13 +96,14 @@ impl ShadowTopo {
             affine_nodes: Vec::new(),
             affine_vendor_dependent: Vec::new(),
             n_nodes: t.nodes.len(),
+            levels: LevelMap::new(t),
         };
         for c in &t.cpus {
             let i = c.cpu as usize;
             if i >= bound {
                 continue;
             }
-            set_bit(&mut s.online, c.cpu, true);
+            s.online.set(c.cpu, true);
             s.llc_of[i] = c.llc;
             s.core_of[i] = c.core;
             s.node_of[i] = c.node;
@@ -112,7 +115,7 @@ impl ShadowTopo {
         for l in 0..t.llcs.len() {
             for cpu in 0..bound as u32 {
                 if s.llc_of[cpu as usize] == l as u32 {
-                    set_bit(&mut s.llc_masks[l * nwords..(l + 1) * nwords], cpu, true);
+                    s.llc_masks[l].set(cpu, true);
                     s.llc_cpus.push(cpu);
                     s.llc_size[l] += 1;
                     if s.llc_first[l] == NONE {
@@ -190,7 +193,7 @@ impl ShadowTopo {
     /// Whether `cpu` is a known online CPU (events can carry anything).
     #[inline]
     pub fn valid(&self, cpu: u32) -> bool {
-        test_bit(&self.online, cpu)
+        self.online.contains(cpu)
     }
 
     #[inline]
@@ -209,11 +212,9 @@ impl ShadowTopo {
     }
 
     #[inline]
-    pub fn llc_mask(&self, l: u32) -> &[u64] {
-        let l = l as usize;
-        self.llc_masks
-            .get(l * self.nwords..(l + 1) * self.nwords)
-            .unwrap_or(&[])
+    pub fn llc_mask(&self, l: u32) -> &CpuSet {
+        static EMPTY: CpuSet = CpuSet::EMPTY;
+        self.llc_masks.get(l as usize).unwrap_or(&EMPTY)
     }
 
     #[inline]
@@ -298,125 +299,9 @@ impl ShadowTopo {
             .unwrap_or(false)
     }
 
-    /// Same answer as [`Topology::level`], from the dense tables.
+    /// Same answer as [`Topology::level`]: the one rule, [`LevelMap::level`].
     #[inline]
     pub fn level(&self, a: u32, b: u32) -> Option<Level> {
-        let (ia, ib) = (a as usize, b as usize);
-        let (ca, cb) = (*self.core_of.get(ia)?, *self.core_of.get(ib)?);
-        if ca == NONE || cb == NONE {
-            return None;
-        }
-        Some(if a == b {
-            Level::SameCpu
-        } else if ca == cb {
-            Level::SmtSibling
-        } else if self.llc_of[ia] == self.llc_of[ib] {
-            Level::SameLlc
-        } else if self.node_of[ia] == self.node_of[ib] {
-            Level::SameNode
-        } else if self.pkg_of[ia] == self.pkg_of[ib] {
-            Level::SamePackage
-        } else {
-            Level::CrossPackage
-        })
-    }
-}
-
-#[inline]
-pub fn test_bit(bits: &[u64], cpu: u32) -> bool {
-    bits.get((cpu >> 6) as usize)
-        .is_some_and(|w| (w >> (cpu & 63)) & 1 != 0)
-}
-
-#[inline]
-pub fn set_bit(bits: &mut [u64], cpu: u32, v: bool) {
-    if let Some(w) = bits.get_mut((cpu >> 6) as usize) {
-        let m = 1u64 << (cpu & 63);
-        if v {
-            *w |= m;
-        } else {
-            *w &= !m;
-        }
-    }
-}
-
-/// Population count of `a & b`.
-#[inline]
-pub fn count_and(a: &[u64], b: &[u64]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x & y).count_ones()).sum()
-}
-
-/// The `k`-th segment of a wrap-order walk starting at bit `start` over `nw` words: first the
-/// start word from `start` up, then the following words, then the start word below `start`.
-/// This is `for_each_cpu_wrap(cpu, mask, start)`'s order: ascending from `start`, wrapping.
-#[inline]
-pub fn wrap_segment(nw: usize, start: u32, k: usize) -> Option<(usize, u64)> {
-    if nw == 0 {
-        return None;
-    }
-    let start = (start as usize) % (nw * 64);
-    let (sw, sb) = (start / 64, start % 64);
-    if k == 0 {
-        Some((sw, !0u64 << sb))
-    } else if k < nw {
-        Some(((sw + k) % nw, !0u64))
-    } else if k == nw && sb > 0 {
-        Some((sw, (1u64 << sb) - 1))
-    } else {
-        None
-    }
-}
-
-/// Walks `cand` in wrap order from `start` and returns the first CPU also set in `want`, and
-/// how many candidates were examined (the hit included). At most `limit` candidates are
-/// examined: a hit beyond that is a miss with `limit` probes, like the kernel's `--nr <= 0`.
-/// Bit-parallel: cost is per word, not per CPU.
-#[inline]
-pub fn wrap_first(cand: &[u64], want: &[u64], start: u32, limit: u32) -> (Option<u32>, u32) {
-    let nw = cand.len().min(want.len());
-    let mut probes = 0u32;
-    let mut k = 0;
-    while let Some((w, mask)) = wrap_segment(nw, start, k) {
-        k += 1;
-        let m = cand[w] & mask;
-        let hit = m & want[w];
-        if hit != 0 {
-            let b = hit.trailing_zeros();
-            let pos = probes + (m & ((1u64 << b) - 1)).count_ones() + 1;
-            if pos > limit {
-                return (None, limit);
-            }
-            return (Some(w as u32 * 64 + b), pos);
-        }
-        probes += m.count_ones();
-        if probes >= limit {
-            return (None, limit);
-        }
-    }
-    (None, probes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wrap_first_counts_probes_in_kernel_order() {
-        // Candidates 0..8 and 128..136 (an AMD-style LLC), idle: 2 and 130.
-        let mut cand = vec![0u64; 4];
-        let mut idle = vec![0u64; 4];
-        for c in (0..8).chain(128..136) {
-            set_bit(&mut cand, c, true);
-        }
-        set_bit(&mut idle, 2, true);
-        set_bit(&mut idle, 130, true);
-        // From 4: 4,5,6,7,128,129,130 -> hit at the 7th probe.
-        assert_eq!(wrap_first(&cand, &idle, 4, u32::MAX), (Some(130), 7));
-        // Budget 3: miss after 3 probes.
-        assert_eq!(wrap_first(&cand, &idle, 4, 3), (None, 3));
-        // From 131: 131..135, then 0,1,2 -> hit at the 8th probe.
-        assert_eq!(wrap_first(&cand, &idle, 131, u32::MAX), (Some(2), 8));
-        // Nothing idle: every candidate examined once.
-        assert_eq!(wrap_first(&cand, &[0; 4], 3, u32::MAX), (None, 16));
+        self.levels.level(a, b)
     }
 }

@@ -1,15 +1,164 @@
-//! A growable CPU bitmap: no fixed 64/256-bit limit, so 1024+ CPU machines work.
+//! The crate's one CPU set: a bitmap of `u64` words, bit `c % 64` of word `c / 64` = CPU `c`.
+//! No fixed 64/256-bit limit, so 1024+ CPU machines work. The topology uses it as a growable
+//! set; the shadow's hot path uses it dense (sized once with [`CpuSet::with_bound`]) and
+//! reaches the words directly for the scans (`for_each_cpu_wrap` order, bit-parallel), so a
+//! scan costs per word, not per CPU. Flat pools of same-sized sets (the shadow's parked idle
+//! maps) use the same word layout through the `words_*` functions.
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub struct CpuSet {
     words: Vec<u64>,
 }
 
+/// Equality and hashing ignore trailing zero words: a dense set and a grown one with the
+/// same CPUs are the same set.
+impl PartialEq for CpuSet {
+    fn eq(&self, o: &Self) -> bool {
+        self.trimmed() == o.trimmed()
+    }
+}
+
+impl Eq for CpuSet {}
+
+impl std::hash::Hash for CpuSet {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.trimmed().hash(h);
+    }
+}
+
 impl CpuSet {
+    /// The empty set, as a constant (for `static` fallbacks).
+    pub const EMPTY: Self = Self { words: Vec::new() };
+
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty set with its words allocated for CPUs below `bound`, for in-place updates
+    /// with [`CpuSet::set`] that never allocate.
+    pub fn with_bound(bound: usize) -> Self {
+        Self {
+            words: vec![0; bound.div_ceil(64)],
+        }
+    }
+
+    fn trimmed(&self) -> &[u64] {
+        let n = self
+            .words
+            .iter()
+            .rposition(|&w| w != 0)
+            .map_or(0, |i| i + 1);
+        &self.words[..n]
+    }
+
+    /// The bitmap words (bit `c % 64` of word `c / 64`).
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    #[inline]
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.words
+    }
+
+    /// Sets or clears `cpu` in place; a CPU beyond the allocated words is ignored (use
+    /// [`CpuSet::insert`] to grow).
+    #[inline]
+    pub fn set(&mut self, cpu: u32, v: bool) {
+        Self::words_set(&mut self.words, cpu, v);
+    }
+
+    /// Whether `cpu` is set in a bitmap of this layout.
+    #[inline]
+    pub fn words_contain(words: &[u64], cpu: u32) -> bool {
+        words
+            .get((cpu >> 6) as usize)
+            .is_some_and(|w| (w >> (cpu & 63)) & 1 != 0)
+    }
+
+    /// Sets or clears `cpu` in a bitmap of this layout (ignored beyond its words).
+    #[inline]
+    pub fn words_set(words: &mut [u64], cpu: u32, v: bool) {
+        if let Some(w) = words.get_mut((cpu >> 6) as usize) {
+            let m = 1u64 << (cpu & 63);
+            if v {
+                *w |= m;
+            } else {
+                *w &= !m;
+            }
+        }
+    }
+
+    /// `|self & o|`.
+    #[inline]
+    pub fn count_and(&self, o: &Self) -> u32 {
+        self.words
+            .iter()
+            .zip(&o.words)
+            .map(|(x, y)| (x & y).count_ones())
+            .sum()
+    }
+
+    /// The `k`-th segment of a wrap-order walk starting at bit `start` over `nw` words: first
+    /// the start word from `start` up, then the following words, then the start word below
+    /// `start`. This is `for_each_cpu_wrap(cpu, mask, start)`'s order: ascending from
+    /// `start`, wrapping.
+    #[inline]
+    pub fn wrap_segment(nw: usize, start: u32, k: usize) -> Option<(usize, u64)> {
+        if nw == 0 {
+            return None;
+        }
+        let start = (start as usize) % (nw * 64);
+        let (sw, sb) = (start / 64, start % 64);
+        if k == 0 {
+            Some((sw, !0u64 << sb))
+        } else if k < nw {
+            Some(((sw + k) % nw, !0u64))
+        } else if k == nw && sb > 0 {
+            Some((sw, (1u64 << sb) - 1))
+        } else {
+            None
+        }
+    }
+
+    /// Walks `self` in wrap order from `start` and returns the first CPU also in `want`, and
+    /// how many candidates were examined (the hit included). At most `limit` candidates are
+    /// examined: a hit beyond that is a miss with `limit` probes, like the kernel's
+    /// `--nr <= 0`. Bit-parallel: cost is per word, not per CPU.
+    #[inline]
+    pub fn wrap_first(&self, want: &Self, start: u32, limit: u32) -> (Option<u32>, u32) {
+        let (cand, want) = (&self.words, &want.words);
+        let nw = cand.len().min(want.len());
+        let mut probes = 0u32;
+        let mut k = 0;
+        while let Some((w, mask)) = Self::wrap_segment(nw, start, k) {
+            k += 1;
+            let m = cand[w] & mask;
+            let hit = m & want[w];
+            if hit != 0 {
+                let b = hit.trailing_zeros();
+                let pos = probes + (m & ((1u64 << b) - 1)).count_ones() + 1;
+                if pos > limit {
+                    return (None, limit);
+                }
+                return (Some(w as u32 * 64 + b), pos);
+            }
+            probes += m.count_ones();
+            if probes >= limit {
+                return (None, limit);
+            }
+        }
+        (None, probes)
+    }
+
+    /// Makes `self` a copy of `o`, reusing its words (no allocation once sized).
+    #[inline]
+    pub fn copy_from(&mut self, o: &Self) {
+        self.words.clear();
+        self.words.extend_from_slice(&o.words);
     }
 
     pub fn insert(&mut self, cpu: u32) {
@@ -26,10 +175,9 @@ impl CpuSet {
         }
     }
 
+    #[inline]
     pub fn contains(&self, cpu: u32) -> bool {
-        self.words
-            .get((cpu / 64) as usize)
-            .is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        Self::words_contain(&self.words, cpu)
     }
 
     pub fn len(&self) -> usize {
@@ -139,6 +287,40 @@ impl TryFrom<String> for CpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrap_first_counts_probes_in_kernel_order() {
+        // Candidates 0..8 and 128..136 (an AMD-style LLC), idle: 2 and 130.
+        let mut cand = CpuSet::with_bound(256);
+        let mut idle = CpuSet::with_bound(256);
+        for c in (0..8).chain(128..136) {
+            cand.set(c, true);
+        }
+        idle.set(2, true);
+        idle.set(130, true);
+        // From 4: 4,5,6,7,128,129,130 -> hit at the 7th probe.
+        assert_eq!(cand.wrap_first(&idle, 4, u32::MAX), (Some(130), 7));
+        // Budget 3: miss after 3 probes.
+        assert_eq!(cand.wrap_first(&idle, 4, 3), (None, 3));
+        // From 131: 131..135, then 0,1,2 -> hit at the 8th probe.
+        assert_eq!(cand.wrap_first(&idle, 131, u32::MAX), (Some(2), 8));
+        // Nothing idle: every candidate examined once.
+        let none = CpuSet::with_bound(256);
+        assert_eq!(cand.wrap_first(&none, 3, u32::MAX), (None, 16));
+        assert_eq!(cand.count_and(&idle), 2);
+    }
+
+    #[test]
+    fn dense_and_grown_sets_are_equal() {
+        let mut d = CpuSet::with_bound(512);
+        d.set(3, true);
+        d.set(700, true); // beyond the words: ignored
+        let g: CpuSet = [3].into_iter().collect();
+        assert_eq!(d, g);
+        assert_eq!(d.to_list(), "3");
+        d.set(3, false);
+        assert!(d.is_empty() && d == CpuSet::new());
+    }
 
     #[test]
     fn list_round_trip_beyond_64() {

@@ -1,9 +1,25 @@
 use serde::{Deserialize, Serialize};
+use strum::{EnumCount, EnumIter, IntoStaticStr};
 
 /// Where a wakeup landed relative to a reference CPU (the waker's or the task's previous CPU),
-/// closest first. The names are the report's and the JSON's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// closest first. The names are the report's and the JSON's (serde and strum agree: tested).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EnumCount,
+    EnumIter,
+    IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Level {
     SameCpu,
     SmtSibling,
@@ -16,7 +32,10 @@ pub enum Level {
 }
 
 impl Level {
-    pub const ALL: [Self; 6] = [
+    /// Every level, closest first: `Level::iter()` as a constant array (its length is the
+    /// derived count, so a new variant that is not listed here does not compile; the order
+    /// is tested).
+    pub const ALL: [Self; Self::COUNT] = [
         Self::SameCpu,
         Self::SmtSibling,
         Self::SameLlc,
@@ -25,15 +44,8 @@ impl Level {
         Self::CrossPackage,
     ];
 
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::SameCpu => "same_cpu",
-            Self::SmtSibling => "smt_sibling",
-            Self::SameLlc => "same_llc",
-            Self::SameNode => "same_node",
-            Self::SamePackage => "same_package",
-            Self::CrossPackage => "cross_package",
-        }
+    pub fn name(self) -> &'static str {
+        self.into()
     }
 
     pub const fn index(self) -> usize {
@@ -57,6 +69,44 @@ impl Level {
         } else {
             Self::CrossPackage
         }
+    }
+}
+
+/// A count per [`Level`], serialized as a map with the level names in order (the one such
+/// type: placement aggregates and shadow policy rows both use it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LevelCounts(pub [u64; Level::COUNT]);
+
+impl LevelCounts {
+    #[inline]
+    pub fn add(&mut self, l: Level) {
+        self.0[l.index()] += 1;
+    }
+
+    pub fn get(&self, l: Level) -> u64 {
+        self.0[l.index()]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn merge(&mut self, o: &Self) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+impl Serialize for LevelCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        use strum::IntoEnumIterator;
+        let mut m = s.serialize_map(Some(Level::COUNT))?;
+        for l in Level::iter() {
+            m.serialize_entry(l.name(), &self.0[l.index()])?;
+        }
+        m.end()
     }
 }
 
@@ -128,5 +178,22 @@ impl LevelMap {
     /// One past the highest CPU number known.
     pub fn cpu_bound(&self) -> usize {
         self.ids.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::IntoEnumIterator;
+
+    use super::*;
+
+    #[test]
+    fn all_names_and_indices_agree_with_the_derives() {
+        assert!(Level::iter().eq(Level::ALL));
+        for (i, l) in Level::iter().enumerate() {
+            assert_eq!(l.index(), i);
+            assert_eq!(serde_json::to_value(l).ok(), Some(l.name().into()));
+        }
+        assert_eq!(Level::CrossPackage.name(), "cross_package");
     }
 }

@@ -177,7 +177,12 @@ impl App {
         match view {
             View::Scan => t.llcs.len(),
             View::Placement => map::Map::new(t, self.per_cpu_map).units.len(),
-            View::Shadow => self.data.shadow.rows.len(),
+            View::Shadow => self
+                .data
+                .snap
+                .shadow
+                .as_ref()
+                .map_or(0, |s| s.policies.len()),
             View::Overview | View::Latency => 0,
         }
     }

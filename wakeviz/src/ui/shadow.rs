@@ -9,28 +9,34 @@ use ratatui::{
     text::{Line, Span},
     widgets::{Paragraph, Wrap},
 };
-use wakeviz_core::{shadow::PolicyRow, topology::Level};
+use wakeviz_core::{
+    shadow::report::{DecisionTime, PolicyRow},
+    topology::Level,
+};
 
 use super::fmt;
 use crate::app::{App, View};
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
-    let sv = &app.data.shadow;
-    let json = app.data.snap.shadow.as_ref().map(|s| &s.json);
-    let decision = json
-        .and_then(|j| j.get("decision_time"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("-");
+    let Some(sv) = app.data.snap.shadow.as_ref() else {
+        let msg = Line::from(Span::styled("shadow evaluation is off", fmt::dim()));
+        f.render_widget(Paragraph::new(msg), area);
+        return;
+    };
+    let decision = match sv.decision_time {
+        DecisionTime::SelectTaskRqFair => "select_task_rq_fair",
+        DecisionTime::SchedWaking => "sched_waking",
+    };
     let mut lines = vec![Line::from(Span::styled(
         "open loop: the policies' choices do not feed back into later events",
         fmt::warn(),
     ))];
-    lines.push(match sv.fidelity {
+    lines.push(match sv.fidelity.agreement {
         Some(a) => Line::from(vec![
             Span::styled(format!("Fidelity {:.2}%", 100.0 * a), fmt::bold()),
             Span::raw(format!(
                 ": the {} shadow matches the kernel on {} wakeups",
-                sv.fidelity_policy,
+                sv.fidelity.policy,
                 fmt::count(sv.evaluated)
             )),
         ]),
@@ -67,11 +73,12 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         ),
         fmt::bold(),
     )));
-    let sel = app.sel[View::Shadow.index()].min(sv.rows.len().saturating_sub(1));
-    let base = sv.rows.first();
+    let rows = &sv.policies;
+    let sel = app.sel[View::Shadow.index()].min(rows.len().saturating_sub(1));
+    let base = rows.first();
     let room = usize::from(area.height).saturating_sub(lines.len() + 4);
     let first = sel.saturating_sub(room.saturating_sub(1));
-    for (i, r) in sv.rows.iter().enumerate().skip(first).take(room) {
+    for (i, r) in rows.iter().enumerate().skip(first).take(room) {
         let b = if i == 0 { None } else { base };
         let style = if i == sel {
             Style::default().add_modifier(Modifier::REVERSED)
@@ -80,12 +87,15 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         };
         lines.push(Line::from(Span::styled(row(r, b), style)));
     }
-    if let Some(r) = sv.rows.get(sel) {
+    if let Some(r) = rows.get(sel) {
         lines.push(Line::from(Span::styled(
             format!("{}: {}", r.name, r.describe),
             fmt::dim(),
         )));
-        for (side, counts) in [("vs waker", &r.vs_waker), ("vs prev ", &r.vs_prev)] {
+        for (side, counts) in [
+            ("vs waker", &r.placement.vs_waker),
+            ("vs prev ", &r.placement.vs_prev),
+        ] {
             let mut s = format!("{side}:");
             for (l, short) in Level::ALL
                 .iter()
@@ -93,7 +103,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             {
                 s.push_str(&format!(
                     " {short} {}",
-                    fmt::pct(counts[l.index()], r.evaluated)
+                    fmt::pct(counts.get(*l), r.evaluated)
                 ));
             }
             lines.push(Line::raw(s));
@@ -107,18 +117,21 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }
 
+/// `value delta`: the value, and its difference from the baseline's in points; "-" where
+/// either is not available (nothing evaluated).
+fn d(v: Option<f64>, base: Option<Option<f64>>) -> String {
+    match (v, base) {
+        (None, _) => format!("{:>5}      ", "-"),
+        (Some(v), Some(Some(x))) => format!("{v:5.1} {:+5.1}", v - x),
+        (Some(v), _) => format!("{v:5.1}      "),
+    }
+}
+
 fn row(r: &PolicyRow, b: Option<&PolicyRow>) -> String {
-    let d = |v: f64, base: Option<f64>| match base {
-        Some(x) => format!("{v:5.1} {:+5.1}", v - x),
-        None => format!("{v:5.1}      "),
-    };
-    let probes = match b {
-        Some(x) if x.probes_mean > 0.0 => format!(
-            "{:5.2} {:+4.0}%",
-            r.probes_mean,
-            100.0 * (r.probes_mean - x.probes_mean) / x.probes_mean
-        ),
-        _ => format!("{:5.2}      ", r.probes_mean),
+    let probes = match (r.probes_mean, b.and_then(|x| x.probes_mean)) {
+        (Some(p), Some(x)) if x > 0.0 => format!("{p:5.2} {:+4.0}%", 100.0 * (p - x) / x),
+        (Some(p), _) => format!("{p:5.2}      "),
+        (None, _) => format!("{:>5}      ", "-"),
     };
     format!(
         "{:<18} {:>6} {:>11} {:>11} {:>11} {:>11}",

@@ -72,7 +72,7 @@ fn overlays_windows_and_selection() {
     app.update(Msg::Show(View::Shadow));
     let s = screen(&app, 80, 24);
     assert!(s.contains("rows: comm:hackb wakees only"), "{s}");
-    let rows = &app.data.shadow.rows;
+    let rows = &app.data.snap.shadow.as_ref().expect("shadow on").policies;
     assert!(
         rows.first()
             .is_some_and(|r| r.evaluated > 0 && r.evaluated <= w),
@@ -153,4 +153,73 @@ fn tracepoint_only_mode_is_labelled() {
     let s = screen(&app, 80, 24);
     assert!(s.contains("unavailable: tracepoint-only mode"), "{s}");
     insta::assert_snapshot!("scan_tracepoint_only_80x24", s);
+}
+
+/// One truth per figure: for the same recording and filter, the dashboard's snapshot is the
+/// `--report json` tree, and the numbers the views and the text report print are its numbers.
+#[test]
+fn dashboard_text_report_and_json_show_the_same_figures() {
+    use wakeviz_core::analysis::{Analysis, Filter};
+
+    let (dir, mut app) = fixture();
+    let path = dir.path().join("fixture.wvz");
+    let filter: Filter = "hackb".parse().expect("filter");
+    app.update(Msg::EditFilter);
+    "hackb".chars().for_each(|c| app.update(Msg::FilterChar(c)));
+    app.update(Msg::FilterApply);
+    refeed(&mut app, &path);
+
+    // The headless report of the same recording with the same filter, through the driver.
+    let mut src = ReplaySource::open(&path).expect("open");
+    let mut a = Analysis::new(src.header());
+    a.set_filter(Some(filter));
+    let out = crate::driver::run(
+        &mut src,
+        &mut [&mut a],
+        &crate::driver::Options::default(),
+        None,
+    );
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let json = a.report_json();
+    let ui = serde_json::to_value(&app.data.snap).expect("snapshot serialises");
+    assert_eq!(ui, json, "the dashboard's snapshot is the JSON report");
+
+    // And what is printed is that: spot checks across views and the text report.
+    let text = a.report_text();
+    let n = json["placement"]["wakeups"]["count"]
+        .as_u64()
+        .expect("count");
+    assert!(n > 0);
+    assert!(
+        text.contains(&format!("== placement: {n} wakeups, filter comm:hackb")),
+        "{text}"
+    );
+    let fid = json["shadow"]["fidelity"]["agreement"]
+        .as_f64()
+        .expect("fidelity");
+    let fid = format!("{:.2}%", 100.0 * fid);
+    app.update(Msg::Show(View::Shadow));
+    let shadow_screen = screen(&app, 120, 40);
+    assert!(
+        shadow_screen.contains(&format!("Fidelity {fid}")),
+        "{shadow_screen}"
+    );
+    assert!(text.contains(&fid), "{text}");
+    let shadow_n = json["shadow"]["evaluated"].as_u64().expect("evaluated");
+    assert!(
+        shadow_screen.contains(&super::fmt::count(shadow_n)),
+        "{shadow_screen}"
+    );
+    let q = &json["wakeup_latency"]["overall"];
+    let count = q["count"].as_u64().expect("latency count");
+    app.update(Msg::Show(View::Latency));
+    let lat_screen = screen(&app, 120, 40);
+    assert!(
+        lat_screen.contains(&count.to_string()),
+        "latency n={count} not on screen:\n{lat_screen}"
+    );
+    assert!(
+        text.contains(&format!("n={count} ")),
+        "latency n={count} not in the text report"
+    );
 }

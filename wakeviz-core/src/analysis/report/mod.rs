@@ -1,7 +1,7 @@
 //! `--report text|json`. Both render a [`Snapshot`], so the report, the TUI and the JSON never
 //! disagree. The JSON schema is documented in the README ("`--report json` schema") and pinned
 //! by `tests/analysis_report.rs`.
-mod shadow;
+pub mod shadow;
 
 use std::fmt::Write;
 
@@ -345,7 +345,7 @@ pub fn text(s: &Snapshot) -> String {
     }
     let _ = writeln!(o, "\n== shadow policies");
     match &s.shadow {
-        Some(x) => o.push_str(&x.text),
+        Some(x) => o.push_str(&shadow::text(x)),
         None => {
             let _ = writeln!(o, "  not evaluated");
         }

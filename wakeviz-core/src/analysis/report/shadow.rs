@@ -1,1 +1,181 @@
-//! The shadow section of `--report text`, rendered from the typed shadow report.
+//! The shadow section of `--report text`, rendered from the typed shadow report: a
+//! "tip vs patched"-style comparison, the baseline row first, then each policy with its delta.
+//! Values that do not exist (nothing evaluated) print as `-`.
+use std::fmt::Write;
+
+use strum::IntoEnumIterator;
+
+use crate::{
+    shadow::{DecisionTime, PolicyRow, ShadowReport, metrics::pct_of, report::SleptReport},
+    topology::Level,
+};
+
+fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    v.map_or_else(|| "-".into(), f)
+}
+
+/// `v` with its delta to the baseline `b` (percentage points).
+fn delta(v: Option<f64>, b: Option<Option<f64>>) -> String {
+    match (v, b) {
+        (None, _) => "-".into(),
+        (Some(v), Some(Some(b))) => format!("{v:6.2} ({:+6.2})", v - b),
+        (Some(v), _) => format!("{v:6.2}        "),
+    }
+}
+
+fn probes(r: &PolicyRow, b: Option<&PolicyRow>) -> String {
+    match (r.probes_mean, b.and_then(|b| b.probes_mean)) {
+        (None, _) => "-".into(),
+        (Some(v), Some(bm)) if b.is_some() && bm > 0.0 => {
+            format!("{v:6.2} ({:+5.1}%)", 100.0 * (v - bm) / bm)
+        }
+        (Some(v), _) => format!("{v:6.2}          "),
+    }
+}
+
+fn slept(h: &SleptReport) -> String {
+    let b = &h.buckets;
+    format!(
+        "n={} slept<=10us {} <=50us {} <=200us {} <=1ms {} later {} preempted {} unresolved {}; slept within threshold {}",
+        h.total,
+        b.le_10us,
+        b.le_50us,
+        b.le_200us,
+        b.le_1ms,
+        b.gt_1ms,
+        b.preempted,
+        b.unresolved,
+        opt(h.slept_within_threshold_pct, |p| format!("{p:.1}%")),
+    )
+}
+
+/// The shadow section as text.
+pub fn text(r: &ShadowReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Shadow placement policies — open-loop replay: a policy's choice does not change later events."
+    );
+    let _ = writeln!(
+        s,
+        "{} placed wakeups compared{} (decision at {}); excluded: {} fork/exec, {} no-placement, {} bad CPU.",
+        r.evaluated,
+        if r.filtered { " (filtered wakees)" } else { "" },
+        match r.decision_time {
+            DecisionTime::SelectTaskRqFair => "select_task_rq_fair",
+            DecisionTime::SchedWaking => "sched_waking, tracepoint-only",
+        },
+        r.excluded.fork_exec,
+        r.excluded.no_placement,
+        r.excluded.invalid_cpu,
+    );
+    let f = &r.fidelity;
+    match f.agreement {
+        Some(a) => {
+            let _ = writeln!(
+                s,
+                "Fidelity: the {} shadow reproduces {:.2}% of the kernel's choices ({} compared).",
+                f.policy,
+                100.0 * a,
+                f.evaluated
+            );
+            let parts: Vec<String> = f
+                .disagreements
+                .nonzero()
+                .map(|(b, n)| format!("{} {n}", b.name()))
+                .collect();
+            if !parts.is_empty() {
+                let _ = writeln!(s, "  disagreements: {}", parts.join(", "));
+            }
+        }
+        None => {
+            let _ = writeln!(s, "Fidelity: nothing compared yet.");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "Scan time: {:.0} ns per probe ({}).",
+        r.per_probe_ns,
+        r.per_probe_source.describe()
+    );
+    let _ = writeln!(s);
+    let base = r.policies.first();
+    let _ = writeln!(
+        s,
+        "{:<19} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
+        "policy",
+        "agree%",
+        "idle%",
+        "stacked%",
+        "probes mean",
+        "p99",
+        "scan ns",
+        "migrations%",
+        "queue",
+        "exact%"
+    );
+    for (i, row) in r.policies.iter().enumerate() {
+        let b = if i == 0 { None } else { base };
+        let _ = writeln!(
+            s,
+            "{:<19} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
+            row.name,
+            opt(row.agreement, |a| format!("{:.2}", 100.0 * a)),
+            delta(row.idle_pct, b.map(|b| b.idle_pct)),
+            delta(row.stacked_pct, b.map(|b| b.stacked_pct)),
+            probes(row, b),
+            opt(row.probes_p99, |p| p.to_string()),
+            opt(row.est_scan_ns_mean, |v| format!("{v:.0}")),
+            delta(row.migrations_pct, b.map(|b| b.migrations_pct)),
+            opt(row.queue_mean, |q| format!("{q:.2}")),
+            opt(row.exact_inputs_pct, |e| format!("{e:.1}")),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(deltas vs observed: percentage points; probes: relative; queue: mean nr_running of the chosen CPU at decision time)"
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Locality of the choice, % of wakeups:");
+    let short = ["cpu", "smt", "llc", "node", "pkg", "xpkg"];
+    let mut hdr = format!("{:<19}", "policy");
+    for side in ["waker", "prev"] {
+        for n in short {
+            hdr.push_str(&format!(" {:>6}", format!("{}:{}", &side[..1], n)));
+        }
+        hdr.push_str("  ");
+    }
+    let _ = writeln!(s, "{}", hdr.trim_end());
+    for row in &r.policies {
+        let mut line = format!("{:<19}", row.name);
+        for counts in [&row.placement.vs_waker, &row.placement.vs_prev] {
+            for l in Level::iter() {
+                let p = pct_of(counts.get(l), row.evaluated);
+                line.push_str(&format!(" {:>6}", opt(p, |p| format!("{p:.1}"))));
+            }
+            line.push_str("  ");
+        }
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    let _ = writeln!(
+        s,
+        "(w: vs the waker's CPU, p: vs the previous CPU; cpu/smt/llc/node/pkg/xpkg = same CPU, SMT sibling, same LLC, same node, same package, other package)"
+    );
+    let _ = writeln!(s);
+    let w = &r.wf_sync;
+    let _ = writeln!(
+        s,
+        "WF_SYNC check (did the waker sleep right after a sync wakeup? threshold {} us):",
+        w.threshold_us
+    );
+    let _ = writeln!(s, "  all sync wakeups: {}", slept(&w.sync_wakeups));
+    for (name, h) in &w.queued_behind_waker.0 {
+        let _ = writeln!(s, "  queued behind the waker by {name}: {}", slept(h));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Approximations:");
+    for a in &r.approximations {
+        let _ = writeln!(s, "  - {a}");
+    }
+    s
+}

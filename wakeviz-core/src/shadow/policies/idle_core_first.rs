@@ -9,7 +9,8 @@
 //! and no budget on the idle-core scan.
 use crate::shadow::{
     policy::{
-        Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling, sis_util_budget,
+        Ctx, Decision, FrontRule, Policy, Rule, Scratch, Stage, select_idle_sibling,
+        sis_util_budget,
     },
     state::State,
     topo::ShadowTopo,
@@ -35,6 +36,9 @@ pub fn true_idle_core(st: &State, llc: u32) -> bool {
 
 pub struct IdleCoreFirst;
 
+/// A fully idle core (prev's, the target's, or one from the LLC).
+const IDLE_CORE: Rule = Rule::own(0);
+
 impl Policy for IdleCoreFirst {
     fn name(&self) -> &'static str {
         "idle_core_first"
@@ -42,16 +46,23 @@ impl Policy for IdleCoreFirst {
     fn describe(&self) -> &'static str {
         "P6b idle-core first (pure), true idle cores from the idle map"
     }
+    fn rules(&self) -> &'static [&'static str] {
+        &["idle_core"]
+    }
+    fn approximations(&self) -> &'static [&'static str] {
+        &["idle_core_first is P6b (pure)"]
+    }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         let mut d = Decision {
             cpu: f.target,
             probes: f.probes,
-            rule: Rule::IdleCore,
+            rule: IDLE_CORE,
             clear_hint: None,
+            behind_waker: false,
         };
         if f.rule == FrontRule::CurrentCpu {
-            d.rule = Rule::CurrentCpu;
+            d.rule = Rule::stage(Stage::CurrentCpu);
             return d;
         }
         let tg = f.target;
@@ -91,6 +102,9 @@ impl Policy for TrueHint {
     }
     fn describe(&self) -> &'static str {
         "P6a SIS_UTIL with the true idle-core state, unbounded core scan"
+    }
+    fn approximations(&self) -> &'static [&'static str] {
+        &["sis_util_true_hint is P6a"]
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();

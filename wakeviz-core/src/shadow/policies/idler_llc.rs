@@ -10,13 +10,17 @@
 //! shared field), not a scan.
 use crate::shadow::{
     policy::{
-        Ctx, Decision, FrontRule, Policy, Rule, Scratch, select_idle_sibling, sis_util_budget,
+        Ctx, Decision, FrontRule, Policy, Rule, Scratch, Stage, select_idle_sibling,
+        sis_util_budget,
     },
     state::State,
-    topo::{ShadowTopo, count_and},
+    topo::ShadowTopo,
 };
 
 pub struct IdlerLlc;
+
+/// Both LLCs fully busy: the target without any scan.
+const BOTH_LLCS_BUSY: Rule = Rule::own(0);
 
 /// `wake_affine_idler_llc(pref, try)`: the new target, or `None` when both LLCs are fully
 /// busy (then the patch skips the scan and keeps prev).
@@ -39,7 +43,7 @@ fn idler(t: &ShadowTopo, st: &State, pref: u32, tr: u32, probes: &mut u32) -> Op
     }
     let (lp, lt) = (t.llc(pref), t.llc(tr));
     let size = |l: u32| u64::from(t.llc_size.get(l as usize).copied().unwrap_or(0));
-    let busy = |l: u32| size(l).saturating_sub(u64::from(count_and(t.llc_mask(l), &st.idle)));
+    let busy = |l: u32| size(l).saturating_sub(u64::from(t.llc_mask(l).count_and(&st.idle)));
     let (bp, bt) = (busy(lp), busy(lt));
     if bp == size(lp) && bt == size(lt) {
         return None;
@@ -70,6 +74,12 @@ impl Policy for IdlerLlc {
     fn describe(&self) -> &'static str {
         "P8 idler-LLC wake_affine (Srikar 2021) on SIS_UTIL"
     }
+    fn rules(&self) -> &'static [&'static str] {
+        &["both_llcs_busy"]
+    }
+    fn approximations(&self) -> &'static [&'static str] {
+        &["idler_llc takes Srikar's idle-core id from the true idle map"]
+    }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         let (w, p) = (ctx.w, ctx.p);
@@ -78,8 +88,9 @@ impl Policy for IdlerLlc {
             return Decision {
                 cpu: w,
                 probes,
-                rule: Rule::CurrentCpu,
+                rule: Rule::stage(Stage::CurrentCpu),
                 clear_hint: None,
+                behind_waker: false,
             };
         }
         let tg = if matches!(f.rule, FrontRule::NotAffine | FrontRule::SameCpu) {
@@ -104,8 +115,9 @@ impl Policy for IdlerLlc {
                     return Decision {
                         cpu: p,
                         probes,
-                        rule: Rule::BothBusy,
+                        rule: BOTH_LLCS_BUSY,
                         clear_hint: None,
+                        behind_waker: false,
                     };
                 }
             }

@@ -1,5 +1,7 @@
-//! The registered policies. Adding one = one file here plus its `mod` line and one entry in
-//! [`registry`]. The first entry must stay the observed baseline.
+//! The registered policies. Adding one = one file here (the policy: its decision, its own
+//! rules, private state and caveats, all through `Policy`) plus its `mod` line and one entry in
+//! [`registry`]. The first entry must stay the observed baseline. (`always_waker`, compiled
+//! for tests only, is the proof: see its module.)
 //!
 //! | registry name | spec | what |
 //! |---|---|---|
@@ -14,6 +16,8 @@
 //! | `idle_core_first` | P6b | pure idle-core-first on the true idle map |
 //! | `sis_util_true_hint` | P6a | SIS_UTIL with the true idle-core state, unbounded core scan |
 //! | `idler_llc` | P8 | Srikar's idler-LLC wake_affine on SIS_UTIL |
+#[cfg(test)]
+mod always_waker;
 mod full_scan;
 mod idle_core_first;
 mod idler_llc;
@@ -31,7 +35,8 @@ use super::{policy::Policy, topo::ShadowTopo};
 
 /// Every policy, baseline first, in report order.
 pub fn registry(t: &ShadowTopo) -> Vec<Box<dyn Policy>> {
-    vec![
+    #[allow(unused_mut)]
+    let mut v: Vec<Box<dyn Policy>> = vec![
         Box::new(observed::Observed),
         Box::new(sis_util::SisUtil),
         Box::new(sis_prop::SisProp::new(t)),
@@ -47,5 +52,8 @@ pub fn registry(t: &ShadowTopo) -> Vec<Box<dyn Policy>> {
         Box::new(idle_core_first::IdleCoreFirst),
         Box::new(idle_core_first::TrueHint),
         Box::new(idler_llc::IdlerLlc),
-    ]
+    ];
+    #[cfg(test)]
+    v.push(Box::new(always_waker::AlwaysWaker::default()));
+    v
 }

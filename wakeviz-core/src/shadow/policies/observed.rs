@@ -3,7 +3,7 @@
 //! probes the choice is only known at `sched_wakeup`; its idle state is read from the snapshot
 //! taken at the decision, and its probe count is the kernel-flavour shadow's (modelled).
 use crate::shadow::{
-    policy::{Ctx, Decision, Policy, Rule, Scratch},
+    policy::{Ctx, Decision, Policy, Rule, Scratch, Stage},
     state::State,
     topo::ShadowTopo,
 };
@@ -24,8 +24,9 @@ impl Policy for Observed {
         Decision {
             cpu: ctx.p,
             probes: 0,
-            rule: Rule::Observed,
+            rule: Rule::stage(Stage::Observed),
             clear_hint: None,
+            behind_waker: false,
         }
     }
 }

@@ -9,6 +9,8 @@ use crate::shadow::{
 
 pub struct PrevOnly;
 
+const PREV_ONLY: Rule = Rule::own(0);
+
 impl Policy for PrevOnly {
     fn name(&self) -> &'static str {
         "prev_only"
@@ -16,13 +18,17 @@ impl Policy for PrevOnly {
     fn describe(&self) -> &'static str {
         "P5 previous CPU only, no search"
     }
+    fn rules(&self) -> &'static [&'static str] {
+        &["prev_only"]
+    }
     fn decide(&mut self, ctx: &Ctx, _t: &ShadowTopo, _st: &State, _s: &mut Scratch) -> Decision {
         // Reads only prev_cpu, which the select record carries exactly.
         Decision {
             cpu: ctx.p,
             probes: 0,
-            rule: Rule::PrevOnly,
+            rule: PREV_ONLY,
             clear_hint: None,
+            behind_waker: false,
         }
     }
 }

@@ -11,12 +11,18 @@ use crate::shadow::{
 
 pub struct SisNode;
 
+/// An idle CPU in another LLC of the node.
+const NODE_SCAN: Rule = Rule::own(0);
+
 impl Policy for SisNode {
     fn name(&self) -> &'static str {
         "sis_node"
     }
     fn describe(&self) -> &'static str {
         "P3 SIS_NODE: SIS_UTIL, then the node's other LLCs"
+    }
+    fn rules(&self) -> &'static [&'static str] {
+        &["node_scan"]
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let (mut d, scan) = sis_util(ctx, t, st, s);
@@ -32,7 +38,7 @@ impl Policy for SisNode {
             d.probes += o.probes;
             if let Some(c) = o.cpu {
                 d.cpu = c;
-                d.rule = Rule::NodeScan;
+                d.rule = NODE_SCAN;
                 return d;
             }
         }

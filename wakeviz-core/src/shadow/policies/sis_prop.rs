@@ -7,11 +7,16 @@
 //!
 //! The scan time is modelled as [`SCAN_FIXED_NS`] + [`SCAN_PROBE_NS`] per probe (the kernel
 //! measures it with `cpu_clock`; the recordings cannot). This private state evolves from this
-//! policy's own (open-loop) decisions; `avg_idle` comes from the shared reconstruction.
-use crate::shadow::{
-    policy::{Ctx, Decision, Policy, Scratch, select_idle_cpu, shortcuts},
-    state::{State, jiffies, sis_prop_budget},
-    topo::ShadowTopo,
+//! policy's own (open-loop) decisions; `avg_idle` (EWMA 1/8 of idle periods ended by a
+//! wakeup, start 1 ms, capped at 2 x 500 us) and the moment of the last wake-after-idle come
+//! from the stream, through [`Policy::on_event`].
+use crate::{
+    event::{Event, Kind},
+    shadow::{
+        policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, select_idle_cpu, shortcuts},
+        state::{MIGRATION_COST_NS, State, jiffies, sis_prop_budget},
+        topo::ShadowTopo,
+    },
 };
 
 /// Modelled fixed cost of one `select_idle_cpu` call (clock reads, mask setup).
@@ -20,6 +25,13 @@ pub const SCAN_FIXED_NS: u64 = 300;
 pub const SCAN_PROBE_NS: u64 = 50;
 
 pub struct SisProp {
+    /// Per CPU, from the stream: `rq->avg_idle`, the start of the current idle period
+    /// (`idle_stamp`, 0 when running), a counter bumped on every wake-after-idle (the policy
+    /// reseeds its `wake_avg_idle` then) and that wakeup's jiffy.
+    avg_idle: Vec<u64>,
+    idle_stamp: Vec<u64>,
+    wake_gen: Vec<u32>,
+    wake_jiffies: Vec<u64>,
     wake_avg_idle: Vec<u64>,
     wake_stamp: Vec<u64>,
     seen_gen: Vec<u32>,
@@ -30,6 +42,10 @@ pub struct SisProp {
 impl SisProp {
     pub fn new(t: &ShadowTopo) -> Self {
         Self {
+            avg_idle: vec![2 * MIGRATION_COST_NS; t.bound],
+            idle_stamp: vec![0; t.bound],
+            wake_gen: vec![0; t.bound],
+            wake_jiffies: vec![0; t.bound],
             wake_avg_idle: vec![0; t.bound],
             wake_stamp: vec![0; t.bound],
             seen_gen: vec![0; t.bound],
@@ -46,6 +62,46 @@ impl Policy for SisProp {
     fn describe(&self) -> &'static str {
         "P0 SIS_PROP: scan depth from the waker's idle time (<=6.6), emulated"
     }
+    fn kernel_flavour(&self) -> Option<KernelFlavour> {
+        Some(KernelFlavour::SisProp)
+    }
+    fn approximations(&self) -> &'static [&'static str] {
+        &[
+            "SIS_PROP: avg_idle/wake_avg_idle emulated from idle periods, scan time modelled as 300 ns + 50 ns per probe",
+        ]
+    }
+    fn event_kinds(&self) -> &'static [Kind] {
+        &[Kind::Switch, Kind::Wakeup, Kind::WakeupNew]
+    }
+    fn on_event(&mut self, e: &Event, _t: &ShadowTopo, _st: &State) {
+        match e {
+            // The idle period starts when the CPU switches to idle (`idle_stamp`).
+            // Per-CPU tables sized to the topology's bound: no other check needed (an
+            // offline CPU's entries are never read, decisions only run on online CPUs).
+            Event::Switch(s) => {
+                if let Some(stamp) = self.idle_stamp.get_mut(s.cpu as usize) {
+                    *stamp = if s.next_pid == 0 { s.ts_ns.max(1) } else { 0 };
+                }
+            }
+            // A wakeup that ends an idle period feeds `avg_idle` (ttwu_do_activate).
+            Event::Wakeup(w) | Event::WakeupNew(w) => {
+                let ci = w.target_cpu as usize;
+                let Some(&stamp) = self.idle_stamp.get(ci) else {
+                    return;
+                };
+                if stamp != 0 && w.ts_ns >= stamp {
+                    let delta = w.ts_ns - stamp;
+                    let a = self.avg_idle[ci] as i64;
+                    let a = a + (delta as i64 - a) / 8;
+                    self.avg_idle[ci] = (a.max(0) as u64).min(2 * MIGRATION_COST_NS);
+                    self.wake_gen[ci] = self.wake_gen[ci].wrapping_add(1);
+                    self.wake_jiffies[ci] = jiffies(w.ts_ns);
+                    self.idle_stamp[ci] = 0;
+                }
+            }
+            _ => {}
+        }
+    }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         if let Some(d) = f.current_cpu() {
@@ -58,8 +114,9 @@ impl Policy for SisProp {
             return Decision {
                 cpu,
                 probes,
-                rule,
+                rule: rule.into(),
                 clear_hint: None,
+                behind_waker: false,
             };
         }
         // The SIS_PROP state is emulated, never read: always inexact.
@@ -67,16 +124,16 @@ impl Policy for SisProp {
         let w = ctx.w as usize;
         let now_j = jiffies(ctx.ts_ns);
         if w < self.wake_avg_idle.len() {
-            if !self.started[w] || self.seen_gen[w] != st.wake_gen[w] {
-                let fresh = self.seen_gen[w] != st.wake_gen[w];
+            if !self.started[w] || self.seen_gen[w] != self.wake_gen[w] {
+                let fresh = self.seen_gen[w] != self.wake_gen[w];
                 self.started[w] = true;
-                self.seen_gen[w] = st.wake_gen[w];
+                self.seen_gen[w] = self.wake_gen[w];
                 self.wake_avg_idle[w] = if fresh {
-                    st.avg_idle[w] / 2
+                    self.avg_idle[w] / 2
                 } else {
-                    st.avg_idle[w]
+                    self.avg_idle[w]
                 };
-                self.wake_stamp[w] = if fresh { st.wake_jiffies[w] } else { now_j };
+                self.wake_stamp[w] = if fresh { self.wake_jiffies[w] } else { now_j };
             }
             let elapsed = now_j.saturating_sub(self.wake_stamp[w]);
             self.wake_avg_idle[w] = if elapsed >= 64 {
@@ -111,8 +168,9 @@ impl Policy for SisProp {
         Decision {
             cpu: scan.cpu.unwrap_or(tg),
             probes: probes + scan.probes,
-            rule: scan.rule,
+            rule: scan.rule.into(),
             clear_hint: scan.core_failed.then_some(llc),
+            behind_waker: false,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! its `nr_idle_scan` (zero: no scan at all; idle-core mode unbounded) -> found CPU or target.
 //! This is the policy the fidelity figure checks against 6.x kernels.
 use crate::shadow::{
-    policy::{Ctx, Decision, Policy, Scratch, sis_util},
+    policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, sis_util},
     state::State,
     topo::ShadowTopo,
 };
@@ -15,6 +15,9 @@ impl Policy for SisUtil {
     }
     fn describe(&self) -> &'static str {
         "P1 SIS_UTIL: scan depth from LLC utilisation (6.0+ default)"
+    }
+    fn kernel_flavour(&self) -> Option<KernelFlavour> {
+        Some(KernelFlavour::SisUtil)
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         sis_util(ctx, t, st, s).0

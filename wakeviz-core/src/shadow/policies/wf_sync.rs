@@ -17,6 +17,9 @@ pub struct WfSync {
     pub delayed_variant: bool,
 }
 
+/// WF_SYNC wake-local: queued behind the waker.
+const SYNC_WAKE_LOCAL: Rule = Rule::own(0);
+
 impl Policy for WfSync {
     fn name(&self) -> &'static str {
         if self.delayed_variant {
@@ -32,6 +35,16 @@ impl Policy for WfSync {
             "P2 WF_SYNC wake-local (Vagin 2022) on SIS_UTIL"
         }
     }
+    fn rules(&self) -> &'static [&'static str] {
+        &["sync_wake_local"]
+    }
+    fn approximations(&self) -> &'static [&'static str] {
+        if self.delayed_variant {
+            &["wf_sync_delayed equals wf_sync: delayed-dequeue counts are not captured"]
+        } else {
+            &[]
+        }
+    }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         if f.sync {
@@ -42,8 +55,9 @@ impl Policy for WfSync {
                 return Decision {
                     cpu: ctx.w,
                     probes: f.probes,
-                    rule: Rule::SyncLocal,
+                    rule: SYNC_WAKE_LOCAL,
                     clear_hint: None,
+                    behind_waker: true,
                 };
             }
         }

@@ -1,0 +1,500 @@
+//! The evaluation driver: feeds the state reconstruction and every registered policy, parks
+//! their answers (see `shadow::park`) and scores them against the kernel's choice when the
+//! placement arrives. Calling order and decision time: see the module docs of [`super`].
+use super::{
+    fidelity::{Disagreement, Fidelity, Verdict},
+    metrics::{Outcome, PolicyMetrics},
+    park::{Parking, Record},
+    policies,
+    policy::{Ctx, Exact, KernelFlavour, Policy, Rule, Scratch, Stage},
+    state::{Run, State},
+    tally::Scored,
+    topo::{self, ShadowTopo},
+    watch::SyncWatch,
+};
+use crate::{
+    event::{Event, Select, wf},
+    format::Header,
+    join::Placement,
+    topology::{CpuSet, Level},
+};
+
+// The hooks' kind masks are one byte.
+const _: () = assert!(crate::event::Kind::ALL.len() <= 8);
+
+/// A policy's place in the registry ([`policies::registry`] order, baseline first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PolicyId(pub usize);
+
+/// Drives the state reconstruction and every registered policy.
+pub struct ShadowEval {
+    pub(super) topo: ShadowTopo,
+    state: State,
+    pub(super) policies: Vec<Box<dyn Policy>>,
+    /// Policies with an event hook, with the kinds it wants (bit `Kind::index`).
+    hooked: Vec<(usize, u8)>,
+    pub(super) metrics: Vec<PolicyMetrics>,
+    /// The policy standing for the running kernel (fidelity, hint clearing).
+    pub(super) kernel: PolicyId,
+    /// The baseline (filled in from the kernel's choice at placement time).
+    observed: Option<usize>,
+    pub(super) fidelity: Fidelity,
+    scratch: Scratch,
+    /// Select records exist (probe attached per header, or one was seen).
+    pub(super) select_mode: bool,
+    park: Parking,
+    pub(super) sync: SyncWatch,
+    pub(super) select_ns: Option<hdrhistogram::Histogram<u64>>,
+    pub(super) excluded: super::Excluded,
+    pub(super) evaluated: u64,
+    pub(super) late: u64,
+    events: u64,
+    /// The last scored placement's levels of each policy's choice (vs waker, vs prev).
+    last_levels: Vec<(Option<Level>, Option<Level>)>,
+    pub(super) nr_cpus: usize,
+}
+
+/// The policy the running kernel uses, from its release: SIS_PROP before 6.0, else SIS_UTIL.
+/// (The features file is not in the header; 6.0-6.6 kernels with `SIS_PROP` switched back on
+/// are misjudged.)
+pub fn kernel_policy(release: &str) -> KernelFlavour {
+    let mut it = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u32>().unwrap_or(0));
+    match it.next() {
+        Some(major) if major < 6 && major > 0 => KernelFlavour::SisProp,
+        _ => KernelFlavour::SisUtil,
+    }
+}
+
+/// `wake_wide()`: the waker/wakee flip counts say "many partners", so do not pull.
+pub const fn wake_wide(waker_flips: u32, wakee_flips: u32, llc_size: u32) -> bool {
+    let (master, slave) = if waker_flips >= wakee_flips {
+        (waker_flips, wakee_flips)
+    } else {
+        (wakee_flips, waker_flips)
+    };
+    !(slave < llc_size || master < slave.saturating_mul(llc_size))
+}
+
+impl ShadowEval {
+    pub fn new(header: &Header) -> Self {
+        Self::with_policies(header, policies::registry)
+    }
+
+    /// With the policies `registry` builds (baseline first) instead of the standard ones.
+    pub fn with_policies(
+        header: &Header,
+        registry: impl FnOnce(&ShadowTopo) -> Vec<Box<dyn Policy>>,
+    ) -> Self {
+        let topo = ShadowTopo::new(
+            &header.topology,
+            topo::reclaim_distance_for(header.cpu_vendor.as_deref()),
+        );
+        let policies = registry(&topo);
+        let want = kernel_policy(&header.kernel_release);
+        let kernel = policies
+            .iter()
+            .position(|p| p.kernel_flavour() == Some(want))
+            .or_else(|| policies.iter().position(|p| !p.is_observed()))
+            .unwrap_or(0);
+        let n = policies.len();
+        let select_mode = header
+            .probe("select_task_rq_fair")
+            .is_some_and(|p| p.attached());
+        Self {
+            state: State::new(&topo),
+            scratch: Scratch::new(&topo),
+            metrics: vec![PolicyMetrics::default(); n],
+            kernel: PolicyId(kernel),
+            observed: policies.iter().position(|p| p.is_observed()),
+            hooked: policies
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let kinds = p.event_kinds().iter().fold(0u8, |m, k| m | 1 << k.index());
+                    (i, kinds)
+                })
+                .filter(|&(_, kinds)| kinds != 0)
+                .collect(),
+            fidelity: Fidelity::default(),
+            policies,
+            select_mode,
+            park: Parking::new(n, topo.nwords),
+            sync: SyncWatch::new(topo.bound),
+            select_ns: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 2).ok(),
+            excluded: super::Excluded::default(),
+            evaluated: 0,
+            late: 0,
+            events: 0,
+            last_levels: vec![(None, None); n],
+            nr_cpus: header.topology.nr_cpus(),
+            topo,
+        }
+    }
+
+    /// Registry names, baseline first.
+    pub fn policy_names(&self) -> Vec<&'static str> {
+        self.policies.iter().map(|p| p.name()).collect()
+    }
+
+    /// The policy whose agreement is the fidelity figure.
+    pub fn fidelity_policy(&self) -> PolicyId {
+        self.kernel
+    }
+
+    /// Placed wakeups compared so far.
+    pub fn evaluated(&self) -> u64 {
+        self.evaluated
+    }
+
+    pub fn excluded(&self) -> super::Excluded {
+        self.excluded
+    }
+
+    /// The dense topology the policies use.
+    pub fn topo(&self) -> &ShadowTopo {
+        &self.topo
+    }
+
+    /// The reconstructed state (idle map, run-queue lengths, hints).
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Agreement of the running kernel's policy shadow with the kernel (0..1), once anything
+    /// was compared.
+    pub fn fidelity(&self) -> Option<f64> {
+        self.fidelity.agreement()
+    }
+
+    pub fn on_event(&mut self, e: &Event) {
+        self.events += 1;
+        self.state.advance(e.ts_ns());
+        self.state.expire_claims(&self.topo, e.ts_ns());
+        if self.events.is_multiple_of(1 << 16) {
+            self.park.purge(e.ts_ns());
+        }
+        if !self.hooked.is_empty() {
+            let bit = 1u8 << e.kind().index();
+            for &(i, kinds) in &self.hooked {
+                if kinds & bit != 0 {
+                    self.policies[i].on_event(e, &self.topo, &self.state);
+                }
+            }
+        }
+        match e {
+            Event::Switch(s) => {
+                self.sync
+                    .resolve(&mut self.metrics, s.cpu, s.prev_pid, s.prev_state, s.ts_ns);
+                self.state.on_switch(&self.topo, s);
+            }
+            Event::Wakeup(w) => self.state.on_wakeup(&self.topo, w),
+            Event::WakeupNew(w) => {
+                // `wake_up_new_task` sets `p->recent_used_cpu = task_cpu(p)` before the
+                // fork placement, and `sched_fork` had set the child's CPU to the forking
+                // CPU; the slow path never runs SIS, so the child's first wakeup tests that
+                // CPU. `wake_up_new_task` runs in the parent, where this record fires.
+                if self.topo.valid(w.cpu) {
+                    self.state.set_recent_used(w.pid, w.cpu);
+                }
+                self.state.on_wakeup(&self.topo, w);
+            }
+            Event::Migrate(m) => self.state.on_migrate(&self.topo, m),
+            Event::Waking(w) => {
+                if w.pid == w.waker_pid || !self.topo.valid(w.target_cpu) {
+                    return;
+                }
+                if self.select_mode {
+                    // Wakeups that never reach select_task_rq_fair (pinned tasks, the
+                    // on_cpu wake-list path) set ttwu_pending on the old CPU right after
+                    // `sched_waking`, so the claim starts here. A wakeup that goes through
+                    // select_task_rq_fair sets nothing before the select returns (the kernel's
+                    // idle tests of other wakers in between see the old CPU as it is), so a
+                    // task known to take that path is claimed by its select record instead;
+                    // claiming here would mark its old CPU busy for the whole select, which
+                    // under emulation (TCG) can last milliseconds.
+                    if !self.state.takes_select_path(w.pid)
+                        && !matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_))
+                    {
+                        self.state.claim(&self.topo, w.pid, w.target_cpu);
+                    }
+                    return;
+                }
+                if !self.topo.valid(w.cpu) {
+                    return;
+                }
+                if matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_)) {
+                    let slot = self.park.slot_for(w.pid);
+                    *self.park.record_mut(slot) = Record {
+                        pid: w.pid,
+                        decided_ns: w.ts_ns,
+                        no_placement: true,
+                        ..Record::default()
+                    };
+                    return;
+                }
+                let ctx = Ctx::new(w.ts_ns, w.pid, w.waker_pid, w.cpu, w.target_cpu);
+                self.decide(ctx);
+                // ttwu_pending on the old CPU until a migrate record says otherwise.
+                self.state.claim(&self.topo, w.pid, w.target_cpu);
+            }
+            Event::Select(s) => {
+                self.select_mode = true;
+                if let Some(h) = self.select_ns.as_mut() {
+                    h.saturating_record(s.duration_ns().max(1));
+                }
+                let ttwu =
+                    s.wake_flags & wf::TTWU != 0 && s.wake_flags & (wf::FORK | wf::EXEC) == 0;
+                if ttwu && self.topo.valid(s.cpu) && self.topo.valid(s.prev_cpu) {
+                    self.state.set_select_path(s.pid);
+                    self.state.release(&self.topo, s.pid);
+                    self.decide(select_ctx(s));
+                }
+                // Only a wakeup leaves the task in flight towards its CPU (`ttwu_pending`
+                // until `sched_wakeup`; `sched_wakeup_new` ends a fork's). `sched_exec`
+                // places a running task and no wakeup follows, so a claim would never end.
+                if s.wake_flags & wf::EXEC == 0 {
+                    self.state.claim(&self.topo, s.pid, s.chosen_cpu);
+                }
+            }
+        }
+    }
+
+    /// Runs every policy on `ctx` as of now and parks the answers under the wakee's pid.
+    fn decide(&mut self, mut ctx: Ctx) -> u32 {
+        self.scratch.reset();
+        let (t, st) = (&self.topo, &mut self.state);
+        st.refresh_nr_idle_scan(t, ctx.ts_ns);
+        // An exact read of the kernel's hint resynchronises the emulation.
+        if let Some(h) = ctx.exact.w_has_idle_cores {
+            st.set_hic(t.llc(ctx.w), h);
+        }
+        if let Some(h) = ctx.exact.p_has_idle_cores {
+            st.set_hic(t.llc(ctx.p), h);
+        }
+        let (wf, pf) = st.record_wakee(ctx.waker_pid, ctx.w, ctx.pid, ctx.ts_ns);
+        let llc_size = t.llc_size.get(t.llc(ctx.w) as usize).copied().unwrap_or(1);
+        let wide = wake_wide(wf, pf, llc_size);
+        ctx.recent_used_cpu = st.recent_used(ctx.pid);
+        ctx.compute_front(t, st, wide);
+        let nr_running_w = ctx
+            .exact
+            .waker_nr_running
+            .unwrap_or_else(|| st.nr_running(ctx.w));
+
+        let slot = self.park.slot_for(ctx.pid);
+        let (t, st) = (&self.topo, &self.state);
+        let mut clear = None;
+        let mut fired = 0u64;
+        let outs = self.park.outcomes_mut(slot);
+        for (i, (pol, out)) in self.policies.iter_mut().zip(outs.iter_mut()).enumerate() {
+            if Some(i) == self.observed {
+                continue;
+            }
+            ctx.begin();
+            let d = pol.decide(&ctx, t, st, &mut self.scratch);
+            let cpu = if t.valid(d.cpu) { d.cpu } else { ctx.p };
+            *out = Outcome {
+                cpu,
+                probes: d.probes,
+                rule: d.rule,
+                idle: st.is_idle(cpu),
+                exact: ctx.was_exact(),
+                queue: st.nr_running(cpu),
+                behind_waker: d.behind_waker,
+            };
+            if i == self.kernel.0 {
+                clear = d.clear_hint;
+            }
+            if d.behind_waker && i < 64 {
+                fired |= 1 << i;
+            }
+        }
+        let krule = outs.get(self.kernel.0).map(|o| o.rule);
+        self.park
+            .snap_mut(slot)
+            .copy_from_slice(&st.idle.words()[..t.nwords]);
+        *self.park.record_mut(slot) = Record {
+            pid: ctx.pid,
+            decided_ns: ctx.ts_ns,
+            w: ctx.w,
+            p: ctx.p,
+            has_select: ctx.has_select,
+            kernel_queue: ctx.kernel_cpu.map(|c| (c, st.nr_running(c))),
+            no_placement: false,
+            front: ctx.front,
+            nr_running_w,
+            waker_pid: ctx.waker_pid,
+            recent_used: ctx.recent_used_cpu,
+        };
+        if let Some(l) = clear {
+            self.state.set_hic(l, false);
+        }
+        // SIS overwrites `p->recent_used_cpu` only once past its target/prev early returns;
+        // which path the kernel took is our kernel-flavour shadow's best guess.
+        const SHORTCUT_EXITS: [Rule; 3] = [
+            Rule::stage(Stage::Target),
+            Rule::stage(Stage::Prev),
+            Rule::stage(Stage::CurrentCpu),
+        ];
+        if !krule.is_some_and(|r| SHORTCUT_EXITS.contains(&r)) {
+            self.state.set_recent_used(ctx.pid, ctx.p);
+        }
+        if ctx.front.sync {
+            self.sync
+                .watch(&mut self.metrics, ctx.w, ctx.waker_pid, ctx.ts_ns, fired);
+        }
+        slot
+    }
+
+    /// Scores the parked answers for `pl` against the kernel's choice. `Some` exactly when
+    /// the placement was scored (not excluded), with what a subset [`super::Tally`] needs.
+    pub fn on_placement(&mut self, pl: &Placement) -> Option<Scored<'_>> {
+        let ttwu = pl.select.is_none_or(|s| {
+            s.wake_flags & wf::TTWU != 0 && s.wake_flags & (wf::FORK | wf::EXEC) == 0
+        });
+        if pl.new_task || !ttwu {
+            self.excluded.fork_exec += 1;
+            self.park.release(pl.pid);
+            return None;
+        }
+        if pl.select.is_none() && self.select_mode {
+            self.excluded.no_placement += 1;
+            self.park.release(pl.pid);
+            return None;
+        }
+        let parked = self.park.parked(pl.pid).filter(|&s| {
+            let r = self.park.record(s);
+            r.pid == pl.pid && r.decided_ns >= pl.waking_ts_ns && r.decided_ns <= pl.wakeup_ts_ns
+        });
+        let slot = match parked {
+            Some(s) if self.park.record(s).no_placement => {
+                self.excluded.no_placement += 1;
+                self.park.release(pl.pid);
+                return None;
+            }
+            Some(s) => s,
+            None => {
+                let ctx = match pl.select {
+                    Some(s) => select_ctx(&s),
+                    None => Ctx::new(
+                        pl.waking_ts_ns,
+                        pl.pid,
+                        pl.waker_pid,
+                        pl.waker_cpu,
+                        pl.prev_cpu,
+                    ),
+                };
+                if !self.topo.valid(ctx.w) || !self.topo.valid(ctx.p) {
+                    self.excluded.invalid_cpu += 1;
+                    self.park.release(pl.pid);
+                    return None;
+                }
+                self.late += 1;
+                self.decide(ctx)
+            }
+        };
+        let kernel = pl.select.map_or(pl.chosen_cpu, |s| s.chosen_cpu);
+        let rec = *self.park.record(slot);
+        if !self.topo.valid(kernel) || !self.topo.valid(rec.w) || !self.topo.valid(rec.p) {
+            self.excluded.invalid_cpu += 1;
+            self.park.release(pl.pid);
+            return None;
+        }
+        self.evaluated += 1;
+        let kernel_idle = CpuSet::words_contain(self.park.snap(slot), kernel);
+        let kernel_probes = self.park.outcomes(slot)[self.kernel.0].probes;
+        if let Some(i) = self.observed {
+            // The baseline is the kernel's choice. Queue length at decision time when the
+            // select record named the CPU then; tracepoint-only: as of now (sched_wakeup),
+            // minus this wakee.
+            let queue = match rec.kernel_queue {
+                Some((c, q)) if c == kernel => q,
+                _ => self.state.nr_running(kernel).saturating_sub(1),
+            };
+            self.park.outcomes_mut(slot)[i] = Outcome {
+                cpu: kernel,
+                probes: kernel_probes,
+                rule: Rule::stage(Stage::Observed),
+                idle: kernel_idle,
+                exact: true,
+                queue,
+                behind_waker: false,
+            };
+        }
+        let outs = self.park.outcomes(slot);
+        // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
+        let mut levels: [(u32, Option<Level>, Option<Level>); 4] = [(u32::MAX, None, None); 4];
+        let mut nlev = 0;
+        let per_policy = self.metrics.iter_mut().zip(self.last_levels.iter_mut());
+        for (o, (metrics, last_levels)) in outs.iter().zip(per_policy) {
+            let (lw, lp) = match levels[..nlev].iter().find(|l| l.0 == o.cpu) {
+                Some(l) => (l.1, l.2),
+                None => {
+                    let l = (
+                        o.cpu,
+                        self.topo.level(o.cpu, rec.w),
+                        self.topo.level(o.cpu, rec.p),
+                    );
+                    levels[nlev % levels.len()] = l;
+                    nlev = (nlev + 1).min(levels.len());
+                    (l.1, l.2)
+                }
+            };
+            metrics.record(o, kernel, rec.p, lw, lp);
+            *last_levels = (lw, lp);
+        }
+        let fo = outs[self.kernel.0];
+        let verdict = Verdict::of(
+            &self.topo,
+            &Disagreement {
+                has_select: rec.has_select,
+                kernel,
+                shadow: fo.cpu,
+                w: rec.w,
+                p: rec.p,
+                front: rec.front,
+                kernel_idle,
+                shadow_exact: fo.exact,
+                nr_running_w: rec.nr_running_w,
+                waker_pid: rec.waker_pid,
+                recent_used: rec.recent_used,
+            },
+        );
+        self.fidelity.add(&verdict);
+        // The slot goes back to the pool, but its outcomes stay as they are until the next
+        // decision, which cannot happen while the returned borrow lives.
+        self.park.release(pl.pid);
+        Some(Scored {
+            pid: pl.pid,
+            kernel,
+            waker: rec.w,
+            prev: rec.p,
+            outcomes: self.park.outcomes(slot),
+            levels: &self.last_levels,
+            verdict,
+        })
+    }
+
+    /// Per-policy metrics, registry order (for [`super::Tally`] sizing and the report).
+    pub(super) fn policy_count(&self) -> usize {
+        self.policies.len()
+    }
+}
+
+fn select_ctx(s: &Select) -> Ctx {
+    let mut c = Ctx::new(s.entry_ts_ns, s.pid, s.waker_pid, s.cpu, s.prev_cpu);
+    c.wake_flags = Some(s.wake_flags);
+    c.has_select = true;
+    c.kernel_cpu = Some(s.chosen_cpu);
+    c.exact = Exact {
+        waker_nr_running: s.waker_nr_running,
+        w_nr_idle_scan: s.nr_idle_scan,
+        w_has_idle_cores: s.has_idle_cores,
+        p_nr_idle_scan: s.prev_nr_idle_scan,
+        p_has_idle_cores: s.prev_has_idle_cores,
+    };
+    c
+}

@@ -1,0 +1,385 @@
+//! The typed shadow report: everything the text report, the JSON and the dashboard show,
+//! built by [`ShadowEval::report`]. Its serde form is the `shadow` section of
+//! `--report json`; `analysis::report::shadow` renders it as text.
+use serde::{Serialize, Serializer, ser::SerializeMap};
+use strum::{EnumCount, IntoEnumIterator};
+
+use super::{
+    eval::{PolicyId, ShadowEval},
+    fidelity::{Bucket, Fidelity},
+    metrics::{PolicyMetrics, SLEPT_THRESHOLD_NS, SleptHist, pct_of},
+    policy::{Policy, Rule},
+    tally::Tally,
+};
+use crate::topology::LevelCounts;
+
+/// Per-probe cost used for the scan-time estimate when no select durations are available.
+pub const DEFAULT_PROBE_NS: f64 = 50.0;
+
+/// The caveats of the evaluation itself; each policy adds its own (`Policy::approximations`),
+/// listed after the first [`GENERAL_BEFORE_POLICIES`] of these.
+const APPROXIMATIONS: &[&str] = &[
+    "open loop: a policy's choice does not change later events; only the kernel's choices happened",
+    "decision time: select_task_rq_fair exit with function probes, sched_waking without (no wake flags then: WF_SYNC unknown, treated as not sync)",
+    "idle map reconstructed from sched_switch/sched_wakeup/sched_migrate_task; a CPU claimed by an in-flight wakeup counts busy (ttwu_pending): from the select exit (from sched_waking for tasks never seen reaching select_task_rq_fair, e.g. pinned ones) until its sched_wakeup, the task's next switch-in, or 100 ms; sched_exec placements claim nothing",
+    "recent_used_cpu reconstructed: prev_cpu of the task's last SIS pass past the target/prev shortcuts (as the kernel-flavour shadow judged it), the forking CPU for a new task (wake_up_new_task); unknown for tasks not seen since the capture started",
+    "wakee affinity not captured: all online CPUs treated as allowed",
+    "wake_affine: WA_IDLE only; WA_WEIGHT needs cpu/task loads that are not captured, undecided keeps prev_cpu",
+    "affine domain across NUMA nodes when the SLIT distance is <= node_reclaim_distance: 32 on AMD/Hygon (and recordings without a vendor), 30 otherwise, from the header's cpu_vendor",
+    "wake_wide: record_wakee replayed from the (waker pid -> wakee pid) pairs of placed wakeups, HZ=250 decay",
+    "per-CPU kthread stacking rule not applied (waker PF_KTHREAD/in_task() not captured)",
+    "has_idle_cores and nr_idle_scan: probe reads where captured (waker's and prev's LLC), else emulated (hint set on idle entry with idle siblings, cleared by the kernel policy's failed core scan; nr_idle_scan from PELT-like util, 32 ms half-life, refreshed every 4 ms)",
+    // Policies' own caveats go here.
+    "probes count every idle test (affine step, shortcuts, scan); est_scan_ns = probes x per_probe_ns",
+    "queue_mean: run-queue length of the chosen CPU at decision time; est_wait_us = queue x EEVDF base slice 0.75 ms x (1 + ilog2(min(ncpus, 8))), a rough bound",
+    "waker slept after a sync wakeup = its next switch-out on the waker CPU blocked (prev_state != 0) within 50 us",
+];
+
+/// How many of [`APPROXIMATIONS`] come before the policies' own caveats (the report's order:
+/// inputs and state first, then policies, then how the figures are derived).
+const GENERAL_BEFORE_POLICIES: usize = 10;
+
+/// Where the evaluator re-decides a wakeup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionTime {
+    /// At the select record (function probes attached).
+    SelectTaskRqFair,
+    /// At `sched_waking` (tracepoint-only: no wake flags, no kernel inputs).
+    SchedWaking,
+}
+
+/// Where `per_probe_ns` comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ProbeCostSource {
+    #[serde(
+        rename = "median select_task_rq_fair duration / mean modelled probes of the kernel's policy"
+    )]
+    SelectDurations,
+    #[serde(rename = "default 50 ns per probe (no select durations)")]
+    Default,
+}
+
+impl ProbeCostSource {
+    /// The report's wording (the JSON's string).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::SelectDurations => {
+                "median select_task_rq_fair duration / mean modelled probes of the kernel's policy"
+            }
+            Self::Default => "default 50 ns per probe (no select durations)",
+        }
+    }
+}
+
+/// Where a policy's choices landed, vs the waker's CPU and vs the previous CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Locality {
+    pub vs_waker: LevelCounts,
+    pub vs_prev: LevelCounts,
+}
+
+/// Decisions per rule name (rules that fired only), serialized as `{rule: count}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleCounts(pub Vec<(&'static str, u64)>);
+
+impl Serialize for RuleCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// [`SleptHist`] buckets by name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SleptBuckets {
+    pub le_10us: u64,
+    pub le_50us: u64,
+    pub le_200us: u64,
+    pub le_1ms: u64,
+    pub gt_1ms: u64,
+    pub preempted: u64,
+    pub unresolved: u64,
+}
+
+/// What the waker did after sync wakeups (see `shadow::watch`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SleptReport {
+    pub total: u64,
+    /// Percent of resolved cases where the waker blocked within the threshold.
+    pub slept_within_threshold_pct: Option<f64>,
+    pub buckets: SleptBuckets,
+}
+
+impl From<&SleptHist> for SleptReport {
+    fn from(h: &SleptHist) -> Self {
+        let [le_10us, le_50us, le_200us, le_1ms, gt_1ms] = h.slept;
+        Self {
+            total: h.total(),
+            slept_within_threshold_pct: h.slept_within_threshold_pct(),
+            buckets: SleptBuckets {
+                le_10us,
+                le_50us,
+                le_200us,
+                le_1ms,
+                gt_1ms,
+                preempted: h.preempted,
+                unresolved: h.unresolved,
+            },
+        }
+    }
+}
+
+/// One policy's figures (the baseline included). Shares are `None` when nothing was
+/// evaluated, never 0.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PolicyRow {
+    /// Registry name (the key of the JSON's `policies` object).
+    #[serde(skip)]
+    pub name: &'static str,
+    #[serde(rename = "description")]
+    pub describe: &'static str,
+    pub evaluated: u64,
+    pub agreement: Option<f64>,
+    pub idle_pct: Option<f64>,
+    pub stacked_pct: Option<f64>,
+    pub probes_mean: Option<f64>,
+    pub probes_p99: Option<u32>,
+    pub est_scan_ns_mean: Option<f64>,
+    pub migrations: u64,
+    pub migrations_pct: Option<f64>,
+    pub placement: Locality,
+    pub exact_inputs_pct: Option<f64>,
+    /// Mean run-queue length of the chosen CPU at decision time (0 when idle).
+    pub queue_mean: Option<f64>,
+    /// Mean estimated wait before running: queue length x the EEVDF base slice (approximate).
+    pub est_wait_us_mean: Option<f64>,
+    pub rules: RuleCounts,
+    /// For policies that queued wakees behind the waker: did the waker sleep? (unfiltered
+    /// reports only: the watch is not per task).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waker_slept_after: Option<SleptReport>,
+}
+
+impl PolicyRow {
+    fn new(
+        p: &dyn Policy,
+        m: &PolicyMetrics,
+        per_probe_ns: f64,
+        base_slice_us: f64,
+        slept: bool,
+    ) -> Self {
+        let own = p.rules();
+        let rules = (0..Rule::SLOTS)
+            .filter(|&i| m.rules[i] > 0)
+            .filter_map(|i| Some((Rule::from_index(i)?.name(own)?, m.rules[i])))
+            .collect();
+        Self {
+            name: p.name(),
+            describe: p.describe(),
+            evaluated: m.evaluated,
+            agreement: m.agreement(),
+            idle_pct: pct_of(m.idle, m.evaluated),
+            stacked_pct: pct_of(m.stacked, m.evaluated),
+            probes_mean: m.probes_mean(),
+            probes_p99: m.probes_quantile(0.99),
+            est_scan_ns_mean: m.probes_mean().map(|x| x * per_probe_ns),
+            migrations: m.migrations,
+            migrations_pct: pct_of(m.migrations, m.evaluated),
+            placement: Locality {
+                vs_waker: LevelCounts(m.vs_waker),
+                vs_prev: LevelCounts(m.vs_prev),
+            },
+            exact_inputs_pct: pct_of(m.exact, m.evaluated),
+            queue_mean: m.queue_mean(),
+            est_wait_us_mean: m.queue_mean().map(|q| q * base_slice_us),
+            rules: RuleCounts(rules),
+            waker_slept_after: (slept && m.behind_waker > 0).then(|| (&m.slept).into()),
+        }
+    }
+}
+
+/// Disagreements per [`Bucket`], serialized as `{bucket name: count}` (every bucket).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BucketCounts(pub [u64; Bucket::COUNT]);
+
+impl BucketCounts {
+    /// Non-empty buckets, in classification order.
+    pub fn nonzero(&self) -> impl Iterator<Item = (Bucket, u64)> + '_ {
+        Bucket::iter().zip(self.0).filter(|&(_, n)| n > 0)
+    }
+}
+
+impl Serialize for BucketCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(Bucket::COUNT))?;
+        for (b, n) in Bucket::iter().zip(self.0) {
+            m.serialize_entry(b.name(), &n)?;
+        }
+        m.end()
+    }
+}
+
+/// How well the shadow of the running kernel's policy reproduces the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FidelityReport {
+    /// Name of that policy.
+    pub policy: &'static str,
+    /// Its registry index (its row in [`ShadowReport::policies`]).
+    #[serde(skip)]
+    pub policy_id: PolicyId,
+    pub agreement: Option<f64>,
+    pub evaluated: u64,
+    pub exact_inputs_evaluated: u64,
+    pub exact_inputs_agreement: Option<f64>,
+    pub disagreements: BucketCounts,
+}
+
+impl FidelityReport {
+    fn new(policy: &'static str, policy_id: PolicyId, f: &Fidelity) -> Self {
+        Self {
+            policy,
+            policy_id,
+            agreement: f.agreement(),
+            evaluated: f.evaluated,
+            exact_inputs_evaluated: f.exact_evaluated,
+            exact_inputs_agreement: f.exact_agreement(),
+            disagreements: BucketCounts(f.buckets),
+        }
+    }
+}
+
+/// `{policy name: slept report}` for the policies that queued wakees behind the waker.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ByPolicy(pub Vec<(&'static str, SleptReport)>);
+
+impl Serialize for ByPolicy {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// The WF_SYNC check: did the waker sleep right after a sync wakeup?
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WfSyncReport {
+    /// "Slept right after" = blocked within this many microseconds.
+    pub threshold_us: u64,
+    pub sync_wakeups: SleptReport,
+    pub queued_behind_waker: ByPolicy,
+}
+
+/// The shadow evaluation's results: the `shadow` section of the snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ShadowReport {
+    /// Always true: a policy's choice does not change later events.
+    pub open_loop: bool,
+    /// Rows, `evaluated` and fidelity cover a subset (a task filter); the rest is unfiltered.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub filtered: bool,
+    pub evaluated: u64,
+    pub late_decisions: u64,
+    pub excluded: super::Excluded,
+    pub decision_time: DecisionTime,
+    pub per_probe_ns: f64,
+    pub per_probe_source: ProbeCostSource,
+    /// Registry order, baseline first; serialized as `{name: row}`.
+    #[serde(serialize_with = "rows_by_name")]
+    pub policies: Vec<PolicyRow>,
+    pub fidelity: FidelityReport,
+    pub wf_sync: WfSyncReport,
+    pub approximations: Vec<&'static str>,
+}
+
+fn rows_by_name<S: Serializer>(rows: &[PolicyRow], s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(rows.len()))?;
+    for r in rows {
+        m.serialize_entry(r.name, r)?;
+    }
+    m.end()
+}
+
+impl ShadowEval {
+    /// ns per probe for the scan-time estimate, and where it came from.
+    pub fn per_probe_ns(&self) -> (f64, ProbeCostSource) {
+        let km = &self.metrics[self.kernel.0];
+        match (&self.select_ns, km.probes_mean()) {
+            (Some(h), Some(pm)) if !h.is_empty() && pm > 0.0 => (
+                (h.value_at_quantile(0.5) as f64 / pm).clamp(1.0, 2000.0),
+                ProbeCostSource::SelectDurations,
+            ),
+            _ => (DEFAULT_PROBE_NS, ProbeCostSource::Default),
+        }
+    }
+
+    /// EEVDF base slice, 0.75 ms x (1 + ilog2(min(ncpus, 8))), for the wait estimate.
+    pub fn base_slice_us(&self) -> f64 {
+        let n = self.nr_cpus.clamp(1, 8) as u32;
+        750.0 * f64::from(1 + n.ilog2())
+    }
+
+    /// The report; with `subset`, its rows, `evaluated` and fidelity are the subset's.
+    pub fn report(&self, subset: Option<&Tally>) -> ShadowReport {
+        let (ns, src) = self.per_probe_ns();
+        let slice = self.base_slice_us();
+        let (metrics, fidelity, evaluated) = match subset {
+            Some(t) => (&t.metrics, &t.fidelity, t.evaluated()),
+            None => (&self.metrics, &self.fidelity, self.evaluated),
+        };
+        let empty = PolicyMetrics::default();
+        let policies = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let m = metrics.get(i).unwrap_or(&empty);
+                PolicyRow::new(p.as_ref(), m, ns, slice, subset.is_none())
+            })
+            .collect();
+        let queued = self
+            .policies
+            .iter()
+            .zip(&self.metrics)
+            .filter(|(_, m)| m.behind_waker > 0)
+            .map(|(p, m)| (p.name(), (&m.slept).into()))
+            .collect();
+        let (inputs, derived) = APPROXIMATIONS.split_at(GENERAL_BEFORE_POLICIES);
+        let mut approximations = inputs.to_vec();
+        for p in &self.policies {
+            approximations.extend_from_slice(p.approximations());
+        }
+        approximations.extend_from_slice(derived);
+        let kname = self
+            .policies
+            .get(self.kernel.0)
+            .map_or("sis_util", |p| p.name());
+        ShadowReport {
+            open_loop: true,
+            filtered: subset.is_some(),
+            evaluated,
+            late_decisions: self.late,
+            excluded: self.excluded,
+            decision_time: if self.select_mode {
+                DecisionTime::SelectTaskRqFair
+            } else {
+                DecisionTime::SchedWaking
+            },
+            per_probe_ns: ns,
+            per_probe_source: src,
+            policies,
+            fidelity: FidelityReport::new(kname, self.kernel, fidelity),
+            wf_sync: WfSyncReport {
+                threshold_us: SLEPT_THRESHOLD_NS / 1000,
+                sync_wakeups: (&self.sync.all).into(),
+                queued_behind_waker: ByPolicy(queued),
+            },
+            approximations,
+        }
+    }
+}

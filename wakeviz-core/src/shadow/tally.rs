@@ -1,0 +1,62 @@
+//! Per-policy figures over a subset of the scored placements (the wakees passing a task
+//! filter, say): the evaluator hands out each scored placement as a [`Scored`], and a
+//! [`Tally`] records the ones the caller keeps with the same `PolicyMetrics::record` the
+//! evaluator uses, so nobody re-scores outside it. `ShadowEval::report(Some(&tally))` turns
+//! it into the report's rows and fidelity.
+use super::{
+    eval::ShadowEval,
+    fidelity::{Fidelity, Verdict},
+    metrics::{Outcome, PolicyMetrics},
+};
+use crate::topology::Level;
+
+/// One scored placement, as `ShadowEval::on_placement` scored it.
+#[derive(Clone, Copy, Debug)]
+pub struct Scored<'a> {
+    pub pid: u32,
+    /// The kernel's CPU the evaluator scored against (the select record's return value when
+    /// there is one, else the `sched_wakeup` CPU).
+    pub kernel: u32,
+    /// Waker and previous CPU of the decision.
+    pub waker: u32,
+    pub prev: u32,
+    /// Each policy's outcome, registry order (the baseline's filled in from the kernel).
+    pub outcomes: &'a [Outcome],
+    /// Each outcome's level vs the waker's and vs the previous CPU.
+    pub levels: &'a [(Option<Level>, Option<Level>)],
+    /// The fidelity verdict of the policy standing for the kernel.
+    pub verdict: Verdict,
+}
+
+/// Per-policy metrics and fidelity over a subset of the scored placements.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub(super) metrics: Vec<PolicyMetrics>,
+    pub(super) fidelity: Fidelity,
+}
+
+impl Tally {
+    /// An empty tally sized for `ev`'s policies (`Default` sizes itself on the first add).
+    pub fn new(ev: &ShadowEval) -> Self {
+        Self {
+            metrics: vec![PolicyMetrics::default(); ev.policy_count()],
+            fidelity: Fidelity::default(),
+        }
+    }
+
+    pub fn add(&mut self, s: &Scored<'_>) {
+        if self.metrics.len() < s.outcomes.len() {
+            self.metrics
+                .resize(s.outcomes.len(), PolicyMetrics::default());
+        }
+        for ((m, o), &(lw, lp)) in self.metrics.iter_mut().zip(s.outcomes).zip(s.levels) {
+            m.record(o, s.kernel, s.prev, lw, lp);
+        }
+        self.fidelity.add(&s.verdict);
+    }
+
+    /// Placements added.
+    pub fn evaluated(&self) -> u64 {
+        self.fidelity.evaluated
+    }
+}

@@ -1,0 +1,262 @@
+//! The typed shadow report: its JSON carries exactly the keys README's `--report json`
+//! section documents for `shadow`, filtered or not, and the text report renders the same
+//! figures.
+use std::path::Path;
+
+use serde_json::Value;
+use wakeviz_core::{
+    analysis::report::shadow::text,
+    join::Joiner,
+    shadow::{ShadowEval, Tally},
+    synth::{self, SynthConfig},
+    topology::from_sysfs,
+};
+
+/// One documented object: the bullet's label, its required and optional keys.
+struct Doc {
+    label: String,
+    required: Vec<String>,
+    optional: Vec<String>,
+}
+
+/// The bullets of README's `### \`shadow\`` section, each parsed as `label: keys`, where the
+/// keys are the backticked words outside parentheses and "(optional" marks an optional one.
+fn documented() -> Vec<Doc> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md");
+    let section = readme
+        .split("\n### `shadow`\n")
+        .nth(1)
+        .expect("README has a ### `shadow` section");
+    let section = section.split("\n#").next().unwrap_or(section);
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section.lines() {
+        if let Some(b) = line.strip_prefix("- ") {
+            bullets.push(b.to_string());
+        } else if let (Some(last), true) = (bullets.last_mut(), line.starts_with("  ")) {
+            last.push(' ');
+            last.push_str(line.trim());
+        }
+    }
+    bullets
+        .iter()
+        .map(|b| {
+            // Split at the first ": " outside parentheses.
+            let mut depth = 0i32;
+            let mut cut = None;
+            let bytes = b.as_bytes();
+            for (i, c) in b.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    ':' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                        cut = Some(i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let cut = cut.unwrap_or_else(|| panic!("no label in {b:?}"));
+            let (label, body) = (b[..cut].to_string(), &b[cut + 2..]);
+            let (mut required, mut optional) = (Vec::new(), Vec::new());
+            let mut depth = 0i32;
+            let mut rest = body;
+            while let Some(c) = rest.chars().next() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    '`' if depth == 0 => {
+                        let end = rest[1..].find('`').expect("closing backtick") + 1;
+                        let key = rest[1..end].to_string();
+                        let after = &rest[end + 1..];
+                        if after.trim_start().starts_with("(optional") {
+                            optional.push(key);
+                        } else {
+                            required.push(key);
+                        }
+                        rest = after;
+                        continue;
+                    }
+                    _ => {}
+                }
+                rest = &rest[c.len_utf8()..];
+            }
+            Doc {
+                label,
+                required,
+                optional,
+            }
+        })
+        .collect()
+}
+
+fn check(doc: &Doc, what: &str, v: &Value) {
+    let obj = v
+        .as_object()
+        .unwrap_or_else(|| panic!("{what} is not an object: {v}"));
+    for k in &doc.required {
+        assert!(obj.contains_key(k), "{what}: documented key {k} missing");
+    }
+    for k in obj.keys() {
+        assert!(
+            doc.required.contains(k) || doc.optional.contains(k),
+            "{what}: key {k} not documented under {:?}",
+            doc.label
+        );
+    }
+}
+
+fn doc<'a>(docs: &'a [Doc], label: &str) -> &'a Doc {
+    docs.iter()
+        .find(|d| d.label.starts_with(label))
+        .unwrap_or_else(|| panic!("README documents no {label:?}"))
+}
+
+#[test]
+fn shadow_json_keys_are_the_documented_ones() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/xeon-e5-2690v3");
+    let topo = from_sysfs(&p).expect("fixture");
+    let cfg = SynthConfig::new(200_000, 11);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let hdr = synth::header(&topo, &cfg, &s);
+    let mut ev = ShadowEval::new(&hdr);
+    let mut j = Joiner::new();
+    let mut tally = Tally::new(&ev);
+    for e in s {
+        ev.on_event(&e);
+        if let Some(pl) = j.on_event(&e)
+            && let Some(sc) = ev.on_placement(&pl)
+            && sc.pid % 3 == 0
+        {
+            tally.add(&sc);
+        }
+    }
+    let docs = documented();
+    for (name, report) in [
+        ("unfiltered", ev.report(None)),
+        ("filtered", ev.report(Some(&tally))),
+    ] {
+        let v = serde_json::to_value(&report).expect("serializes");
+        check(doc(&docs, "top level"), name, &v);
+        assert_eq!(v.get("filtered").is_some(), name == "filtered");
+        check(doc(&docs, "`excluded`"), name, &v["excluded"]);
+        check(doc(&docs, "`fidelity`"), name, &v["fidelity"]);
+        check(doc(&docs, "`wf_sync`"), name, &v["wf_sync"]);
+        let slept = doc(&docs, "a slept report");
+        check(slept, name, &v["wf_sync"]["sync_wakeups"]);
+        let rows = v["policies"].as_object().expect("policies");
+        assert_eq!(rows.len(), ev.policy_names().len());
+        let mut slept_rows = 0;
+        for (p, row) in rows {
+            check(doc(&docs, "each `policies.NAME`"), p, row);
+            if let Some(h) = row.get("waker_slept_after") {
+                check(slept, p, h);
+                slept_rows += 1;
+            }
+        }
+        for (_, h) in v["wf_sync"]["queued_behind_waker"]
+            .as_object()
+            .expect("queued_behind_waker")
+        {
+            check(slept, name, h);
+        }
+        // WF_SYNC wake-local fires on the synthetic pipe pairs: the optional key is exercised.
+        assert_eq!(slept_rows > 0, name == "unfiltered", "{name}");
+    }
+}
+
+#[test]
+fn text_and_json_show_the_same_figures() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps2");
+    let topo = from_sysfs(&p).expect("fixture");
+    let cfg = SynthConfig::new(100_000, 4);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let hdr = synth::header(&topo, &cfg, &s);
+    let mut ev = ShadowEval::new(&hdr);
+    let mut j = Joiner::new();
+    for e in s {
+        ev.on_event(&e);
+        if let Some(pl) = j.on_event(&e) {
+            let _ = ev.on_placement(&pl);
+        }
+    }
+    let r = ev.report(None);
+    let t = text(&r);
+    assert!(
+        t.contains(&format!("{} placed wakeups compared", r.evaluated)),
+        "{t}"
+    );
+    let f = &r.fidelity;
+    let a = f.agreement.expect("fidelity");
+    assert!(t.contains(&format!(
+        "Fidelity: the {} shadow reproduces {:.2}% of the kernel's choices ({} compared).",
+        f.policy,
+        100.0 * a,
+        f.evaluated
+    )));
+    for row in &r.policies {
+        let line = t
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(row.name))
+            .unwrap_or_else(|| panic!("no text row for {}", row.name));
+        let agree = row
+            .agreement
+            .map_or("-".to_string(), |a| format!("{:.2}", 100.0 * a));
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(agree.as_str()),
+            "{line}"
+        );
+    }
+    for a in &r.approximations {
+        assert!(t.contains(&format!("  - {a}\n")), "{a}");
+    }
+    // The fidelity names a policy by its registry index, and that row is the policy's.
+    assert_eq!(r.policies[r.fidelity.policy_id.0].name, r.fidelity.policy);
+}
+
+#[test]
+fn a_tally_of_every_scored_placement_is_the_unfiltered_report() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps4");
+    let topo = from_sysfs(&p).expect("fixture");
+    let cfg = SynthConfig::new(150_000, 9);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let hdr = synth::header(&topo, &cfg, &s);
+    let mut ev = ShadowEval::new(&hdr);
+    let mut j = Joiner::new();
+    let (mut all, none) = (Tally::default(), Tally::new(&ev));
+    let mut scored = 0;
+    for e in s {
+        ev.on_event(&e);
+        if let Some(pl) = j.on_event(&e)
+            && let Some(sc) = ev.on_placement(&pl)
+        {
+            all.add(&sc);
+            scored += 1;
+        }
+    }
+    assert_eq!(scored, ev.evaluated());
+    let (full, sub) = (ev.report(None), ev.report(Some(&all)));
+    assert!(sub.filtered && !full.filtered);
+    assert_eq!(sub.evaluated, full.evaluated);
+    assert_eq!(sub.fidelity, full.fidelity);
+    for (a, b) in full.policies.iter().zip(&sub.policies) {
+        let mut a = a.clone();
+        // The WF_SYNC watch is not per task: filtered rows leave it to `wf_sync`.
+        a.waker_slept_after = None;
+        assert_eq!(&a, b);
+    }
+    // An empty subset: rows exist, their shares do not (None, never 0).
+    let empty = ev.report(Some(&none));
+    assert_eq!(empty.evaluated, 0);
+    for r in &empty.policies {
+        assert_eq!((r.evaluated, r.agreement, r.idle_pct), (0, None, None));
+        assert_eq!(
+            (r.probes_mean, r.probes_p99, r.queue_mean),
+            (None, None, None)
+        );
+    }
+    assert_eq!(empty.fidelity.agreement, None);
+    assert_eq!(none.evaluated(), 0);
+}
