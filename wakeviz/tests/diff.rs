@@ -197,3 +197,22 @@ fn json_carries_the_figures_of_the_text() {
         );
     }
 }
+
+/// Writes the recordings these tests use to `$WAKEVIZ_DIFF_DIR` (base1-3, same4-6, moved4-6),
+/// to run `wakeviz diff` on them by hand:
+/// `WAKEVIZ_DIFF_DIR=/tmp/d cargo test --release -p wakeviz --test diff -- --ignored`.
+#[test]
+#[ignore]
+fn write_the_recordings() {
+    let Some(dir) = std::env::var_os("WAKEVIZ_DIFF_DIR") else {
+        panic!("set WAKEVIZ_DIFF_DIR");
+    };
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let f = files();
+    for p in f.base.iter().chain(&f.same).chain(&f.moved) {
+        let to = dir.join(p.file_name().expect("name"));
+        std::fs::copy(p, &to).expect("copy");
+        println!("{}", to.display());
+    }
+}

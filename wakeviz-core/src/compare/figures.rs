@@ -432,6 +432,85 @@ pub fn extract(s: &Snapshot) -> Vec<Figure> {
         false,
     );
 
+    if let Some(sh) = &s.shadow {
+        for r in &sh.policies {
+            let k = format!("shadow.{}", key(r.name));
+            let l = r.name;
+            let sec = Section::Shadow;
+            // Agreement is a fraction in the shadow report; shown as a share like the others.
+            let agree = r.agreement.map(|a| a * 100.0);
+            o.push(
+                sec,
+                format!("{k}.agreement.share"),
+                format!("{l} agreement"),
+                Unit::Share,
+                agree,
+                0.0,
+                false,
+            );
+            o.push(
+                sec,
+                format!("{k}.idle.share"),
+                format!("{l} idle hits"),
+                Unit::Share,
+                r.idle_pct,
+                0.0,
+                false,
+            );
+            o.push(
+                sec,
+                format!("{k}.stacked.share"),
+                format!("{l} stacked"),
+                Unit::Share,
+                r.stacked_pct,
+                0.0,
+                false,
+            );
+            let probes = Unit::Other("probes".into());
+            o.push(
+                sec,
+                format!("{k}.probes_mean"),
+                format!("{l} probes mean"),
+                probes,
+                r.probes_mean,
+                0.0,
+                false,
+            );
+            o.push(
+                sec,
+                format!("{k}.est_scan_ns"),
+                format!("{l} est. scan cost"),
+                Unit::Ns,
+                r.est_scan_ns_mean,
+                0.0,
+                false,
+            );
+        }
+        let f = &sh.fidelity;
+        let label = format!("fidelity ({})", f.policy);
+        let agree = f.agreement.map(|a| a * 100.0);
+        o.push(
+            Section::Shadow,
+            "shadow.fidelity.agreement.share".into(),
+            format!("{label} agreement"),
+            Unit::Share,
+            agree,
+            0.0,
+            false,
+        );
+        let exact = f.exact_inputs_agreement.map(|a| a * 100.0);
+        let lb = format!("{label} exact-input agreement");
+        o.push(
+            Section::Shadow,
+            "shadow.fidelity.exact_inputs_agreement.share".into(),
+            lb,
+            Unit::Share,
+            exact,
+            0.0,
+            false,
+        );
+    }
+
     if let Some(c) = &s.schedstat {
         for r in &c.rows {
             let name = format!("schedstat.{}.{}", key(&r.domain), r.counter);

@@ -152,10 +152,10 @@ fn meta_text(out: &mut String, rep: &DiffReport) {
         .filter_map(|m| Some(format!("{} {}", m.field, m.values.first()?.first()?)))
         .collect();
     if !same.is_empty() {
-        let _ = writeln!(
+        wrap(
             out,
-            "{}",
-            clip(&format!("Same in every run: {}", same.join(", ")), WIDTH)
+            &format!("Same in every run: {}", same.join("; ")),
+            "  ",
         );
     }
 }
