@@ -146,3 +146,112 @@ fn scaled_scan_latency_moves_the_percentiles() {
     assert!(!holds(&r, "scan.p99 > +60%"));
     assert!(r.row(CROSS).is_none(), "--only scan leaves placement out");
 }
+
+#[test]
+fn different_topologies_compare_shares_only_and_say_so() {
+    let (x, v) = (topology("xeon-e5-2690v3"), topology("vm-2cpu"));
+    let a = Group {
+        name: "xeon".into(),
+        files: vec![],
+        runs: vec![run(&x, 1, 0, 100)],
+    };
+    let b = Group {
+        name: "vm".into(),
+        files: vec![],
+        runs: vec![run(&v, 1, 0, 100)],
+    };
+    let r = compare::diff(&[a, b], &[]);
+    assert!(!r.same_topology);
+    assert!(
+        r.notes.iter().any(|n| n.contains("different topologies")),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.row("placement.vs_waker.same_llc.share").is_some());
+    assert!(r.row("placement.wakeups.count").is_none());
+    assert!(
+        r.rows
+            .iter()
+            .all(|row| !row.name.ends_with(".count") && !row.name.starts_with("scan.llc"))
+    );
+    let topo = r.metadata.iter().find(|m| m.field == "topology").unwrap();
+    assert!(topo.differs);
+    let text = compare::text::render(&r);
+    assert!(
+        text.contains("Conditions that differ") && text.contains("different topologies"),
+        "{text}"
+    );
+}
+
+#[test]
+fn conditions_and_workload_metrics_are_compared() {
+    use wakeviz_core::run::{Metric, WorkloadOutcome};
+    let t = topology("xeon-e5-2690v3");
+    let with = |seed: u64, usecs: f64, feature: &str| {
+        let mut s = run(&t, seed, 0, 100);
+        s.recording.run.sched_features = Some(vec![feature.into(), "WAKEUP_PREEMPTION".into()]);
+        s.recording.run.sysctls = vec![("kernel.sched_base_slice_ns".into(), "3000000".into())];
+        s.recording.workload = Some(WorkloadOutcome {
+            exit_code: Some(0),
+            signal: None,
+            duration_ns: 1_000_000_000,
+            metrics: vec![Metric {
+                name: "pipe.usecs_per_op".into(),
+                value: usecs,
+                unit: "us".into(),
+                higher_is_better: false,
+            }],
+        });
+        s
+    };
+    let base = Group {
+        name: "tip".into(),
+        files: vec![],
+        runs: vec![
+            with(1, 8.80, "TTWU_QUEUE"),
+            with(2, 8.82, "TTWU_QUEUE"),
+            with(3, 8.79, "TTWU_QUEUE"),
+        ],
+    };
+    let new = Group {
+        name: "sync".into(),
+        files: vec![],
+        runs: vec![
+            with(4, 3.71, "NO_TTWU_QUEUE"),
+            with(5, 3.74, "NO_TTWU_QUEUE"),
+            with(6, 3.75, "NO_TTWU_QUEUE"),
+        ],
+    };
+    let r = compare::diff(&[base, new], &[Section::Workload]);
+    let m = r.row("workload.pipe.usecs_per_op").unwrap();
+    let c = &m.groups[1];
+    assert!(
+        c.significant && c.regression == Some(false),
+        "lower usecs/op is better: {c:?}"
+    );
+    assert!((c.change_pct.unwrap() - (3.7333 - 8.8033) / 8.8033 * 100.0).abs() < 0.01);
+    let feat = r
+        .metadata
+        .iter()
+        .find(|m| m.field == "sched_features.TTWU_QUEUE")
+        .unwrap();
+    assert!(feat.differs);
+    assert_eq!(
+        feat.values,
+        vec![vec!["on".to_string()], vec!["off".to_string()]]
+    );
+    let slice = r
+        .metadata
+        .iter()
+        .find(|m| m.field == "sysctl.kernel.sched_base_slice_ns")
+        .unwrap();
+    assert!(!slice.differs);
+    let text = compare::text::render(&r);
+    assert!(text.contains("* better"), "{text}");
+    assert!(
+        text.find("sched_features.TTWU_QUEUE").unwrap() < text.find("Workload results").unwrap()
+    );
+    // The gate on a metric, relative.
+    assert!(holds(&r, "workload.pipe.usecs_per_op < -50%"));
+    assert!(!holds(&r, "workload.pipe.usecs_per_op > +5%"));
+}
