@@ -137,8 +137,8 @@ fn plan(a: &DiffArgs) -> anyhow::Result<Vec<Planned>> {
 
 /// One recording through the replay report's fold.
 fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<String>)> {
-    let mut src =
-        ReplaySource::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // The reader's error names the file already.
+    let mut src = ReplaySource::open(path)?;
     let mut a = Analysis::new(src.header());
     if !shadow {
         a.set_shadow(None);
