@@ -230,8 +230,14 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wakeviz: warning: {w}");
     }
     let mut failed = false;
+    // The gate sees every figure, whatever `--only` shows.
+    let full = if only.is_empty() || conds.is_empty() {
+        None
+    } else {
+        Some(compare::diff(&groups, &[]))
+    };
     for c in &conds {
-        match gate::evaluate(&rep, c) {
+        match gate::evaluate(full.as_ref().unwrap_or(&rep), c) {
             Ok(v) => {
                 failed |= v.holds;
                 if v.holds || v.change.is_none() {
