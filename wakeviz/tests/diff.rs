@@ -74,6 +74,9 @@ fn row<'a>(out: &'a str, label: &str) -> &'a str {
 fn a_move_across_packages_is_marked_and_fails_the_gate() {
     let f = files();
     let gate = format!("{CROSS} > +2pt");
+    // --only does not hide figures from the gate.
+    let o = wakeviz(&["--only", "scan", "--fail-if", &gate], &f.base, &f.moved);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let o = wakeviz(
         &["--fail-if", &gate, "--fail-if", "scan.p99 > +50%"],
         &f.base,
