@@ -9,6 +9,7 @@
 //! Nothing here touches the kernel, an async runtime or a terminal; `wakeviz` (the binary)
 //! owns those edges.
 pub mod analysis;
+pub mod compare;
 pub mod decode;
 pub mod dump;
 pub mod event;

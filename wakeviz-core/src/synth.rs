@@ -122,6 +122,14 @@ pub struct SynthConfig {
     pub kworkers: bool,
     /// Events per recording chunk (the recorder's default unless changed).
     pub chunk_events: u32,
+    /// Known differences for comparison tests (`wakeviz diff`): of the unpinned wakeups that
+    /// placement put in the waker's LLC, this many per million are moved to a random CPU of
+    /// another package (as a patch that breaks wake-affine would). 0 (the default) is off;
+    /// integers keep the output a pure function of the config.
+    pub cross_package_ppm: u32,
+    /// `select_task_rq_fair` durations (the scan latency) scaled by this percentage; 100 (the
+    /// default) is the model as is.
+    pub scan_scale_pct: u32,
 }
 
 impl SynthConfig {
@@ -135,6 +143,8 @@ impl SynthConfig {
             phase_ns: 40_000_000,
             kworkers: true,
             chunk_events: RecorderConfig::default().chunk_events,
+            cross_package_ppm: 0,
+            scan_scale_pct: 100,
         }
     }
 }
@@ -164,6 +174,8 @@ pub struct TruthPlacement {
     pub pinned: bool,
     /// `sched_wakeup` was emitted on the chosen CPU (wake-list path).
     pub wake_list: bool,
+    /// [`SynthConfig::cross_package_ppm`] moved this wakeup to another package.
+    pub moved_cross_package: bool,
 }
 
 /// xoshiro256++ seeded through splitmix64: tiny, fast and the same on every platform.
@@ -326,6 +338,11 @@ pub struct Synth {
     out_pos: usize,
     remaining: u64,
     truth: Option<Vec<TruthPlacement>>,
+    /// [`SynthConfig::cross_package_ppm`] and, per CPU index, the CPUs of other packages
+    /// (empty unless the knob is on).
+    cross_package_ppm: u32,
+    other_package_cpus: Vec<Vec<u32>>,
+    scan_scale_pct: u32,
 }
 
 impl Synth {
@@ -418,6 +435,20 @@ impl Synth {
             out_pos: 0,
             remaining: cfg.events,
             truth: None,
+            cross_package_ppm: cfg.cross_package_ppm.min(1_000_000),
+            other_package_cpus: if cfg.cross_package_ppm > 0 {
+                topo.cpus
+                    .iter()
+                    .map(|a| {
+                        (0..n as u32)
+                            .filter(|&j| topo.cpus[j as usize].package != a.package)
+                            .collect()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            scan_scale_pct: cfg.scan_scale_pct,
         };
         s.spawn_tasks(cfg)?;
         if s.tasks.is_empty() {
@@ -929,6 +960,7 @@ impl Synth {
             prio,
         }));
         let mut t = t0;
+        let mut moved = false;
         let chosen = if pinned {
             prev
         } else {
@@ -944,7 +976,18 @@ impl Synth {
                 self.nr_idle_scan[pl],
                 self.has_idle_cores[pl],
             );
-            let (chosen, probes) = self.select(p, prev, w, sync);
+            let (mut chosen, probes) = self.select(p, prev, w, sync);
+            // The comparison knob draws from the generator only when on, so recordings without
+            // it stay byte for byte what they were.
+            if self.cross_package_ppm > 0 && self.share_llc(w, chosen) {
+                let others = &self.other_package_cpus[w as usize];
+                if !others.is_empty()
+                    && self.rng.below(1_000_000) < u64::from(self.cross_package_ppm)
+                {
+                    chosen = others[self.rng.idx(others.len())];
+                    moved = true;
+                }
+            }
             let d = self.rng.range(100, 300);
             let entry = self.stamp(w, t0 + d);
             let remote = if self.cpu_node[prev as usize] == self.cpu_node[w as usize] {
@@ -952,7 +995,10 @@ impl Synth {
             } else {
                 300
             };
-            let dur = 400 + 80 * u64::from(probes) + remote + self.rng.below(400);
+            let mut dur = 400 + 80 * u64::from(probes) + remote + self.rng.below(400);
+            if self.scan_scale_pct != 100 {
+                dur = dur * u64::from(self.scan_scale_pct) / 100;
+            }
             let exit = self.stamp(w, entry + dur);
             self.emit(Event::Select(Select {
                 ts_ns: exit,
@@ -1020,6 +1066,7 @@ impl Synth {
                 sync,
                 pinned,
                 wake_list,
+                moved_cross_package: moved,
             });
         }
         let task = &mut self.tasks[p as usize];
@@ -1254,7 +1301,21 @@ pub fn header(topo: &Topology, cfg: &SynthConfig, synth: &Synth) -> Header {
                 synth.phase_ns / 1_000_000
             ),
             "timestamps are simulated monotonic time; no wall clock (realtime offset 0)".into(),
-        ],
+        ]
+        .into_iter()
+        .chain((cfg.cross_package_ppm > 0).then(|| {
+            format!(
+                "comparison knob: {} ppm of the wakeups placed in the waker's LLC moved to another package",
+                cfg.cross_package_ppm
+            )
+        }))
+        .chain((cfg.scan_scale_pct != 100).then(|| {
+            format!(
+                "comparison knob: select_task_rq_fair durations scaled to {} %",
+                cfg.scan_scale_pct
+            )
+        }))
+        .collect(),
         run: crate::run::RunMeta::default(),
     }
 }

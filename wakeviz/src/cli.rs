@@ -89,6 +89,8 @@ pub enum Sub {
     /// Known workloads for tests and demos.
     #[command(subcommand, hide = true)]
     Workload(Workload),
+    /// Compare recordings (kernels, patches, repeated runs) side by side; gate CI with --fail-if.
+    Diff(crate::diff::DiffArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -3,6 +3,7 @@ mod app;
 mod capture;
 mod cli;
 mod command;
+mod diff;
 mod driver;
 mod meta;
 mod probes;
@@ -53,6 +54,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Workload(w)) = &cli.workload {
         workload::run(w)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(Sub::Diff(d)) = &cli.workload {
+        return diff::run(d);
     }
     if cli.demo {
         return replay(cli, Path::new("demo.wvz"), &mut || {

@@ -1,0 +1,257 @@
+//! `wakeviz diff`: folds each recording with the same [`Analysis`] as `--replay --report`, and
+//! hands the snapshots, grouped, to `wakeviz_core::compare` (the statistics, the text, the
+//! JSON and the `--fail-if` gate live there). See the README's "Comparing kernels".
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use anyhow::Context as _;
+use wakeviz_core::{
+    analysis::{Analysis, Snapshot},
+    compare::{self, Group, Section, gate},
+    source::{EventSource as _, ReplaySource},
+};
+
+use crate::{cli::ReportFormat, driver};
+
+/// Exit status when a `--fail-if` condition holds.
+const EXIT_GATE: u8 = 1;
+/// Exit status of a bad `--fail-if` expression, an unknown figure name or a bad `--only`.
+const EXIT_USAGE: u8 = 2;
+const EXIT_DAMAGED: u8 = 3;
+
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Compare recordings: groups of runs side by side, changes against the first group, * where a change exceeds the runs' noise",
+    after_help = "Groups: `wakeviz diff BASE NEW [MORE...]` (one run each), or `--base F... [--group NAME=F,F...]... --new F...` \
+                  (NAME=F1,F2,...; base first, new last). `--fail-if` compares the last group with the first: \
+                  exit 1 if a condition holds, 2 on a bad expression. See README, \"Comparing kernels\"."
+)]
+pub struct DiffArgs {
+    /// Recordings compared one against another (one group each, the first is the base).
+    #[arg(value_name = "FILE", conflicts_with_all = ["base", "new", "group"])]
+    pub files: Vec<PathBuf>,
+    /// The base group's recordings (repeated runs of one kernel).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub base: Vec<PathBuf>,
+    /// A further group between base and new, as NAME=F1,F2,... (repeatable; kept in order).
+    #[arg(long, value_name = "NAME=F1,F2,...", value_parser = parse_group)]
+    pub group: Vec<GroupSpec>,
+    /// The new group's recordings (the one `--fail-if` judges).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub new: Vec<PathBuf>,
+    /// Sections to show, comma-separated: workload, placement, domain, scan, latency, shadow,
+    /// schedstat (the conditions are always shown first).
+    #[arg(long, value_delimiter = ',', value_name = "SECTIONS")]
+    pub only: Vec<String>,
+    /// Output format (text by default).
+    #[arg(long, value_enum)]
+    pub report: Option<ReportFormat>,
+    /// Fail (exit 1) when a change from the first to the last group meets COND, e.g.
+    /// 'placement.vs_waker.cross_package.share > +2pt' or 'scan.p99 > +10%'.
+    #[arg(long = "fail-if", value_name = "COND")]
+    pub fail_if: Vec<String>,
+    /// Skip the shadow-policy evaluation (several times faster; no shadow section).
+    #[arg(long)]
+    pub no_shadow: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct GroupSpec {
+    name: String,
+    files: Vec<PathBuf>,
+}
+
+fn parse_group(s: &str) -> Result<GroupSpec, String> {
+    let (name, files) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=FILE[,FILE...]"))?;
+    let files: Vec<PathBuf> = files
+        .split(',')
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if name.is_empty() || files.is_empty() {
+        return Err(format!(
+            "{s:?}: expected NAME=FILE[,FILE...] with a name and a recording"
+        ));
+    }
+    Ok(GroupSpec {
+        name: name.into(),
+        files,
+    })
+}
+
+struct Planned {
+    name: Option<String>,
+    fallback: String,
+    files: Vec<PathBuf>,
+}
+
+fn plan(a: &DiffArgs) -> anyhow::Result<Vec<Planned>> {
+    let mut g = Vec::new();
+    if !a.files.is_empty() {
+        for f in &a.files {
+            let stem = f.file_stem().map_or_else(
+                || f.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            g.push(Planned {
+                name: None,
+                fallback: stem,
+                files: vec![f.clone()],
+            });
+        }
+    } else {
+        if a.base.is_empty() {
+            anyhow::bail!("--new and --group need --base (the group the others are compared with)");
+        }
+        g.push(Planned {
+            name: None,
+            fallback: "base".into(),
+            files: a.base.clone(),
+        });
+        for v in &a.group {
+            g.push(Planned {
+                name: Some(v.name.clone()),
+                fallback: v.name.clone(),
+                files: v.files.clone(),
+            });
+        }
+        if !a.new.is_empty() {
+            g.push(Planned {
+                name: None,
+                fallback: "new".into(),
+                files: a.new.clone(),
+            });
+        }
+    }
+    if g.len() < 2 {
+        anyhow::bail!(
+            "nothing to compare: give two recordings (BASE NEW) or --base F... --new F..."
+        );
+    }
+    Ok(g)
+}
+
+/// One recording through the replay report's fold.
+fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<String>)> {
+    // The reader's error names the file already.
+    let mut src = ReplaySource::open(path)?;
+    let mut a = Analysis::new(src.header());
+    if !shadow {
+        a.set_shadow(None);
+    }
+    let out = driver::run(&mut src, &mut [&mut a], &driver::Options::default(), None);
+    if let Some(e) = out.error {
+        return Err(e.context(format!("reading {}", path.display())));
+    }
+    let warnings = src
+        .warnings()
+        .iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect();
+    Ok((a.snapshot(), warnings))
+}
+
+/// The groups' name: the `--group` name, else the label all its runs share, else the default.
+fn name_of(p: &Planned, runs: &[Snapshot]) -> String {
+    if let Some(n) = &p.name {
+        return n.clone();
+    }
+    let labels: Vec<Option<&String>> = runs
+        .iter()
+        .map(|s| s.recording.run.label.as_ref())
+        .collect();
+    match labels.first() {
+        Some(Some(l)) if labels.iter().all(|x| *x == Some(*l)) && !l.is_empty() => (*l).clone(),
+        _ => p.fallback.clone(),
+    }
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("wakeviz: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    // Everything that can be refused without reading a recording is refused first.
+    let mut only = Vec::new();
+    for s in &a.only {
+        match Section::parse(s.trim()) {
+            Some(x) => only.push(x),
+            None => {
+                let names: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
+                return Ok(usage(format!(
+                    "--only: unknown section {s:?} (sections: {})",
+                    names.join(", ")
+                )));
+            }
+        }
+    }
+    let mut conds = Vec::new();
+    for c in &a.fail_if {
+        match gate::parse(c) {
+            Ok(c) => conds.push(c),
+            Err(e) => return Ok(usage(e)),
+        }
+    }
+    let planned = match plan(a) {
+        Ok(p) => p,
+        Err(e) => return Ok(usage(e)),
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    let mut warnings = Vec::new();
+    for p in &planned {
+        let mut runs = Vec::new();
+        for f in &p.files {
+            let (s, w) = fold(f, !a.no_shadow)?;
+            runs.push(s);
+            warnings.extend(w);
+        }
+        let mut name = name_of(p, &runs);
+        if groups.iter().any(|g| g.name == name) {
+            name = format!("{name}#{}", groups.len() + 1);
+        }
+        groups.push(Group {
+            name,
+            files: p.files.iter().map(|f| f.display().to_string()).collect(),
+            runs,
+        });
+    }
+    let rep = compare::diff(&groups, &only);
+    let text = match a.report.unwrap_or(ReportFormat::Text) {
+        ReportFormat::Text => compare::text::render(&rep),
+        ReportFormat::Json => serde_json::to_string_pretty(&rep).context("serialising the diff")?,
+    };
+    crate::print_stdout(text.trim_end())?;
+    for w in &warnings {
+        eprintln!("wakeviz: warning: {w}");
+    }
+    let mut failed = false;
+    // The gate sees every figure, whatever `--only` shows.
+    let full = if only.is_empty() || conds.is_empty() {
+        None
+    } else {
+        Some(compare::diff(&groups, &[]))
+    };
+    for c in &conds {
+        match gate::evaluate(full.as_ref().unwrap_or(&rep), c) {
+            Ok(v) => {
+                failed |= v.holds;
+                if v.holds || v.change.is_none() {
+                    eprintln!("wakeviz: fail-if {v}");
+                }
+            }
+            Err(e) => return Ok(usage(e)),
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(EXIT_GATE)
+    } else if !warnings.is_empty() {
+        ExitCode::from(EXIT_DAMAGED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
