@@ -64,8 +64,17 @@ pub fn recording_as(dir: &Path, name: &str, t: &Topology, events: u64, seed: u64
 /// `--compare`'s baseline as `main` builds it: the whole recording through the driver into
 /// a headless analysis, kept as its snapshot.
 pub fn baseline(path: &Path) -> super::data::Baseline {
+    /// `main`'s `impl Sink for Analysis`, which the UI bench (compiling these modules by
+    /// path) does not have.
+    struct Fold(wakeviz_core::analysis::Analysis);
+    impl crate::driver::Sink for Fold {
+        fn on_batch(&mut self, b: &wakeviz_core::source::Batch) -> anyhow::Result<()> {
+            self.0.on_batch(b);
+            Ok(())
+        }
+    }
     let mut src = ReplaySource::open(path).expect("open baseline");
-    let mut a = wakeviz_core::analysis::Analysis::new(src.header());
+    let mut a = Fold(wakeviz_core::analysis::Analysis::new(src.header()));
     let out = crate::driver::run(
         &mut src,
         &mut [&mut a],
@@ -75,7 +84,7 @@ pub fn baseline(path: &Path) -> super::data::Baseline {
     assert!(out.error.is_none(), "{:?}", out.error);
     super::data::Baseline {
         path: path.to_path_buf(),
-        snap: a.snapshot(),
+        snap: a.0.snapshot(),
         warnings: src.warnings().to_vec(),
     }
 }
