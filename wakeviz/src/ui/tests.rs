@@ -338,6 +338,7 @@ fn a_different_topology_compares_shares_only() {
             assert!(s.contains("pt"), "shares still compare: {s}");
         }
     }
+    app.update(Msg::Show(View::Placement));
     insta::assert_snapshot!(
         "compare_other_topology_placement_80x24",
         screen(&app, 80, 24)
