@@ -258,7 +258,7 @@ fn a_share_delta_is_the_difference_of_the_two_snapshots() {
 
     use super::compare::placement::{Side, level_share_delta};
 
-    let (_dir, mut app) = compare_fixture();
+    let (dir, mut app) = compare_fixture();
     let base = app.baseline.as_ref().expect("baseline").snap.clone();
     let (ja, jb) = (
         serde_json::to_value(&app.data.snap).expect("json"),
@@ -303,6 +303,16 @@ fn a_share_delta_is_the_difference_of_the_two_snapshots() {
         .find(|r| r.contains("same_llc"))
         .expect("same_llc row");
     assert!(row.contains(&text), "{text} not in {row}");
+    // A filter narrows the current side only, and the header says so.
+    app.update(Msg::EditFilter);
+    "pipe".chars().for_each(|c| app.update(Msg::FilterChar(c)));
+    app.update(Msg::FilterApply);
+    refeed(&mut app, &dir.path().join("fixture.wvz"));
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("filter comm:pipe applies to the current run only"),
+        "{s}"
+    );
 }
 
 /// A baseline from another machine: shares only, said once; counts and per-LLC rows are not

@@ -88,19 +88,15 @@ pub fn rate(n: u64, secs: f64) -> f64 {
     if secs > 0.0 { n as f64 / secs } else { 0.0 }
 }
 
-/// Rows the compare header takes in `app`'s body.
-pub fn header_rows(c: &Cmp) -> u16 {
-    if c.same_topology { 1 } else { 2 }
-}
-
 /// The compare header, then the view's compare body.
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let Some(c) = Cmp::of(app) else {
         return;
     };
+    let lines = header(&c, usize::from(area.width));
     let [head, body] =
-        Layout::vertical([Constraint::Length(header_rows(&c)), Constraint::Min(0)]).areas(area);
-    f.render_widget(Paragraph::new(header(&c, usize::from(area.width))), head);
+        Layout::vertical([Constraint::Length(lines.len() as u16), Constraint::Min(0)]).areas(area);
+    f.render_widget(Paragraph::new(lines), head);
     match app.view {
         View::Overview => overview::render(f, body, app, &c),
         View::Scan => scan::render(f, body, app, &c),
@@ -123,6 +119,16 @@ fn header(c: &Cmp, width: usize) -> Vec<Line<'static>> {
     let mut l = vec![Line::from(Span::styled(text, fmt::warn()))];
     if !c.same_topology {
         l.push(Line::from(Span::styled(SHARES_ONLY, fmt::bad())));
+    }
+    if c.cur.placement.filter != c.base.placement.filter {
+        // The baseline is folded once, unfiltered: a filter narrows the current side only.
+        l.push(Line::from(Span::styled(
+            format!(
+                "filter {} applies to the current run only; the baseline is unfiltered",
+                c.cur.placement.filter.as_deref().unwrap_or("-")
+            ),
+            fmt::bad(),
+        )));
     }
     l
 }
