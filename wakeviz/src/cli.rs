@@ -25,6 +25,11 @@ pub struct Cli {
     /// Read a recording instead of the live kernel (no root, no BPF).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// With --replay: show the recording BASE beside the replayed figures in every view of
+    /// the dashboard (a Δ column, both histograms).
+    #[arg(long, value_name = "BASE", requires = "replay",
+          conflicts_with_all = ["report", "dump", "headless"])]
+    pub compare: Option<PathBuf>,
     /// Replay the demo recording built into the binary.
     #[arg(long, conflicts_with_all = ["replay", "record"])]
     pub demo: bool,
@@ -168,6 +173,22 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{args:?}: usage errors exit 2");
         }
         assert!(Cli::try_parse_from(["wakeviz", "--record", "f", "--force"]).is_ok());
+        for args in [
+            &["wakeviz", "--compare", "a"][..],
+            &[
+                "wakeviz",
+                "--replay",
+                "b",
+                "--compare",
+                "a",
+                "--report",
+                "text",
+            ],
+        ] {
+            let e = Cli::try_parse_from(args).expect_err(&format!("{args:?} must be refused"));
+            assert_eq!(e.exit_code(), 2, "{args:?}: usage errors exit 2");
+        }
+        assert!(Cli::try_parse_from(["wakeviz", "--replay", "b", "--compare", "a"]).is_ok());
     }
 
     #[test]

@@ -128,16 +128,25 @@ fn print_stdout(text: &str) -> anyhow::Result<()> {
 
 /// A recording (or the demo) through the driver: the dashboard, a dump, a report, or counts.
 fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Result<ExitCode> {
+    if cli.compare.is_some() && !dashboard_wanted(cli) {
+        anyhow::bail!(
+            "--compare shows the comparison in the dashboard, which needs a terminal; \
+             for text or JSON use `wakeviz diff`"
+        );
+    }
     let mut src = open()?;
     let opts = driver::Options::default();
     if dashboard_wanted(cli) {
+        // The baseline first, headlessly: a bad file fails before the terminal is taken.
+        let baseline = cli.compare.as_deref().map(baseline).transpose()?;
         signals::install();
-        let app = app::App::new(
+        let mut app = app::App::new(
             src.header(),
             app::SourceKind::Replay {
                 path: path.to_path_buf(),
             },
         );
+        app.baseline = baseline;
         let mut dash = app::run::Dashboard::new(app)?;
         let out = driver::run(src.as_mut(), &mut [&mut dash], &opts, Some(open));
         drop(dash);
@@ -171,6 +180,20 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_DAMAGED)
+    })
+}
+
+/// `--compare FILE`: the whole recording folded as `--report` folds it, kept as a snapshot.
+fn baseline(path: &Path) -> anyhow::Result<app::data::Baseline> {
+    let ctx = || format!("baseline {}", path.display());
+    let mut src = ReplaySource::open(path).with_context(ctx)?;
+    let mut a = Analysis::new(src.header());
+    let out = driver::run(&mut src, &mut [&mut a], &driver::Options::default(), None);
+    out.error.map_or(Ok(()), Err).with_context(ctx)?;
+    Ok(app::data::Baseline {
+        path: path.to_path_buf(),
+        snap: a.snapshot(),
+        warnings: src.warnings().to_vec(),
     })
 }
 

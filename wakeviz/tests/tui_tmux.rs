@@ -84,6 +84,11 @@ fn have_tmux() -> bool {
 
 /// A 32-CPU NPS2 machine and 30 000 synthetic events on it.
 fn fixture(dir: &Path) -> PathBuf {
+    recording(dir, "fixture.wvz", 30_000, 7)
+}
+
+/// `events` synthetic events from `seed` on the 32-CPU NPS2 machine, as `dir/name`.
+fn recording(dir: &Path, name: &str, events: u64, seed: u64) -> PathBuf {
     let spec = SysfsSpec::symmetric(Symmetric {
         packages: 2,
         cores_per_package: 8,
@@ -95,12 +100,18 @@ fn fixture(dir: &Path) -> PathBuf {
         remote: 32,
     });
     let sys = dir.join("sys");
-    spec.write(&sys).expect("sysfs tree");
+    if !sys.exists() {
+        spec.write(&sys).expect("sysfs tree");
+    }
     let t = from_sysfs(&sys).expect("topology");
-    let path = dir.join("fixture.wvz");
+    let path = dir.join(name);
     let f = std::fs::File::create(&path).expect("recording");
-    synth::generate(&t, &SynthConfig::new(30_000, 7), std::io::BufWriter::new(f))
-        .expect("generate");
+    synth::generate(
+        &t,
+        &SynthConfig::new(events, seed),
+        std::io::BufWriter::new(f),
+    )
+    .expect("generate");
     path
 }
 
@@ -283,6 +294,99 @@ fn dashboard_in_tmux() {
             "dashboard still on screen after {how}:\n{p}"
         );
     }
+}
+
+/// `--replay B --compare A` in a real terminal: the header says COMPARE and why there is no
+/// significance marker, the scan view has a Δ column and both histograms; a missing baseline
+/// is one line naming it and exit 1.
+#[test]
+fn compare_in_tmux() {
+    if !have_tmux() {
+        eprintln!("SKIPPED compare_in_tmux: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cur = recording(dir.path(), "b.wvz", 30_000, 7);
+    let base = recording(dir.path(), "a.wvz", 24_000, 11);
+    let t = Tmux {
+        sock: dir.path().join("tmux-compare.sock"),
+    };
+    let shell = "env -i PATH=/usr/bin:/bin HOME=/tmp TERM=xterm-256color PS1='$ ' sh";
+    assert!(
+        t.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-s",
+            "wv",
+            shell
+        ])
+        .status
+        .success(),
+        "tmux new-session"
+    );
+    t.expect("shell", &["$"]);
+    let bin = env!("CARGO_BIN_EXE_wakeviz");
+    let missing = dir.path().join("missing.wvz");
+    t.keys(&[
+        "-l",
+        &format!(
+            "{bin} --replay {} --compare {}; echo EXITED=$?",
+            cur.display(),
+            missing.display()
+        ),
+    ]);
+    t.keys(&["Enter"]);
+    let p = t.expect("missing baseline", &["EXITED=1"]);
+    assert!(
+        p.contains(&format!("wakeviz: baseline {}", missing.display())),
+        "the error names the baseline:\n{p}"
+    );
+    t.keys(&["-l", "clear"]);
+    t.keys(&["Enter"]);
+    t.keys(&[
+        "-l",
+        &format!(
+            "{bin} --replay {} --compare {}; echo EXITED=$?",
+            cur.display(),
+            base.display()
+        ),
+    ]);
+    t.keys(&["Enter"]);
+    t.expect(
+        "compare overview",
+        &[
+            "COMPARE vs a.wvz",
+            "no significance marker",
+            "Current   b.wvz",
+            "Baseline  a.wvz",
+            "baseline",
+        ],
+    );
+    t.expect("replay reached the end", &["end │"]);
+    t.keys(&["2"]);
+    let p = t.expect(
+        "compare scan view",
+        &[
+            "Scan latency [cumulative, vs baseline]",
+            "current baseline        Δ",
+            "current █, baseline ▒",
+            "per LLC p99",
+        ],
+    );
+    assert!(
+        p.lines()
+            .any(|l| l.starts_with("p99 ") && (l.contains('%') || l.contains("n/a"))),
+        "the p99 row has a Δ:\n{p}"
+    );
+    t.keys(&["3"]);
+    t.expect("compare placement view", &["same_llc", "pt"]);
+    t.keys(&["q"]);
+    let p = t.expect("after q", &["EXITED=0"]);
+    assert!(!t.alternate_on(), "alternate screen left on:\n{p}");
 }
 
 /// Whether `pid` still runs (a zombie counts as gone: it holds no descriptors, no probes).

@@ -4,7 +4,7 @@
 //! The one thing computed here is the event rate, a difference of two snapshots over stream
 //! time. Everything is a function of the event stream, so a replay shows what the live view
 //! showed at that point of the trace.
-use std::collections::VecDeque;
+use std::{collections::VecDeque, path::PathBuf};
 
 use wakeviz_core::{
     analysis::{Analysis, Filter, Snapshot},
@@ -125,4 +125,15 @@ impl Data {
             self.samples.push_back(now);
         }
     }
+}
+
+/// The recording the dashboard compares against (`--compare FILE`): folded once, headlessly,
+/// before the dashboard starts, so it is one fixed [`Snapshot`]; every Δ the views show is
+/// current minus this.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    pub path: PathBuf,
+    pub snap: Snapshot,
+    /// Problems its replay met without stopping (a damaged tail).
+    pub warnings: Vec<String>,
 }

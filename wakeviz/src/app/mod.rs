@@ -13,7 +13,10 @@ use std::path::PathBuf;
 
 use wakeviz_core::{analysis::Filter, format::Header};
 
-use self::{data::Data, replay::Pacer};
+use self::{
+    data::{Baseline, Data},
+    replay::Pacer,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum View {
@@ -134,6 +137,8 @@ pub struct App {
     pub pacer: Option<Pacer>,
     /// Problems the source reported without stopping (damaged recording tail).
     pub warnings: Vec<String>,
+    /// `--compare FILE`: every view shows these figures beside the current ones.
+    pub baseline: Option<Baseline>,
     pub quit: bool,
 }
 
@@ -156,6 +161,7 @@ impl App {
             per_cpu_map: header.topology.nr_cpus() < AGGREGATE_FROM_CPUS,
             pacer,
             warnings: Vec::new(),
+            baseline: None,
             quit: false,
         }
     }

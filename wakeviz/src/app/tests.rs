@@ -48,6 +48,54 @@ pub fn recording(dir: &Path, t: &Topology, events: u64) -> PathBuf {
     path
 }
 
+/// `name` in `dir`: `events` synthetic events on `t` from `seed` (a second, different run).
+pub fn recording_as(dir: &Path, name: &str, t: &Topology, events: u64, seed: u64) -> PathBuf {
+    let path = dir.join(name);
+    let f = std::fs::File::create(&path).expect("create recording");
+    synth::generate(
+        t,
+        &SynthConfig::new(events, seed),
+        std::io::BufWriter::new(f),
+    )
+    .expect("generate");
+    path
+}
+
+/// `--compare`'s baseline as `main` builds it: the whole recording through the driver into
+/// a headless analysis, kept as its snapshot.
+pub fn baseline(path: &Path) -> super::data::Baseline {
+    /// `main`'s `impl Sink for Analysis`, which the UI bench (compiling these modules by
+    /// path) does not have.
+    struct Fold(wakeviz_core::analysis::Analysis);
+    impl crate::driver::Sink for Fold {
+        fn on_batch(&mut self, b: &wakeviz_core::source::Batch) -> anyhow::Result<()> {
+            self.0.on_batch(b);
+            Ok(())
+        }
+    }
+    let mut src = ReplaySource::open(path).expect("open baseline");
+    let mut a = Fold(wakeviz_core::analysis::Analysis::new(src.header()));
+    let out = crate::driver::run(
+        &mut src,
+        &mut [&mut a],
+        &crate::driver::Options::default(),
+        None,
+    );
+    assert!(out.error.is_none(), "{:?}", out.error);
+    super::data::Baseline {
+        path: path.to_path_buf(),
+        snap: a.0.snapshot(),
+        warnings: src.warnings().to_vec(),
+    }
+}
+
+/// A replay dashboard of `cur` comparing against `base`.
+pub fn compared(cur: &Path, base: &Path) -> App {
+    let mut app = replayed(cur);
+    app.baseline = Some(baseline(base));
+    app
+}
+
 /// A replay dashboard that has folded the whole recording through its pacer.
 pub fn replayed(path: &Path) -> App {
     let mut src = ReplaySource::open(path).expect("open recording");

@@ -17,6 +17,8 @@
 //!
 //! Drops are on the status line of every view. Below [`MIN_W`] x [`MIN_H`] only a "terminal
 //! too small" message is drawn, so no panel ever has to cope with less.
+pub mod compare;
+pub mod delta;
 pub mod fmt;
 mod footer;
 mod help;
@@ -60,12 +62,16 @@ pub fn draw(f: &mut Frame, app: &App) {
         .title(Span::styled(format!(" {} ", title(app)), fmt::bold()));
     let inner = block.inner(body);
     f.render_widget(block, body);
-    match app.view {
-        View::Overview => overview::render(f, inner, app),
-        View::Scan => scan::render(f, inner, app),
-        View::Placement => placement::render(f, inner, app),
-        View::Shadow => shadow::render(f, inner, app),
-        View::Latency => latency::render(f, inner, app),
+    if app.baseline.is_some() {
+        compare::render(f, inner, app);
+    } else {
+        match app.view {
+            View::Overview => overview::render(f, inner, app),
+            View::Scan => scan::render(f, inner, app),
+            View::Placement => placement::render(f, inner, app),
+            View::Shadow => shadow::render(f, inner, app),
+            View::Latency => latency::render(f, inner, app),
+        }
     }
     footer::render(f, foot, app);
     if app.mode == crate::app::Mode::Help {
@@ -92,17 +98,19 @@ fn too_small(f: &mut Frame, area: Rect) {
     );
 }
 
-/// The view's title, with what it measures.
+/// The view's title, with what it measures (compare mode: both runs whole).
 fn title(app: &App) -> String {
+    let w = if app.baseline.is_some() {
+        "cumulative, vs baseline"
+    } else {
+        app.window.label()
+    };
     match app.view {
         View::Overview => "Overview".into(),
-        View::Scan => format!("Scan latency [{}]", app.window.label()),
-        View::Placement => format!("Placement of wakeups [{}]", app.window.label()),
+        View::Scan => format!("Scan latency [{w}]"),
+        View::Placement => format!("Placement of wakeups [{w}]"),
         View::Shadow => "Shadow policies (open loop)".into(),
-        View::Latency => format!(
-            "Wakeup latency: sched_wakeup -> running [{}]",
-            app.window.label()
-        ),
+        View::Latency => format!("Wakeup latency: sched_wakeup -> running [{w}]"),
     }
 }
 
@@ -120,13 +128,20 @@ fn tab_line(app: &App) -> Line<'_> {
         };
         spans.push(Span::styled(label, style));
     }
-    let src = match &app.source {
-        SourceKind::Live { recording: None } => "  LIVE".to_string(),
-        SourceKind::Live { recording: Some(p) } => format!("  LIVE, recording {}", file_name(p)),
-        SourceKind::Replay { path } => format!("  REPLAY {}", file_name(path)),
+    let src = match (&app.source, &app.baseline) {
+        (_, Some(b)) => format!("  COMPARE vs {}", file_name(&b.path)),
+        (src, None) => source_label(src),
     };
     spans.push(Span::styled(src, fmt::warn()));
     Line::from(spans)
+}
+
+fn source_label(src: &SourceKind) -> String {
+    match src {
+        SourceKind::Live { recording: None } => "  LIVE".to_string(),
+        SourceKind::Live { recording: Some(p) } => format!("  LIVE, recording {}", file_name(p)),
+        SourceKind::Replay { path } => format!("  REPLAY {}", file_name(path)),
+    }
 }
 
 pub fn file_name(p: &std::path::Path) -> String {

@@ -12,7 +12,7 @@ use wakeviz_core::{
 use super::draw;
 use crate::app::{
     App, Msg, SourceKind, View,
-    tests::{recording, refeed, replayed, topo, topo_of},
+    tests::{compared, recording, recording_as, refeed, replayed, topo, topo_of},
 };
 
 fn screen(app: &App, w: u16, h: u16) -> String {
@@ -269,4 +269,135 @@ fn overview_shows_the_run_and_its_result() {
         "{s}"
     );
     insta::assert_snapshot!("overview_run_80x24", s);
+}
+
+/// Compare mode: the fixture (30 000 events, seed 7) against a baseline run of the same
+/// machine (24 000 events, seed 11).
+fn compare_fixture() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = topo();
+    let cur = recording(dir.path(), &t, 30_000);
+    let base = recording_as(dir.path(), "baseline.wvz", &t, 24_000, 11);
+    let app = compared(&cur, &base);
+    (dir, app)
+}
+
+#[test]
+fn every_view_compared_at_80x24_and_120x40() {
+    let (_dir, mut app) = compare_fixture();
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        for (w, h) in [(80, 24), (120, 40)] {
+            let s = screen(&app, w, h);
+            assert!(s.contains("COMPARE vs baseline.wvz"), "{s}");
+            assert!(s.contains("no significance marker"), "{s}");
+            assert!(!s.contains("shares only"), "same machine: {s}");
+            insta::assert_snapshot!(format!("compare_{}_{w}x{h}", v.tab().to_lowercase()), s);
+        }
+    }
+}
+
+/// A share's Δ on screen is the current snapshot's share minus the baseline snapshot's, read
+/// from their JSON trees (the `--report json` of each run).
+#[test]
+fn a_share_delta_is_the_difference_of_the_two_snapshots() {
+    use wakeviz_core::topology::Level;
+
+    use super::compare::placement::{Side, level_share_delta};
+
+    let (dir, mut app) = compare_fixture();
+    let base = app.baseline.as_ref().expect("baseline").snap.clone();
+    let (ja, jb) = (
+        serde_json::to_value(&app.data.snap).expect("json"),
+        serde_json::to_value(&base).expect("json"),
+    );
+    let share = |j: &serde_json::Value, side: &str, l: Level| {
+        let m = &j["placement"]["wakeups"][side];
+        let n = m[l.name()].as_u64().expect("level count") as f64;
+        let total: f64 = Level::ALL
+            .iter()
+            .map(|x| m[x.name()].as_u64().expect("count") as f64)
+            .sum();
+        100.0 * n / total
+    };
+    let mut moved = 0;
+    for (side, key) in [(Side::Waker, "vs_waker"), (Side::Prev, "vs_prev")] {
+        for l in Level::ALL {
+            let want = share(&ja, key, l) - share(&jb, key, l);
+            let got = level_share_delta(
+                &app.data.snap.placement.wakeups,
+                &base.placement.wakeups,
+                side,
+                l,
+            )
+            .expect("both runs have wakeups");
+            assert!((got - want).abs() < 1e-9, "{key} {l:?}: {got} != {want}");
+            if want.abs() >= 0.05 {
+                moved += 1;
+            }
+        }
+    }
+    assert!(
+        moved > 0,
+        "the two runs differ somewhere, or the test proves nothing"
+    );
+    app.update(Msg::Show(View::Placement));
+    let s = screen(&app, 80, 24);
+    let d = share(&ja, "vs_waker", Level::SameLlc) - share(&jb, "vs_waker", Level::SameLlc);
+    let text = super::delta::pt_text(Some(d));
+    let row = s
+        .lines()
+        .find(|r| r.contains("same_llc"))
+        .expect("same_llc row");
+    assert!(row.contains(&text), "{text} not in {row}");
+    // A filter narrows the current side only, and the header says so.
+    app.update(Msg::EditFilter);
+    "pipe".chars().for_each(|c| app.update(Msg::FilterChar(c)));
+    app.update(Msg::FilterApply);
+    refeed(&mut app, &dir.path().join("fixture.wvz"));
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains("filter comm:pipe applies to the current run only"),
+        "{s}"
+    );
+}
+
+/// A baseline from another machine: shares only, said once; counts and per-LLC rows are not
+/// compared.
+#[test]
+fn a_different_topology_compares_shares_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cur = recording(dir.path(), &topo(), 30_000);
+    let base = recording_as(
+        dir.path(),
+        "zen3.wvz",
+        &topo_of(&SysfsSpec::zen3(4)),
+        30_000,
+        7,
+    );
+    let mut app = compared(&cur, &base);
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        let s = screen(&app, 80, 24);
+        assert_eq!(
+            s.matches("different topologies: shares only").count(),
+            1,
+            "{s}"
+        );
+        if v == View::Overview {
+            let all = s.lines().find(|l| l.contains("\"all ")).expect("all row");
+            assert!(all.contains("n/a"), "counts are not compared: {all}");
+        }
+        if v == View::Scan {
+            assert!(s.contains("not compared: the LLC layouts differ"), "{s}");
+        }
+        if v == View::Placement {
+            assert!(s.contains("pt"), "shares still compare: {s}");
+        }
+    }
+    app.update(Msg::Show(View::Placement));
+    insta::assert_snapshot!(
+        "compare_other_topology_placement_80x24",
+        screen(&app, 80, 24)
+    );
 }
