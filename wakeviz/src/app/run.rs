@@ -153,24 +153,28 @@ impl Sink for Dashboard {
 
 /// Reads the terminal events that are waiting (for up to `wait` for the first) and applies
 /// them; true if any changed something worth redrawing at once.
+///
+/// The wait is poll(2) on the terminal, not crossterm's (see [`terminal::wait_input`]).
+/// crossterm is then asked, with a zero timeout, every turn and not only when keys are
+/// waiting: its reader is edge-triggered and also carries SIGWINCH, and a resize it reports
+/// together with a key would otherwise strand that key until the next one.
 fn read_keys(app: &mut App, wait: Duration) -> anyhow::Result<bool> {
-    match terminal::wait_input(wait) {
-        Input::Quiet => return Ok(false),
-        Input::Gone => {
-            app.quit = true;
-            return Ok(true);
-        }
-        Input::Ready => {}
+    let input = terminal::wait_input(wait);
+    if input == Input::Gone {
+        app.quit = true;
+        return Ok(true);
     }
     let mut any = false;
+    let mut got = false;
     for _ in 0..MAX_KEYS_PER_TURN {
-        // Zero timeout: only what crossterm already holds or can read without waiting.
         if app.quit
             || signals::stop_requested()
+            || terminal::input_gone()
             || !event::poll(Duration::ZERO).context("reading the terminal")?
         {
             break;
         }
+        got = true;
         match event::read().context("reading the terminal")? {
             TermEvent::Key(k) => {
                 if let Some(m) = keymap::lookup(app.mode, app.view, app.is_replay(), k) {
@@ -181,6 +185,10 @@ fn read_keys(app: &mut App, wait: Duration) -> anyhow::Result<bool> {
             TermEvent::Resize(..) => any = true,
             _ => {}
         }
+    }
+    if input == Input::Ready && !got {
+        // Bytes crossterm will not report until more arrive: do not spin on them.
+        std::thread::sleep(wait);
     }
     Ok(any)
 }

@@ -120,6 +120,12 @@ pub fn gone() -> bool {
     crate::signals::hangup() || hung_up(libc::STDOUT_FILENO)
 }
 
+/// The input side hung up: checked right before every call into crossterm's reader, which
+/// would otherwise spin on it.
+pub fn input_gone() -> bool {
+    input_fd().is_some_and(hung_up)
+}
+
 fn hung_up(fd: libc::c_int) -> bool {
     let mut p = libc::pollfd {
         fd,
