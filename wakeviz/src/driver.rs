@@ -219,3 +219,92 @@ fn pace(mut b: Batch, sinks: &mut [&mut dyn Sink]) -> (Batch, Option<Batch>) {
         }),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use wakeviz_core::{
+        event::{Event, Migrate},
+        format::Header,
+        source::{Batch, EventSource, Poll, SourceError},
+    };
+
+    use super::*;
+
+    /// Two batches, then a capture failure (a drain that died).
+    struct Failing {
+        header: Header,
+        left: u32,
+        stopped: bool,
+    }
+
+    impl EventSource for Failing {
+        fn header(&self) -> &Header {
+            &self.header
+        }
+        fn poll(&mut self, _: Duration) -> Result<Poll, SourceError> {
+            if self.left == 0 {
+                return Err(SourceError::Capture(
+                    "polling the ring buffer failed".into(),
+                ));
+            }
+            self.left -= 1;
+            Ok(Poll::Batch(Batch {
+                events: vec![Event::Migrate(Migrate {
+                    ts_ns: u64::from(self.left),
+                    cpu: 0,
+                    pid: 1,
+                    orig_cpu: 0,
+                    dest_cpu: 1,
+                })],
+                ..Batch::default()
+            }))
+        }
+        fn warnings(&self) -> &[String] {
+            &[]
+        }
+        fn stop(&mut self) {
+            self.stopped = true;
+        }
+    }
+
+    #[derive(Default)]
+    struct Seen(u64);
+    impl Sink for Seen {
+        fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+            self.0 += b.events.len() as u64;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_drain_ends_the_run_with_an_error_after_what_was_delivered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = crate::app::tests::recording(dir.path(), &crate::app::tests::topo(), 100);
+        let header = wakeviz_core::source::ReplaySource::open(&path)
+            .expect("open")
+            .header()
+            .clone();
+        let mut src = Failing {
+            header,
+            left: 2,
+            stopped: false,
+        };
+        let mut seen = Seen::default();
+        let out = run(&mut src, &mut [&mut seen], &Options::default(), None);
+        assert_eq!(
+            (seen.0, out.events),
+            (2, 2),
+            "both batches reached the sink"
+        );
+        let e = out
+            .error
+            .expect("a capture failure is an error, not an end of stream");
+        assert!(
+            format!("{e:#}").contains("polling the ring buffer failed"),
+            "{e:#}"
+        );
+        assert!(src.stopped, "the source is stopped (probes detached)");
+    }
+}

@@ -172,14 +172,28 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         out.error.map_or(Ok(()), Err)?;
         print_stdout(&replay::counts_text(&c.0))?;
     }
-    let warnings = src.warnings();
-    for w in warnings {
+    let mut warnings = src.warnings().to_vec();
+    warnings.extend(budget_warning());
+    for w in &warnings {
         eprintln!("wakeviz: warning: {w}");
     }
     Ok(if warnings.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_DAMAGED)
+    })
+}
+
+/// Per-task state is bounded (`pidmap::PID_BUDGET` entries per map, so a file of millions of
+/// distinct pids cannot exhaust memory); when the budget evicted entries, figures for those
+/// tasks are approximate, and the run says so.
+fn budget_warning() -> Option<String> {
+    let n = wakeviz_core::pidmap::evicted_total();
+    (n > 0).then(|| {
+        format!(
+            "{n} per-task entries were evicted (more than {} live tasks in one map): wakeups of the evicted tasks are joined or scored approximately",
+            wakeviz_core::pidmap::PID_BUDGET
+        )
     })
 }
 
@@ -362,6 +376,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         written,
     };
     eprintln!("wakeviz: {}", summary.text());
+    if let Some(w) = budget_warning() {
+        eprintln!("wakeviz: warning: {w}");
+    }
     if cli.bpf_stats {
         eprint!("{}", probes::describe_run_stats(src.run_stats()));
     }
