@@ -195,7 +195,7 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
     let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", "size=96k", "tmpfs"])
         .arg(&mnt)
         .status()
         .is_ok_and(|s| s.success());
@@ -205,7 +205,8 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
     }
     let p = mnt.join("t.wvz");
     let (c, err, seen) = start(&p, &[]);
-    // A first chunk fits and is flushed; then far more events than 256 KiB can hold.
+    // A first chunk fits and is flushed; then far more events than 96 KiB can hold (a chunk
+    // is ~2.5 bytes per event: 256 KiB was not always filled).
     workload(&["pingpong", "--iterations", "2000"]);
     std::thread::sleep(Duration::from_millis(1500));
     workload(&[

@@ -255,6 +255,29 @@ EOF
     fi
 }
 
+# `wakeviz diff` on a real kernel: the same ping-pong recorded twice on the SMT pair and once
+# on the cross-package pair, each `wakeviz --record F -- CMD` (the host diffs them).
+diff_runs() {
+    smt= xpkg=
+    for p in $WVZ_PAIRS; do
+        case ${p%%:*} in
+        wvz-smt) smt=${p#*:} ;;
+        wvz-xpkg) xpkg=${p#*:} ;;
+        esac
+    done
+    [ -n "$smt" ] && [ -n "$xpkg" ] || return 0
+    link_comm wvz-diff
+    for run in smt-1:$smt smt-2:$smt xpkg-1:$xpkg; do
+        name=${run%%:*}
+        cpus=${run#*:}
+        "$WVZ" --record "/out/diff-$name.wvz" --headless --label "$name" -- \
+            /tmp/wvz-diff workload pingpong --waker-cpu "${cpus%%:*}" --wakee-cpu "${cpus#*:}" \
+            --iterations "$WVZ_ITER" --comm wvz-diff >"/out/diff-$name.log" 2>&1 ||
+            fail "diff run $name (cpus $cpus) failed: see diff-$name.log"
+        log "diff run $name on cpus $cpus done at $(now)"
+    done
+}
+
 snapshot_sysfs
 uname -r >/out/uname.txt
 
@@ -280,6 +303,7 @@ test)
         stop_wakeviz
     fi
     trace_count
+    diff_runs
     ;;
 demo)
     # A mixed ~WVZ_DEMO_SECS recording: ping-pong pairs, a fan-out group, an idle-ish tail.

@@ -446,7 +446,12 @@ fn run_topology(
         a.iterations,
     );
 
-    // 5. Shadow fidelity, from the replay report.
+    // 5. `wakeviz diff` of real recordings: the SMT pair vs the cross-package pair moves the
+    // wakeups from smt_sibling to cross_package (the gates hold: exit 1); two runs on the
+    // SMT pair do not (exit 0).
+    check::diff_gate(&mut f, wakeviz, &results);
+
+    // 6. Shadow fidelity, from the replay report.
     match replay {
         Ok(r) => {
             fs::write(results.join("replay_report.json"), r.to_string())?;
