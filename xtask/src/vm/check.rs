@@ -557,6 +557,67 @@ pub fn sis_util_fidelity(report: &Value) -> String {
     }
 }
 
+/// `wakeviz diff` on the guest's `diff-*.wvz` recordings (topologies with an SMT and a
+/// cross-package pair only): the gates that say "wakeups moved off the SMT sibling, onto the
+/// other package" must hold between the two layouts and not between two runs of one.
+pub fn diff_gate(f: &mut Findings, wakeviz: &Path, results: &Path) {
+    let (smt1, smt2, xpkg) = (
+        results.join("diff-smt-1.wvz"),
+        results.join("diff-smt-2.wvz"),
+        results.join("diff-xpkg-1.wvz"),
+    );
+    if !smt1.is_file() {
+        f.line("  diff: no SMT and cross-package pair on this layout (not run)");
+        return;
+    }
+    let gates = [
+        "placement.vs_waker.cross_package.share > +2pt",
+        "placement.vs_waker.smt_sibling.share < -2pt",
+    ];
+    let run = |a: &Path, b: &Path| {
+        let mut c = std::process::Command::new(wakeviz);
+        c.arg("diff").arg(a).arg(b).args(["--only", "placement"]);
+        for g in gates {
+            c.args(["--fail-if", g]);
+        }
+        c.output()
+    };
+    match run(&smt1, &xpkg) {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            f.line("  wakeviz diff diff-smt-1.wvz diff-xpkg-1.wvz --only placement:");
+            for l in text.lines().filter(|l| {
+                l.contains("smt_sibling") || l.contains("cross_package") || l.contains("wakeups")
+            }) {
+                f.line(format!("    {l}"));
+            }
+            let err = String::from_utf8_lossy(&o.stderr);
+            let held = err.lines().filter(|l| l.contains("HOLDS")).count();
+            if o.status.code() == Some(1) && held == gates.len() {
+                f.line("  diff gate, SMT pair -> cross-package pair: exit 1, both gates hold");
+            } else {
+                f.fail(format!(
+                    "diff gate SMT -> cross-package: exit {:?}, {held} of {} gates held:\n{err}",
+                    o.status.code(),
+                    gates.len()
+                ));
+            }
+        }
+        Err(e) => f.fail(format!("running wakeviz diff: {e}")),
+    }
+    match run(&smt1, &smt2) {
+        Ok(o) if o.status.code() == Some(0) => {
+            f.line("  diff gate, SMT pair run 1 -> run 2: exit 0 (nothing moved)");
+        }
+        Ok(o) => f.fail(format!(
+            "diff gate on two SMT runs: exit {:?}:\n{}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        )),
+        Err(e) => f.fail(format!("running wakeviz diff: {e}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -687,66 +748,5 @@ mod tests {
         );
         let none = json!({"shadow": {"fidelity": {"policy": "sis_util", "agreement": null}}});
         assert!(sis_util_fidelity(&none).starts_with("n/a"));
-    }
-}
-
-/// `wakeviz diff` on the guest's `diff-*.wvz` recordings (topologies with an SMT and a
-/// cross-package pair only): the gates that say "wakeups moved off the SMT sibling, onto the
-/// other package" must hold between the two layouts and not between two runs of one.
-pub fn diff_gate(f: &mut Findings, wakeviz: &Path, results: &Path) {
-    let (smt1, smt2, xpkg) = (
-        results.join("diff-smt-1.wvz"),
-        results.join("diff-smt-2.wvz"),
-        results.join("diff-xpkg-1.wvz"),
-    );
-    if !smt1.is_file() {
-        f.line("  diff: no SMT and cross-package pair on this layout (not run)");
-        return;
-    }
-    let gates = [
-        "placement.vs_waker.cross_package.share > +2pt",
-        "placement.vs_waker.smt_sibling.share < -2pt",
-    ];
-    let run = |a: &Path, b: &Path| {
-        let mut c = std::process::Command::new(wakeviz);
-        c.arg("diff").arg(a).arg(b).args(["--only", "placement"]);
-        for g in gates {
-            c.args(["--fail-if", g]);
-        }
-        c.output()
-    };
-    match run(&smt1, &xpkg) {
-        Ok(o) => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            f.line("  wakeviz diff diff-smt-1.wvz diff-xpkg-1.wvz --only placement:");
-            for l in text.lines().filter(|l| {
-                l.contains("smt_sibling") || l.contains("cross_package") || l.contains("wakeups")
-            }) {
-                f.line(format!("    {l}"));
-            }
-            let err = String::from_utf8_lossy(&o.stderr);
-            let held = err.lines().filter(|l| l.contains("HOLDS")).count();
-            if o.status.code() == Some(1) && held == gates.len() {
-                f.line("  diff gate, SMT pair -> cross-package pair: exit 1, both gates hold");
-            } else {
-                f.fail(format!(
-                    "diff gate SMT -> cross-package: exit {:?}, {held} of {} gates held:\n{err}",
-                    o.status.code(),
-                    gates.len()
-                ));
-            }
-        }
-        Err(e) => f.fail(format!("running wakeviz diff: {e}")),
-    }
-    match run(&smt1, &smt2) {
-        Ok(o) if o.status.code() == Some(0) => {
-            f.line("  diff gate, SMT pair run 1 -> run 2: exit 0 (nothing moved)");
-        }
-        Ok(o) => f.fail(format!(
-            "diff gate on two SMT runs: exit {:?}:\n{}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        )),
-        Err(e) => f.fail(format!("running wakeviz diff: {e}")),
     }
 }
