@@ -111,5 +111,5 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = analysis.report_json();
-    let _ = shadow.rows();
+    let _ = shadow.report(None);
 });
