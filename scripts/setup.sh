@@ -4,7 +4,9 @@
 #
 #   apt:    llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev (bpf-linker's LLVM),
 #           qemu-system-x86 busybox-static cpio (VM tests), tmux (UI end-to-end test),
-#           linux-perf rt-tests (benchmarks)
+#           linux-perf rt-tests (benchmarks), prometheus python3-venv (export/metrics tests)
+#   python: a venv at $WAKEVIZ_PYENV (default /opt/wakeviz-pyenv) with the independent readers
+#           the export tests use: perfetto (upstream trace schema), duckdb, prometheus-client
 #   rustup: nightly toolchain + rust-src (for -Z build-std=core on bpfel-unknown-none)
 #   cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22, cargo-fuzz
 set -euo pipefail
@@ -13,7 +15,7 @@ say() { echo "setup: $*" >&2; }
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests)
+APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests prometheus python3-venv)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,5 +48,14 @@ fi
 if ! command -v cargo-fuzz >/dev/null; then
   say "installing cargo-fuzz (fuzzing the recording decoder)"
   cargo install --locked cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz
+fi
+# The independent readers of wakeviz's exports, at pinned versions so a reader's upgrade cannot
+# turn the tests red on its own.
+PYENV="${WAKEVIZ_PYENV:-/opt/wakeviz-pyenv}"
+PY_PKGS=(perfetto==0.16.0 duckdb==1.1.3 prometheus-client==0.21.1 protobuf==5.29.3)
+if ! "$PYENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2, duckdb, prometheus_client' 2>/dev/null; then
+  say "installing the Python readers (${PY_PKGS[*]}) into $PYENV"
+  /usr/bin/python3 -m venv "$PYENV"
+  "$PYENV/bin/pip" install -q "${PY_PKGS[@]}"
 fi
 say "toolchain ready"

@@ -85,6 +85,14 @@ pub struct Cli {
     #[arg(last = true, value_name = "CMD", value_parser = clap::value_parser!(OsString),
           conflicts_with_all = LIVE_ONLY)]
     pub command: Vec<OsString>,
+    /// Set a scheduler feature for the run (`NO_SIS_UTIL`, `SIS_UTIL`, ...; repeatable) through
+    /// debugfs `sched/features`, restored when the run ends; needs `-- CMD`.
+    #[arg(long = "sched-feature", value_name = "NAME", requires = "command",
+          conflicts_with_all = LIVE_ONLY)]
+    pub sched_features: Vec<String>,
+    /// Serve OpenMetrics at http://ADDR/metrics (e.g. 127.0.0.1:9345); live only.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = LIVE_ONLY)]
+    pub serve: Option<std::net::SocketAddr>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }
@@ -96,6 +104,10 @@ pub enum Sub {
     Workload(Workload),
     /// Compare recordings (kernels, patches, repeated runs) side by side; gate CI with --fail-if.
     Diff(crate::diff::DiffArgs),
+    /// Export recordings to Perfetto or Parquet.
+    Export(crate::export::ExportArgs),
+    /// Run a workload under scheduler-feature settings in alternation and compare the runs.
+    Experiment(crate::experiment::ExperimentArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -5,11 +5,15 @@ mod cli;
 mod command;
 mod diff;
 mod driver;
+mod experiment;
+mod export;
+mod features;
 mod meta;
 mod probes;
 mod record;
 mod replay;
 mod schedstat;
+mod serve;
 mod signals;
 mod ui;
 mod workload;
@@ -57,6 +61,12 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     if let Some(Sub::Diff(d)) = &cli.workload {
         return diff::run(d);
+    }
+    if let Some(Sub::Export(x)) = &cli.workload {
+        return export::run(x);
+    }
+    if let Some(Sub::Experiment(x)) = &cli.workload {
+        return experiment::run(x);
     }
     if cli.demo {
         return replay(cli, Path::new("demo.wvz"), &mut || {

@@ -8,6 +8,7 @@
 pub mod figures;
 pub mod gate;
 mod meta;
+pub mod predict;
 pub mod stats;
 pub mod text;
 
