@@ -66,11 +66,35 @@ impl Reply {
 fn handle(mut stream: TcpStream, slot: &Slot) -> io::Result<()> {
     let deadline = Instant::now() + REQUEST_DEADLINE;
     stream.set_nodelay(true)?;
-    let (reply, head) = match read_request(&mut stream, deadline)? {
-        Some(Request { head, path }) => (route(&path, slot), head),
-        None => return Ok(()),
-    };
-    write_reply(&mut stream, &reply, head)
+    if let Some(Request { head, path }) = read_request(&mut stream, deadline)? {
+        write_reply(&mut stream, &route(&path, slot), head)?;
+    }
+    linger(&mut stream);
+    Ok(())
+}
+
+/// Closes gently: closing with unread input makes the kernel send a reset, which can destroy
+/// a reply (a refused oversized request) before the client reads it. So the write side is
+/// shut first and what the client still sends is read away, for [`LINGER`] at most.
+fn linger(stream: &mut TcpStream) {
+    const LINGER: Duration = Duration::from_millis(250);
+    if stream.shutdown(std::net::Shutdown::Write).is_err() {
+        return;
+    }
+    let end = Instant::now() + LINGER;
+    let mut sink = [0u8; 4096];
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        if stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .is_err()
+        {
+            return;
+        }
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
 }
 
 struct Request {

@@ -419,4 +419,4 @@ fn seconds_buckets(h: &LatencySummary, unit_ns: u64, top: u32) -> (u64, f64, Vec
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -173,3 +173,6 @@ impl Sink for MetricsSink<'_> {
         Ok(Flow::Continue)
     }
 }
+
+#[cfg(test)]
+mod tests;

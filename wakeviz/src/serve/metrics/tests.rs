@@ -14,7 +14,7 @@ use wakeviz_core::{
 use super::{Published, encode};
 
 /// 2 packages x 2 nodes x 2 LLCs x 2 cores x 2 threads: every level occurs.
-fn snapshot(events: u64) -> Snapshot {
+pub(crate) fn snapshot(events: u64) -> Snapshot {
     let spec = SysfsSpec::symmetric(Symmetric {
         packages: 2,
         cores_per_package: 8,
