@@ -1,8 +1,8 @@
 //! The HTTP side of `--serve`: one thread, one connection at a time, `GET`/`HEAD /metrics`
 //! only, `Connection: close`. A client gets [`REQUEST_DEADLINE`] to send at most
-//! [`MAX_REQUEST`] bytes of request head and as long to take the reply, so a slow or hostile
-//! client can hold the endpoint for seconds but never the capture, which only ever swaps a
-//! pointer (see [`super::Slot`]).
+//! [`MAX_REQUEST`] bytes of request head and as long again to take the reply, so a slow or
+//! hostile client holds the endpoint for about 4 s at most and never the capture, which only
+//! ever swaps a pointer (see [`super::Slot`]).
 //!
 //! Hand-written on `std::net` and `httparse` rather than `tiny_http` (0.12), which starts a
 //! thread for every waiting connection without a bound and sets no socket timeouts.
