@@ -261,6 +261,8 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(p) = &cli.record {
         record::check_target(p, cli.force)?;
     }
+    // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
+    let server = cli.serve.map(serve::Server::bind).transpose()?;
     let probes = probes::load(&cfg)?;
     let file = cli
         .record
@@ -305,6 +307,12 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),
         _ => None,
     };
+    if let Some(s) = &server {
+        eprintln!(
+            "wakeviz: serving OpenMetrics at http://{}/metrics",
+            s.local_addr()
+        );
+    }
     eprintln!(
         "wakeviz: capturing{}{}{}; Ctrl-C to stop",
         cli.record
@@ -352,7 +360,11 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         deadline: cli.duration,
         redact: cli.redact_comm,
     };
+    let mut metrics = server.as_ref().map(|s| s.sink(src.header()));
     let mut sinks: Vec<&mut dyn driver::Sink> = Vec::new();
+    if let Some(m) = metrics.as_mut() {
+        sinks.push(m);
+    }
     if let Some(r) = rec.as_mut() {
         sinks.push(r);
     }

@@ -1,2 +1,178 @@
-//! `--serve ADDR`: an OpenMetrics `/metrics` endpoint (issue 14, part 3). Placeholder until
-//! the server lands.
+//! `--serve ADDR`: an OpenMetrics `/metrics` endpoint (issue 14, part 3).
+//!
+//! Whoever produces figures (the streaming [`MetricsSink`] here, or an in-kernel aggregate)
+//! hands the server a whole [`Snapshot`]; a scrape encodes the latest one ([`metrics`]), so
+//! every series of one scrape comes from the same moment, and the capture never waits on a
+//! client: publishing swaps an `Arc` under a lock the server holds only to clone that `Arc`.
+pub mod http;
+pub mod metrics;
+
+use std::{
+    net::{SocketAddr, TcpListener, TcpStream},
+    sync::{
+        Arc, Mutex, TryLockError,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use wakeviz_core::{
+    analysis::{Analysis, Snapshot},
+    format::Header,
+    source::{Batch, EventSource},
+};
+
+use crate::driver::{Flow, Sink, Turn};
+use metrics::Published;
+
+/// How often the streaming sink folds a new snapshot: a snapshot allocates the whole report
+/// (shadow rows included), and Prometheus scrapes every few seconds at most.
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(500);
+
+/// The latest published snapshot, shared by the publisher and the server thread.
+#[derive(Debug, Default)]
+pub struct Slot {
+    latest: Mutex<Option<Published>>,
+}
+
+impl Slot {
+    fn latest(&self) -> Option<Published> {
+        // A poisoned lock still holds a whole `Option<Published>` (only swaps happen under it).
+        self.latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn put(slot: &mut Option<Published>, snap: Arc<Snapshot>) {
+        let seq = slot.as_ref().map_or(0, |p| p.seq) + 1;
+        *slot = Some(Published { seq, snap });
+    }
+}
+
+/// The endpoint: bound at once (so a bad or busy address fails before any probe is attached),
+/// served by one background thread until dropped.
+pub struct Server {
+    slot: Arc<Slot>,
+    stop: Arc<AtomicBool>,
+    addr: SocketAddr,
+}
+
+impl Server {
+    pub fn bind(addr: SocketAddr) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(addr)
+            .with_context(|| format!("--serve {addr}: cannot listen there"))?;
+        let addr = listener
+            .local_addr()
+            .context("--serve: the bound address")?;
+        let slot = Arc::new(Slot::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st) = (slot.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("wakeviz-serve".into())
+            .spawn(move || http::serve(listener, s, st))
+            .context("--serve: starting the server thread")?;
+        Ok(Self { slot, stop, addr })
+    }
+
+    /// Where it listens (the port the kernel chose for `:0`).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Replaces what scrapes see. Waits at most for a scrape to clone an `Arc`.
+    pub fn publish(&self, snap: Arc<Snapshot>) {
+        let mut g = self
+            .slot
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Slot::put(&mut g, snap);
+    }
+
+    /// [`Server::publish`] without waiting: the snapshot comes back if a scrape holds the lock.
+    pub fn try_publish(&self, snap: Arc<Snapshot>) -> Result<(), Arc<Snapshot>> {
+        match self.slot.latest.try_lock() {
+            Ok(mut g) => {
+                Slot::put(&mut g, snap);
+                Ok(())
+            }
+            Err(TryLockError::Poisoned(p)) => {
+                Slot::put(&mut p.into_inner(), snap);
+                Ok(())
+            }
+            Err(TryLockError::WouldBlock) => Err(snap),
+        }
+    }
+
+    /// A driver sink that folds the stream with its own [`Analysis`] and publishes here.
+    pub fn sink(&self, header: &Header) -> MetricsSink<'_> {
+        MetricsSink::new(self, header)
+    }
+}
+
+impl Drop for Server {
+    /// Stops the thread at its next accept, which a connection of our own makes happen now;
+    /// not joined: a client it is serving has [`http::REQUEST_DEADLINE`] left at most, and the
+    /// process exit ends the thread anyway.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        let _ = TcpStream::connect_timeout(&wake, Duration::from_millis(100));
+    }
+}
+
+/// Folds every batch and publishes a snapshot at most every [`PUBLISH_EVERY`].
+pub struct MetricsSink<'a> {
+    server: &'a Server,
+    analysis: Analysis,
+    published: Instant,
+    dirty: bool,
+}
+
+impl<'a> MetricsSink<'a> {
+    fn new(server: &'a Server, header: &Header) -> Self {
+        let analysis = Analysis::new(header);
+        // Scrapes see the capture (probes, topology, zero counts) from its first moment.
+        server.publish(Arc::new(analysis.snapshot()));
+        Self {
+            server,
+            analysis,
+            published: Instant::now(),
+            dirty: false,
+        }
+    }
+}
+
+impl Sink for MetricsSink<'_> {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        self.analysis.on_batch(b);
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn on_turn(&mut self, _src: &dyn EventSource, _t: Turn) -> anyhow::Result<Flow> {
+        if self.dirty && self.published.elapsed() >= PUBLISH_EVERY {
+            // Busy (a scrape is cloning the previous one): the next turn tries again.
+            if self
+                .server
+                .try_publish(Arc::new(self.analysis.snapshot()))
+                .is_ok()
+            {
+                self.published = Instant::now();
+                self.dirty = false;
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,224 @@
+//! The exposition of a synthetic run: its series agree with the snapshot they came from.
+use std::{collections::BTreeMap, sync::Arc};
+
+use wakeviz_core::{
+    analysis::{Analysis, Snapshot},
+    synth::{self, SynthConfig},
+    topology::{
+        Level,
+        fixture::{Symmetric, SysfsSpec},
+        from_sysfs,
+    },
+};
+
+use super::{Published, encode};
+
+/// 2 packages x 2 nodes x 2 LLCs x 2 cores x 2 threads: every level occurs.
+pub(crate) fn snapshot(events: u64) -> Snapshot {
+    let spec = SysfsSpec::symmetric(Symmetric {
+        packages: 2,
+        cores_per_package: 8,
+        threads_per_core: 2,
+        cores_per_llc: 2,
+        nodes_per_package: 2,
+        local: 10,
+        same_package: 12,
+        remote: 32,
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    spec.write(dir.path()).expect("sysfs tree");
+    let topo = from_sysfs(dir.path()).expect("topology");
+    let cfg = SynthConfig::new(events, 11);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let mut a = Analysis::new(&synth::header(&topo, &cfg, &s));
+    for t in s.tasks().to_vec() {
+        a.on_batch(&wakeviz_core::source::Batch {
+            tasks: vec![t],
+            ..Default::default()
+        });
+    }
+    for e in s {
+        a.on_event(&e);
+    }
+    a.snapshot()
+}
+
+/// `name{labels} value` lines (no comments), keyed by the whole `name{labels}`.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').expect("a sample line");
+            (k.to_string(), v.parse().expect("a number"))
+        })
+        .collect()
+}
+
+fn text_of(s: &Snapshot, seq: u64) -> String {
+    encode(&Published {
+        seq,
+        snap: Arc::new(s.clone()),
+    })
+    .expect("encodes")
+}
+
+#[test]
+fn counters_equal_the_snapshot() {
+    let s = snapshot(60_000);
+    let text = text_of(&s, 7);
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let m = samples(&text);
+    let p = &s.placement;
+    assert!(p.wakeups.count > 1000, "the run placed wakeups");
+    assert_eq!(m["wakeviz_wakeups_total"], p.wakeups.count as f64);
+    assert_eq!(m["wakeviz_snapshots_published_total"], 7.0);
+    // The (level, LLC, node) split sums back to the snapshot's per-level totals and to its
+    // per-LLC rows (the chosen CPU's LLC).
+    let sum = |pred: &dyn Fn(&str) -> bool| -> f64 {
+        m.iter()
+            .filter(|(k, _)| k.starts_with("wakeviz_wakeup_placements_total{") && pred(k))
+            .map(|(_, v)| v)
+            .sum()
+    };
+    for l in Level::ALL {
+        let lv = format!("level=\"{}\"", l.name());
+        let waker = sum(&|k| k.contains("relation=\"vs_waker\"") && k.contains(&lv));
+        let prev = sum(&|k| k.contains("relation=\"vs_prev\"") && k.contains(&lv));
+        assert_eq!(waker, p.wakeups.vs_waker.get(l) as f64, "{lv}");
+        assert_eq!(prev, p.wakeups.vs_prev.get(l) as f64, "{lv}");
+        for g in &p.per_llc {
+            let llc = format!("llc=\"{}\"", g.id);
+            let got = sum(&|k| k.contains("vs_waker") && k.contains(&lv) && k.contains(&llc));
+            assert_eq!(got, g.counts.vs_waker.get(l) as f64, "{lv} {llc}");
+        }
+    }
+    for l in &Level::ALL[1..] {
+        let key = format!("wakeviz_migrations_total{{level=\"{}\"}}", l.name());
+        assert_eq!(
+            m[&key],
+            p.wakeups.migrations_by_level.get(*l) as f64,
+            "{key}"
+        );
+    }
+    assert!(
+        !m.contains_key("wakeviz_migrations_total{level=\"same_cpu\"}"),
+        "a migration never stays on its CPU"
+    );
+    for (k, n) in [
+        ("kernel", s.drops.kernel_drops),
+        ("user", s.drops.user_drops),
+    ] {
+        assert_eq!(
+            m[&format!("wakeviz_dropped_events_total{{where=\"{k}\"}}")],
+            n as f64
+        );
+    }
+    assert_eq!(
+        m["wakeviz_events_total{kind=\"sched_waking\"}"],
+        s.events.0[wakeviz_core::event::Kind::Waking.index()] as f64
+    );
+}
+
+#[test]
+fn histograms_are_cumulative_in_seconds() {
+    let s = snapshot(60_000);
+    let m = samples(&text_of(&s, 1));
+    let q = &s.scan_latency.overall.quantiles;
+    assert!(q.count > 0);
+    assert_eq!(m["wakeviz_scan_latency_seconds_count"], q.count as f64);
+    assert_eq!(
+        m["wakeviz_scan_latency_seconds_bucket{le=\"+Inf\"}"],
+        q.count as f64
+    );
+    // Each log2 bucket [lo, hi) ns of the snapshot is the step of the cumulative series at
+    // le = hi ns.
+    let scan = buckets(&m, "wakeviz_scan_latency_seconds_bucket{");
+    for b in &s.scan_latency.overall.log2 {
+        let below = if b.lo == 0 {
+            0.0
+        } else {
+            at(&scan, b.lo as f64 / 1e9)
+        };
+        let step = at(&scan, b.hi as f64 / 1e9) - below;
+        assert_eq!(step, b.count as f64, "[{}, {})", b.lo, b.hi);
+    }
+    assert!(scan.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    let sum = m["wakeviz_scan_latency_seconds_sum"];
+    assert!((sum / q.count as f64 * 1e9 - q.mean).abs() < 0.5, "{sum}");
+    // Wakeup-to-run buckets are in µs in the snapshot, seconds here.
+    let w = &s.wakeup_latency.overall;
+    let top = w.log2.last().expect("wakeup latencies");
+    let wake = buckets(&m, "wakeviz_wakeup_to_run_seconds_bucket{");
+    assert_eq!(at(&wake, top.hi as f64 * 1e-6), w.quantiles.count as f64);
+    assert!(at(&wake, top.lo as f64 * 1e-6) < w.quantiles.count as f64);
+    for l in Level::ALL {
+        let key = format!(
+            "wakeviz_wakeup_to_run_by_level_seconds_count{{level=\"{}\"}}",
+            l.name()
+        );
+        assert_eq!(
+            m[&key],
+            s.wakeup_latency.by_level.0[l.index()].1.quantiles.count as f64
+        );
+    }
+}
+
+/// `(le, cumulative count)` of the finite buckets of the series starting with `prefix`.
+fn buckets(m: &BTreeMap<String, f64>, prefix: &str) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = m
+        .iter()
+        .filter_map(|(k, n)| {
+            let le = k.strip_prefix(prefix)?.strip_prefix("le=\"")?;
+            let le = le.split('"').next()?.parse::<f64>().ok()?;
+            le.is_finite().then_some((le, *n))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// The cumulative count at bound `le` (seconds, equal within float printing).
+fn at(b: &[(f64, f64)], le: f64) -> f64 {
+    b.iter()
+        .find(|(x, _)| (x - le).abs() <= le * 1e-12)
+        .unwrap_or_else(|| panic!("no bucket le={le}"))
+        .1
+}
+
+#[test]
+fn shadow_and_info_series() {
+    let s = snapshot(60_000);
+    let text = text_of(&s, 1);
+    let m = samples(&text);
+    let sh = s.shadow.as_ref().expect("shadow on");
+    for r in &sh.policies {
+        let a = r.agreement.expect("evaluated");
+        let key = format!("wakeviz_shadow_agreement_ratio{{policy=\"{}\"}}", r.name);
+        assert!((m[&key] - a).abs() < 1e-12, "{key}");
+        let key = format!("wakeviz_shadow_idle_hit_ratio{{policy=\"{}\"}}", r.name);
+        assert!((m[&key] - r.idle_pct.expect("idle") / 100.0).abs() < 1e-12);
+    }
+    assert!(
+        text.contains(
+            "wakeviz_probe_info{probe=\"sched_waking\",mode=\"synthetic\",attached=\"true\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE wakeviz_build info\n"), "{text}");
+    assert!(!text.contains("pid"), "no per-task labels");
+}
+
+#[test]
+fn an_empty_capture_has_no_ratios_and_no_unavailable_histograms() {
+    let mut s = snapshot(0);
+    s.scan_latency.available = false;
+    let text = text_of(&s, 1);
+    let m = samples(&text);
+    assert_eq!(m["wakeviz_wakeups_total"], 0.0);
+    assert!(!text.contains("wakeviz_shadow_agreement_ratio{"), "{text}");
+    assert!(
+        !text.contains("wakeviz_scan_latency_seconds_count"),
+        "{text}"
+    );
+    assert_eq!(m["wakeviz_wakeup_to_run_seconds_bucket{le=\"+Inf\"}"], 0.0);
+}

@@ -1,0 +1,162 @@
+//! The endpoint over real sockets: routes, methods, bounds, and clients that cannot stall it.
+use std::{
+    io::{Read as _, Write as _},
+    net::{SocketAddr, TcpStream},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use super::{Server, http, metrics::tests::snapshot};
+
+fn server() -> Server {
+    Server::bind("127.0.0.1:0".parse().expect("addr")).expect("bind a free port")
+}
+
+/// Sends `req` as is and returns the whole reply (the server closes after one).
+fn exchange(addr: SocketAddr, req: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(req).expect("send");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("reply");
+    String::from_utf8(out).expect("utf-8 reply")
+}
+
+fn get(addr: SocketAddr, path: &str) -> String {
+    exchange(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
+    )
+}
+
+fn status(reply: &str) -> &str {
+    reply.lines().next().unwrap_or_default()
+}
+
+#[test]
+fn metrics_after_the_first_snapshot_and_nothing_else() {
+    let srv = server();
+    let a = srv.local_addr();
+    let r = get(a, "/metrics");
+    assert_eq!(status(&r), "HTTP/1.1 503 Service Unavailable", "{r}");
+    assert!(r.contains("Retry-After: 1\r\n"), "{r}");
+
+    srv.publish(Arc::new(snapshot(2_000)));
+    srv.publish(Arc::new(snapshot(4_000)));
+    let r = get(a, "/metrics");
+    assert_eq!(status(&r), "HTTP/1.1 200 OK", "{r}");
+    assert!(
+        r.contains(
+            "\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"
+        ),
+        "{r}"
+    );
+    let (head, body) = r.split_once("\r\n\r\n").expect("head and body");
+    assert!(body.ends_with("# EOF\n"));
+    assert!(
+        body.contains("\nwakeviz_snapshots_published_total 2\n"),
+        "{body}"
+    );
+    assert!(
+        head.contains(&format!("Content-Length: {}", body.len())),
+        "{head}"
+    );
+
+    let h = exchange(a, b"HEAD /metrics HTTP/1.1\r\n\r\n");
+    let (hhead, hbody) = h.split_once("\r\n\r\n").expect("head");
+    assert_eq!(status(&h), "HTTP/1.1 200 OK");
+    assert!(hbody.is_empty(), "HEAD has no body: {hbody}");
+    assert!(hhead.contains(&format!("Content-Length: {}", body.len())));
+
+    assert!(get(a, "/metrics?x=1").starts_with("HTTP/1.1 200 OK"));
+    for p in ["/", "/metricsx", "/metrics/"] {
+        assert_eq!(status(&get(a, p)), "HTTP/1.1 404 Not Found", "{p}");
+    }
+    let r = exchange(a, b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(status(&r), "HTTP/1.1 405 Method Not Allowed", "{r}");
+    assert!(r.contains("Allow: GET, HEAD\r\n"), "{r}");
+    let r = exchange(a, b"\x16\x03\x01garbage\r\n\r\n");
+    assert_eq!(status(&r), "HTTP/1.1 400 Bad Request", "{r}");
+}
+
+#[test]
+fn an_oversized_request_is_refused_unread() {
+    let srv = server();
+    srv.publish(Arc::new(snapshot(100)));
+    let big = format!(
+        "GET /metrics HTTP/1.1\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(http::MAX_REQUEST)
+    );
+    let r = exchange(srv.local_addr(), big.as_bytes());
+    assert_eq!(
+        status(&r),
+        "HTTP/1.1 431 Request Header Fields Too Large",
+        "{r}"
+    );
+    // And the endpoint still serves.
+    assert!(get(srv.local_addr(), "/metrics").starts_with("HTTP/1.1 200 OK"));
+}
+
+#[test]
+fn a_silent_client_delays_scrapes_by_the_deadline_and_never_the_publisher() {
+    let srv = server();
+    let a = srv.local_addr();
+    srv.publish(Arc::new(snapshot(100)));
+    // Connected, sends half a request line, then nothing.
+    let mut silent = TcpStream::connect(a).expect("connect");
+    silent.write_all(b"GET /met").expect("send");
+    std::thread::sleep(Duration::from_millis(100));
+    let snap = Arc::new(snapshot(0));
+    let t = Instant::now();
+    let mut published = 0;
+    while t.elapsed() < Duration::from_millis(500) {
+        assert!(srv.try_publish(snap.clone()).is_ok());
+        published += 1;
+    }
+    assert!(published > 10, "publishing went on: {published}");
+    let t = Instant::now();
+    let r = get(a, "/metrics");
+    assert_eq!(status(&r), "HTTP/1.1 200 OK");
+    let waited = t.elapsed();
+    assert!(
+        waited < http::REQUEST_DEADLINE + Duration::from_secs(1),
+        "the next scrape waited {waited:?}"
+    );
+    // The silent client was cut off with a 408.
+    let mut out = String::new();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    silent.read_to_string(&mut out).expect("reply");
+    assert_eq!(status(&out), "HTTP/1.1 408 Request Timeout", "{out}");
+}
+
+#[test]
+fn a_busy_or_bad_address_is_one_line() {
+    let srv = server();
+    let e = match Server::bind(srv.local_addr()) {
+        Ok(_) => panic!("bound a port in use"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        e.starts_with(&format!(
+            "--serve {}: cannot listen there: ",
+            srv.local_addr()
+        )),
+        "{e}"
+    );
+    assert!(e.contains("in use") && !e.contains('\n'), "{e}");
+}
+
+#[test]
+fn dropping_the_server_closes_the_port() {
+    let srv = server();
+    let a = srv.local_addr();
+    drop(srv);
+    let t = Instant::now();
+    while TcpStream::connect_timeout(&a, Duration::from_millis(100)).is_ok() {
+        assert!(t.elapsed() < Duration::from_secs(3), "still listening");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
