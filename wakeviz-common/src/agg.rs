@@ -144,15 +144,39 @@ impl Default for LogHist {
 }
 
 impl LogHist {
-    /// The bucket of a value already divided by the unit; the top bucket also holds
-    /// everything above it.
+    /// The bucket of a value already divided by the unit (`1 + ilog2(x)`, 0 for 0); the top
+    /// bucket also holds everything above it. Written as a branch ladder rather than with
+    /// `leading_zeros`: the verifier cannot bound LLVM's expansion of ctlz and refuses the
+    /// array index it produces, while each step here is a compare against a constant.
     #[inline(always)]
     pub const fn bucket(x: u64) -> usize {
-        let b = if x == 0 {
-            0
-        } else {
-            (64 - x.leading_zeros()) as usize
-        };
+        if x == 0 {
+            return 0;
+        }
+        let (mut v, mut b) = (x, 1usize);
+        if v >= 1 << 32 {
+            v >>= 32;
+            b += 32;
+        }
+        if v >= 1 << 16 {
+            v >>= 16;
+            b += 16;
+        }
+        if v >= 1 << 8 {
+            v >>= 8;
+            b += 8;
+        }
+        if v >= 1 << 4 {
+            v >>= 4;
+            b += 4;
+        }
+        if v >= 1 << 2 {
+            v >>= 2;
+            b += 2;
+        }
+        if v >= 1 << 1 {
+            b += 1;
+        }
         if b < HIST_BUCKETS {
             b
         } else {
@@ -249,6 +273,18 @@ mod tests {
         assert_eq!(LogHist::bucket(3), 2);
         assert_eq!(LogHist::bucket(4), 3);
         assert_eq!(LogHist::bucket(u64::MAX), HIST_BUCKETS - 1);
+        let reference = |x: u64| if x == 0 { 0 } else { 1 + x.ilog2() as usize };
+        let mut x = 1u64;
+        while x < 1 << 62 {
+            for v in [x - 1, x, x + 1, x + x / 3] {
+                assert_eq!(
+                    LogHist::bucket(v),
+                    reference(v).min(HIST_BUCKETS - 1),
+                    "{v}"
+                );
+            }
+            x <<= 1;
+        }
     }
 
     #[test]
