@@ -11,6 +11,7 @@
 //! - units in field names (`ts_ns`, `*_cpu`).
 #![cfg_attr(not(test), no_std)]
 
+pub mod agg;
 pub mod names;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};

@@ -79,6 +79,30 @@ macro_rules! for_each_program {
     };
 }
 
+/// The in-kernel aggregate mode's programs (`wakeviz_common::agg`), one tp_btf and one raw_tp
+/// flavour per sched tracepoint, in the order of [`for_each_program`]'s tracepoints. Calls
+/// `$cb! { point: tp_btf, raw_tp; ... }`.
+#[macro_export]
+macro_rules! for_each_aggregate_program {
+    ($cb:ident) => {
+        $cb! {
+            sched_waking: agg_btf_sched_waking, agg_raw_sched_waking;
+            sched_wakeup: agg_btf_sched_wakeup, agg_raw_sched_wakeup;
+            sched_wakeup_new: agg_btf_sched_wakeup_new, agg_raw_sched_wakeup_new;
+            sched_switch: agg_btf_sched_switch, agg_raw_sched_switch;
+            sched_migrate_task: agg_btf_sched_migrate_task, agg_raw_sched_migrate_task;
+        }
+    };
+}
+
+/// The aggregate mode's maps (sized and read only by that mode). Calls `$cb! { NAME, ... }`.
+#[macro_export]
+macro_rules! for_each_aggregate_map {
+    ($cb:ident) => {
+        $cb! { AGG_TOPO, AGG_CPU, AGG_TOTALS, AGG_HIST, AGG_STATS, AGG_WAKING, AGG_RUN }
+    };
+}
+
 /// The maps userspace opens or resizes. Calls `$cb! { NAME, ... }`.
 #[macro_export]
 macro_rules! for_each_map {
@@ -109,6 +133,44 @@ pub mod map {
         };
     }
     crate::for_each_map!(consts);
+}
+
+/// Aggregate-mode map names (`aggregate_map::AGG_CPU == "AGG_CPU"`).
+pub mod aggregate_map {
+    macro_rules! consts {
+        ($($name:ident),* $(,)?) => {
+            $( pub const $name: &str = stringify!($name); )*
+            /// Every map the aggregate mode sizes or reads.
+            pub const ALL: &[&str] = &[$($name),*];
+        };
+    }
+    crate::for_each_aggregate_map!(consts);
+}
+
+/// Aggregate-mode program names.
+pub mod aggregate_program {
+    /// The two flavours of one aggregate program, best first.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Tracepoint {
+        /// The kernel's tracepoint name (in the `sched` category).
+        pub name: &'static str,
+        pub tp_btf: &'static str,
+        pub raw_tp: &'static str,
+    }
+
+    macro_rules! consts {
+        ($($tp:ident: $btf:ident, $raw:ident;)*) => {
+            /// Every tracepoint the aggregate mode attaches, in attach order.
+            pub const TRACEPOINTS: &[Tracepoint] = &[$(Tracepoint {
+                name: stringify!($tp),
+                tp_btf: stringify!($btf),
+                raw_tp: stringify!($raw),
+            }),*];
+            /// Every aggregate program in the probe object.
+            pub const ALL: &[&str] = &[$(stringify!($btf), stringify!($raw),)*];
+        };
+    }
+    crate::for_each_aggregate_program!(consts);
 }
 
 /// Program names, grouped by probe point.
@@ -185,7 +247,21 @@ mod tests {
     fn lists_are_complete_and_distinct() {
         assert_eq!(global::ALL.len(), 27);
         assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2);
-        for list in [global::ALL, map::ALL, program::ALL] {
+        assert_eq!(aggregate_program::ALL.len(), 5 * 2);
+        assert_eq!(aggregate_map::AGG_CPU, "AGG_CPU");
+        let tps = |l: &[program::Tracepoint]| l.iter().map(|t| t.name).collect::<Vec<_>>();
+        let agg: Vec<_> = aggregate_program::TRACEPOINTS
+            .iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(agg, tps(program::TRACEPOINTS), "same points, same order");
+        for list in [
+            global::ALL,
+            map::ALL,
+            program::ALL,
+            aggregate_map::ALL,
+            aggregate_program::ALL,
+        ] {
             for (i, a) in list.iter().enumerate() {
                 assert!(!list[i + 1..].contains(a), "{a} listed twice");
             }

@@ -7,6 +7,7 @@
 #![no_std]
 #![no_main]
 
+mod aggregate;
 mod emit;
 mod globals;
 mod kread;
@@ -124,6 +125,58 @@ pub fn fexit_select_idle_cpu(_ctx: FExitContext) -> i32 {
     select::idle_scan_exit()
 }
 
+// ---- in-kernel aggregate mode (`aggregate.rs`) ------------------------------------------------
+
+#[btf_tracepoint(function = "sched_waking")]
+pub fn agg_btf_sched_waking(ctx: BtfTracePointContext) -> i32 {
+    aggregate::waking(Access::Direct, ctx.arg(0))
+}
+
+#[raw_tracepoint(tracepoint = "sched_waking")]
+pub fn agg_raw_sched_waking(ctx: RawTracePointContext) -> i32 {
+    aggregate::waking(Access::Probe, ctx.arg(0))
+}
+
+#[btf_tracepoint(function = "sched_wakeup")]
+pub fn agg_btf_sched_wakeup(ctx: BtfTracePointContext) -> i32 {
+    aggregate::wakeup(Access::Direct, ctx.arg(0))
+}
+
+#[raw_tracepoint(tracepoint = "sched_wakeup")]
+pub fn agg_raw_sched_wakeup(ctx: RawTracePointContext) -> i32 {
+    aggregate::wakeup(Access::Probe, ctx.arg(0))
+}
+
+#[btf_tracepoint(function = "sched_wakeup_new")]
+pub fn agg_btf_sched_wakeup_new(ctx: BtfTracePointContext) -> i32 {
+    aggregate::wakeup_new(Access::Direct, ctx.arg(0))
+}
+
+#[raw_tracepoint(tracepoint = "sched_wakeup_new")]
+pub fn agg_raw_sched_wakeup_new(ctx: RawTracePointContext) -> i32 {
+    aggregate::wakeup_new(Access::Probe, ctx.arg(0))
+}
+
+#[btf_tracepoint(function = "sched_switch")]
+pub fn agg_btf_sched_switch(ctx: BtfTracePointContext) -> i32 {
+    aggregate::switch(Access::Direct, ctx.arg(1), ctx.arg(2))
+}
+
+#[raw_tracepoint(tracepoint = "sched_switch")]
+pub fn agg_raw_sched_switch(ctx: RawTracePointContext) -> i32 {
+    aggregate::switch(Access::Probe, ctx.arg(1), ctx.arg(2))
+}
+
+#[btf_tracepoint(function = "sched_migrate_task")]
+pub fn agg_btf_sched_migrate_task(_ctx: BtfTracePointContext) -> i32 {
+    aggregate::migrate()
+}
+
+#[raw_tracepoint(tracepoint = "sched_migrate_task")]
+pub fn agg_raw_sched_migrate_task(_ctx: RawTracePointContext) -> i32 {
+    aggregate::migrate()
+}
+
 // ---- calibration (`--bpf-stats` only) ------------------------------------------------------------
 
 /// Does nothing. Attached next to the real `sched_waking` probe when run-time statistics are
@@ -173,6 +226,24 @@ macro_rules! check_maps {
     };
 }
 wakeviz_common::for_each_map!(check_maps);
+
+macro_rules! check_aggregate_programs {
+    ($($tp:ident: $btf:ident, $raw:ident;)*) => {
+        fn _aggregate_programs_exist() {
+            $( let _ = ($btf, $raw); )*
+        }
+    };
+}
+wakeviz_common::for_each_aggregate_program!(check_aggregate_programs);
+
+macro_rules! check_aggregate_maps {
+    ($($name:ident),* $(,)?) => {
+        fn _aggregate_maps_exist() {
+            $( let _ = &aggregate::$name; )*
+        }
+    };
+}
+wakeviz_common::for_each_aggregate_map!(check_aggregate_maps);
 
 #[cfg(not(test))]
 #[panic_handler]

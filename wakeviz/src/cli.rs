@@ -97,6 +97,14 @@ pub struct Cli {
     /// Serve OpenMetrics at http://ADDR/metrics (e.g. 127.0.0.1:9345); live only.
     #[arg(long, value_name = "ADDR", conflicts_with_all = LIVE_ONLY)]
     pub serve: Option<std::net::SocketAddr>,
+    /// Count in the kernel instead of streaming events (what `--serve` does without --record
+    /// and without the dashboard); with --report, print the aggregate's report at the end.
+    #[arg(long, hide = true, conflicts_with_all = ["replay", "demo", "record", "aggregate_beside"])]
+    pub aggregate: bool,
+    /// For tests: attach the aggregate programs beside a streaming capture and write the
+    /// aggregate's snapshot (as `--report json`) to FILE at the end.
+    #[arg(long, hide = true, value_name = "FILE", conflicts_with_all = LIVE_ONLY)]
+    pub aggregate_beside: Option<PathBuf>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }

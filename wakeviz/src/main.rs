@@ -1,4 +1,5 @@
 //! wakeviz: `sudo wakeviz` (live), `--record FILE`, `--replay FILE`, headless reports.
+mod aggregate;
 mod app;
 mod capture;
 mod cli;
@@ -75,6 +76,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &cli.replay {
         return replay(cli, path, &mut || Ok(Box::new(ReplaySource::open(path)?)));
+    }
+    if aggregate::wanted(cli, dashboard_wanted(cli)) {
+        // `--serve` (issue 14): hand each snapshot to the metrics server here.
+        return aggregate::run(cli, &mut |_snapshot| {});
     }
     match live(cli) {
         Err(e) if offer_demo(cli, &e) => replay(cli, Path::new("demo.wvz"), &mut || {
@@ -263,7 +268,19 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
     let server = cli.serve.map(serve::Server::bind).transpose()?;
-    let probes = probes::load(&cfg)?;
+    let sizes = match cli.aggregate_beside {
+        Some(_) => probes::aggregate::map_sizes(&topo),
+        None => Vec::new(),
+    };
+    let mut probes = if sizes.is_empty() {
+        probes::load(&cfg)?
+    } else {
+        probes::load_with(&cfg, &sizes)?
+    };
+    let beside = match cli.aggregate_beside {
+        Some(_) => Some(aggregate::Beside::attach(&mut probes, &topo)?),
+        None => None,
+    };
     let file = cli
         .record
         .as_deref()
@@ -427,6 +444,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
             format!("; {} is valid up to its last complete chunk", p.display())
         });
         return Err(e.context(format!("capture stopped{kept}")));
+    }
+    if let (Some(b), Some(p)) = (&beside, &cli.aggregate_beside) {
+        b.write(p, src.header())?;
     }
     if let (Some(a), Some(fmt)) = (&analysis, cli.report) {
         print_report(a, fmt)?;

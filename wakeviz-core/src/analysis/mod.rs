@@ -4,6 +4,7 @@
 //!
 //! Per event the fold does a few array updates, at most three histogram records and one or two
 //! per-task hash-map operations; nothing allocates in steady state.
+pub mod aggregate;
 pub mod filter;
 pub mod latency;
 pub mod placement;

@@ -3,6 +3,7 @@
 //! Every probe point is attached on its own, best mode first, and the outcome (mode, or the
 //! reason it failed, and the modes tried before) is recorded, so wakeviz runs on whatever the
 //! kernel allows and says exactly what is degraded.
+pub mod aggregate;
 pub mod btf;
 pub mod tracefs;
 
@@ -70,7 +71,7 @@ pub enum LoadError {
 }
 
 /// The error chain flattened into one line; EPERM is spelt out, since it is the usual reason.
-fn reason(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn reason(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(inner) = src {
@@ -86,7 +87,7 @@ fn reason(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
     while let Some(err) = cur {
         if let Some(io) = err.downcast_ref::<std::io::Error>()
@@ -108,7 +109,7 @@ fn kallsyms_has(name: &str) -> Option<bool> {
     )
 }
 
-fn raise_memlock() {
+pub(crate) fn raise_memlock() {
     let rlim = libc::rlimit {
         rlim_cur: libc::RLIM_INFINITY,
         rlim_max: libc::RLIM_INFINITY,
@@ -119,7 +120,7 @@ fn raise_memlock() {
 }
 
 /// Globals handed to the programs (offsets; 0 = unknown, do not read).
-fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'static str, u64)> {
+pub(crate) fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'static str, u64)> {
     let g = |o: Option<u64>| o.unwrap_or(0);
     let mut v = vec![
         (OFF_TASK_PID, g(off.task_pid)),
@@ -239,7 +240,7 @@ fn attach_calibration(ebpf: &mut Ebpf, btf: Option<&Btf>) -> Result<(), String> 
     Ok(())
 }
 
-fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
+pub(crate) fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
     ProbeStatus {
         name: name.into(),
         mode: Some(mode),
@@ -324,7 +325,7 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/wa
 /// Loads the object with `globals` set, failing with [`LoadError::ObjectMismatch`] if it lacks a
 /// global the loader sets (aya would otherwise skip it and leave the offset at 0) or a program
 /// userspace attaches (which would otherwise read as a degraded probe).
-fn load_object<'a>(
+pub(crate) fn load_object<'a>(
     loader: &mut EbpfLoader<'a>,
     globals: &'a [(&'a str, u64)],
 ) -> Result<Ebpf, LoadError> {
@@ -357,6 +358,12 @@ fn load_object<'a>(
 }
 
 pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
+    load_with(cfg, &[])
+}
+
+/// [`load`], with the maps in `sizes` given these entry counts (the aggregate programs' maps,
+/// when they are attached beside the streaming ones).
+pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Probes, LoadError> {
     raise_memlock();
     let mut notes = Vec::new();
     let stats_fd = if cfg.bpf_stats {
@@ -387,6 +394,9 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     let mut loader = EbpfLoader::new();
     loader.btf(aya_btf.as_ref());
     loader.map_max_entries(map::EVENTS, cfg.ringbuf_bytes);
+    for (name, n) in sizes {
+        loader.map_max_entries(name, *n);
+    }
     let mut ebpf = load_object(&mut loader, &globals)?;
 
     let mut status = Vec::new();
@@ -467,7 +477,7 @@ pub struct RunStat {
 /// same kind was already running on that CPU (an interrupt waking a task while our probe ran).
 /// Those events never reach the probe, so they are losses to report like drops. aya does not
 /// expose the field, hence the direct BPF_OBJ_GET_INFO_BY_FD.
-fn recursion_misses(p: &aya::programs::Program) -> Option<u64> {
+pub(crate) fn recursion_misses(p: &aya::programs::Program) -> Option<u64> {
     use aya_obj::generated::bpf_prog_info;
     use std::os::fd::{AsFd as _, AsRawFd as _};
 
