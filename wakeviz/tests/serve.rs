@@ -78,9 +78,10 @@ struct Live {
 }
 
 impl Live {
-    fn start() -> Self {
+    fn start(extra: &[&std::ffi::OsStr]) -> Self {
         let mut c = Command::new(BIN)
             .args(["--serve", "127.0.0.1:0", "--headless", "--duration", "120s"])
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn wakeviz");
@@ -185,7 +186,11 @@ fn the_text_parses_with_the_python_openmetrics_parser() {
         return;
     };
     let _guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let live = Live::start();
+    // Recording keeps the per-event stream (and so the shadow's series) whatever mode a bare
+    // `--serve --headless` runs in.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("served.wvz");
+    let live = Live::start(&["--record".as_ref(), rec.as_os_str()]);
     let work = Sleeper::start();
     std::thread::sleep(Duration::from_millis(1500));
     let (code, text) = http_get(live.addr, "/metrics");
@@ -332,7 +337,7 @@ fn prometheus_scrapes_the_wakeup_counter_that_wakeviz_counts() {
         return;
     }
     let _guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let live = Live::start();
+    let live = Live::start(&[]);
     let work = Sleeper::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("prometheus.yml");

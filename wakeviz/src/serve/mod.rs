@@ -158,8 +158,9 @@ impl Sink for MetricsSink<'_> {
         Ok(())
     }
 
-    fn on_turn(&mut self, _src: &dyn EventSource, _t: Turn) -> anyhow::Result<Flow> {
-        if self.dirty && self.published.elapsed() >= PUBLISH_EVERY {
+    fn on_turn(&mut self, _src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
+        // The end of the stream is published at once: the last scrapes see the whole run.
+        if self.dirty && (t.ended || self.published.elapsed() >= PUBLISH_EVERY) {
             // Busy (a scrape is cloning the previous one): the next turn tries again.
             if self
                 .server

@@ -160,3 +160,38 @@ fn dropping_the_server_closes_the_port() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn the_sink_publishes_what_the_report_folds_and_at_most_twice_a_second() {
+    use wakeviz_core::{
+        analysis::Analysis,
+        source::{EventSource as _, ReplaySource},
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = crate::app::tests::topo();
+    let path = crate::app::tests::recording(dir.path(), &topo, 50_000);
+    let srv = server();
+    let mut src = ReplaySource::open(&path).expect("open");
+    let mut report = Analysis::new(src.header());
+    let mut sink = srv.sink(src.header());
+    let first = srv.slot.latest().expect("published at once");
+    assert_eq!((first.seq, first.snap.placement.wakeups.count), (1, 0));
+    let t = Instant::now();
+    let out = crate::driver::run(
+        &mut src,
+        &mut [&mut sink, &mut report],
+        &crate::driver::Options::default(),
+        None,
+    );
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let last = srv.slot.latest().expect("published");
+    let want = report.snapshot();
+    assert!(want.placement.wakeups.count > 1000);
+    assert_eq!(*last.snap, want, "the last publication is the whole stream");
+    let most = 2 + (t.elapsed().as_millis() / super::PUBLISH_EVERY.as_millis()) as u64;
+    assert!(
+        last.seq >= 2 && last.seq <= most,
+        "{} publications",
+        last.seq
+    );
+}
