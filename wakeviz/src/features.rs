@@ -71,6 +71,21 @@ pub enum FeatureError {
     },
 }
 
+impl FeatureError {
+    /// Why, without what it means for the run (for the line of a failed restore, which comes
+    /// after the run).
+    fn reason(&self) -> String {
+        match self {
+            FeatureError::Missing { path, .. } => format!("{} does not exist", path.display()),
+            FeatureError::Unreadable { why, .. } | FeatureError::Write { why, .. } => {
+                why.to_string()
+            }
+            FeatureError::NotTaken { now, .. } => format!("the file reads {now} after the write"),
+            e => e.to_string(),
+        }
+    }
+}
+
 /// The features file: the kernel's, or (hidden `--sched-features-file`, for tests on kernels
 /// without one) a plain file standing in for it, where a write of `X`/`NO_X` rewrites the list
 /// the way the kernel's file then reads.
@@ -454,7 +469,8 @@ pub fn restore_active() -> bool {
             Err(e) => {
                 ok = false;
                 eprintln!(
-                    "wakeviz: could not restore scheduler feature {t} ({e}); restore it by hand: echo {t} > {}",
+                    "wakeviz: could not restore scheduler feature {t} ({}); restore it by hand: echo {t} > {}",
+                    e.reason(),
                     a.store.path().display()
                 );
             }

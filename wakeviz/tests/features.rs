@@ -279,3 +279,52 @@ fn the_real_file_with_a_bad_name_is_one_line() {
     assert!(l[0].contains("/sys/kernel/debug/sched/features") || l[0].contains("unknown"));
     assert!(!marker.exists());
 }
+
+/// A restore that cannot be done (here the file is gone when the run ends) says which feature
+/// and the exact command that restores it by hand.
+#[test]
+fn a_failed_restore_gives_the_command_to_run() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let feats = features_file(d.path());
+    let script = format!("rm {}", feats.display());
+    let out = wakeviz(&[
+        "--headless",
+        "--sched-features-file",
+        feats.to_str().unwrap(),
+        "--sched-feature",
+        "NO_SIS_UTIL",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .output()
+    .unwrap();
+    let l = lines(&out);
+    let failed: Vec<&String> = l
+        .iter()
+        .filter(|x| x.contains("could not restore"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{l:?}");
+    assert!(
+        failed[0].contains(&format!("SIS_UTIL ({} does not exist)", feats.display()))
+            && failed[0].ends_with(&format!(
+                "restore it by hand: echo SIS_UTIL > {}",
+                feats.display()
+            )),
+        "{l:?}"
+    );
+    assert!(!l.iter().any(|x| x.contains("features restored")), "{l:?}");
+}
+
+#[test]
+fn a_feature_needs_a_command() {
+    let out = wakeviz(&["--headless", "--sched-feature", "NO_SIS_UTIL"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+}
