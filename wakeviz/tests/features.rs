@@ -328,3 +328,53 @@ fn a_feature_needs_a_command() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "a usage error");
 }
+
+/// A features file on a read-only mount: one line saying so, nothing changed, CMD not run.
+#[test]
+fn a_read_only_file_is_one_line() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("ro");
+    std::fs::create_dir(&mnt).unwrap();
+    let sh = |cmd: &str| {
+        Command::new("sh")
+            .args(["-c", cmd])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let m = mnt.display();
+    if !sh(&format!("mount -t tmpfs -o size=64k none {m}")) {
+        eprintln!("SKIPPED: cannot mount a tmpfs here");
+        return;
+    }
+    let feats = mnt.join("features");
+    std::fs::write(&feats, LIST).unwrap();
+    if !sh(&format!("mount -o remount,ro {m}")) {
+        sh(&format!("umount {m}"));
+        panic!("cannot remount {m} read-only");
+    }
+    let marker = d.path().join("ran");
+    let out = wakeviz(&[
+        "--headless",
+        "--sched-features-file",
+        feats.to_str().unwrap(),
+        "--sched-feature",
+        "NO_SIS_UTIL",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let l = lines(&out);
+    let content = std::fs::read_to_string(&feats).unwrap();
+    assert!(sh(&format!("umount {m}")));
+    assert_eq!(out.status.code(), Some(1), "{l:?}");
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert!(l[0].contains("is read-only"), "{l:?}");
+    assert_eq!(content, LIST);
+    assert!(!marker.exists());
+}
