@@ -235,17 +235,6 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         command::check(&cli.command)?;
     }
     signals::install();
-    // Before the probes load (a bad name or no debugfs leaves nothing attached or run); the
-    // guard lives to the end of the run and restores on every way out of it.
-    let features_store = features::Store::new(cli.sched_features_file.as_deref());
-    let features = if cli.sched_features.is_empty() {
-        None
-    } else {
-        Some(features::apply(
-            features_store.clone(),
-            &cli.sched_features,
-        )?)
-    };
     let mb = cli
         .ringbuf_mb
         .unwrap_or(16)
@@ -268,6 +257,18 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
     let server = cli.serve.map(serve::Server::bind).transpose()?;
+    // After every check that needs no change, before the probes load (a bad name or no debugfs
+    // leaves nothing attached or run); the guard lives to the end of the run and restores on
+    // every way out of it.
+    let features_store = features::Store::new(cli.sched_features_file.as_deref());
+    let features = if cli.sched_features.is_empty() {
+        None
+    } else {
+        Some(features::apply(
+            features_store.clone(),
+            &cli.sched_features,
+        )?)
+    };
     let sizes = match cli.aggregate_beside {
         Some(_) => probes::aggregate::map_sizes(&topo),
         None => Vec::new(),
