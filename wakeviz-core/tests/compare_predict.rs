@@ -210,6 +210,7 @@ fn a_flipped_sis_util_gives_both_predictions_with_exact_parts() {
     for p in &rep.predictions {
         predict::text::render(&mut snap, p);
     }
+    predict::text::legend(&mut snap, &rep.predictions);
     insta::assert_snapshot!("predict_sis_util_flip", snap);
 }
 
@@ -419,5 +420,49 @@ fn models_are_exclusive_and_cover_the_documented_pairs() {
             })
             .count();
         assert_eq!(n, 1, "{f:?}");
+    }
+}
+
+/// Writes 3 + 3 synthetic recordings stamped with the default features and with
+/// `NO_SIS_UTIL`, for trying `wakeviz diff` (the README's example):
+/// `WAKEVIZ_PREDICT_DIR=DIR cargo test --release -p wakeviz-core --test compare_predict -- --ignored`.
+#[test]
+#[ignore]
+fn write_recordings_for_the_readme() {
+    use wakeviz_core::format::{CaptureStats, Recorder, RecorderConfig};
+    let Some(dir) = std::env::var_os("WAKEVIZ_PREDICT_DIR") else {
+        println!("WAKEVIZ_PREDICT_DIR not set: nothing written");
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = topology("xeon-e5-2690v3");
+    let sets = [
+        ("default", features(&[])),
+        ("nosis", features(&[("SIS_UTIL", "NO_SIS_UTIL")])),
+    ];
+    for (k, (label, feats)) in sets.iter().enumerate() {
+        for i in 1..=3u64 {
+            let mut c = cfg(10 * k as u64 + i);
+            busy(&mut c);
+            let mut s = synth::events(&t, &c).unwrap();
+            let mut hdr = synth::header(&t, &c, &s);
+            hdr.run.label = Some((*label).into());
+            hdr.run.sched_features = Some(feats.clone());
+            let path = dir.join(format!("{label}-{i}.wvz"));
+            let f = std::fs::File::create(&path).unwrap();
+            let mut rec = Recorder::new(f, &hdr, RecorderConfig::default()).unwrap();
+            for task in s.tasks() {
+                rec.learn_task(*task);
+            }
+            let mut stats = CaptureStats::default();
+            for e in s.by_ref() {
+                stats.offered[e.kind().index()] += 1;
+                stats.delivered += 1;
+                rec.push(&e).unwrap();
+            }
+            rec.finish(&stats).unwrap();
+            println!("wrote {}", path.display());
+        }
     }
 }

@@ -220,6 +220,7 @@ pub fn render(rep: &DiffReport) -> String {
         super::predict::text::render(&mut out, p);
     }
     out.push('\n');
+    super::predict::text::legend(&mut out, &rep.predictions);
     let _ = writeln!(
         out,
         "pct: change against {} (relative); pt: change of a share in percentage points; n/a: no data",

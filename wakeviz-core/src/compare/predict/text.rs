@@ -215,14 +215,7 @@ pub fn render(out: &mut String, p: &Prediction) {
         MeasuredSource::ScanLatency(s) => Some(s),
         _ => None,
     });
-    let mut notes = vec![format!(
-        "error = predicted - measured (pt for shares, % of measured otherwise) = open loop + sh.inputs (in the figure's unit); cause: the larger of the parts that are beyond twice their standard error (open loop: unpaired over both groups' runs; sh.inputs: paired over the target's runs) and at least a quarter of the error, noise when neither is{}",
-        if p.baseline_runs < 2 || p.target_runs < 2 {
-            " (a single run on a side: no noise estimate)"
-        } else {
-            ""
-        }
-    )];
+    let mut notes = Vec::new();
     if p.figures
         .iter()
         .any(|f| f.measured_source == MeasuredSource::ProxyModelOnTarget)
@@ -234,7 +227,7 @@ pub fn render(out: &mut String, p: &Prediction) {
     }
     if let Some(s) = scan {
         notes.push(format!(
-            "scan cost: predicted = modelled probes x ns per probe (mean; p99 from the probes' p99); measured = {}'s scan latency ({s})",
+            "scan cost: predicted = modelled probes x ns per probe (mean; p50, p99 from the probes' p50, p99); measured = {}'s scan latency ({s})",
             p.target
         ));
     }
@@ -242,4 +235,26 @@ pub fn render(out: &mut String, p: &Prediction) {
         wrap(out, &n, "  ");
     }
     evidence(out, p, &p.evidence);
+}
+
+/// The legend of every prediction table, printed once after them.
+pub fn legend(out: &mut String, preds: &[Prediction]) {
+    if preds.is_empty() {
+        return;
+    }
+    let single = preds
+        .iter()
+        .any(|p| p.baseline_runs < 2 || p.target_runs < 2);
+    wrap(
+        out,
+        &format!(
+            "prediction tables (POLICY on A predicts B): predicted = POLICY replayed on A's runs, measured = B's kernel in B's runs; error = predicted - measured (pt for shares, % of measured otherwise) = open loop + sh.inputs (in the figure's unit); cause = the larger of the parts that are beyond twice their standard error (open loop: unpaired over both groups' runs; sh.inputs: paired over the target's runs) and at least a quarter of the error, noise when neither is{}",
+            if single {
+                " (a group with a single run has no noise estimate)"
+            } else {
+                ""
+            }
+        ),
+        "",
+    );
 }
