@@ -256,6 +256,25 @@ fn kernel_policy_follows_the_release() {
 }
 
 #[test]
+fn a_recording_with_no_sis_util_is_judged_against_the_full_scan() {
+    let mut h = header(smt8(), true);
+    h.run.sched_features = Some(vec!["NO_SIS_UTIL".into(), "WA_IDLE".into()]);
+    let r = ShadowEval::new(&h).report(None);
+    assert_eq!(r.fidelity.policy, "full_scan");
+    let mut h = header(smt8(), true);
+    h.run.sched_features = Some(vec!["SIS_UTIL".into()]);
+    assert_eq!(ShadowEval::new(&h).report(None).fidelity.policy, "sis_util");
+    // No features recorded: the release string (6.8) decides.
+    assert_eq!(
+        ShadowEval::new(&header(smt8(), true))
+            .report(None)
+            .fidelity
+            .policy,
+        "sis_util"
+    );
+}
+
+#[test]
 fn wf_sync_condition() {
     // Pure predicate: sync, the affine step chose the waker CPU, the waker alone there.
     assert!(wf_sync_wake_local(true, 3, 3, 1));

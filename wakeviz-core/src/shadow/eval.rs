@@ -6,7 +6,7 @@ use super::{
     metrics::{Outcome, PolicyMetrics},
     park::{Parking, Record},
     policies,
-    policy::{Ctx, Exact, KernelFlavour, Policy, Rule, Scratch, Stage},
+    policy::{Ctx, Exact, FlavourSource, KernelFlavour, Policy, Rule, Scratch, Stage},
     state::{Run, State},
     tally::Scored,
     topo::{self, ShadowTopo},
@@ -36,6 +36,8 @@ pub struct ShadowEval {
     pub(super) metrics: Vec<PolicyMetrics>,
     /// The policy standing for the running kernel (fidelity, hint clearing).
     pub(super) kernel: PolicyId,
+    /// Whether `kernel` came from the recording's features or its release string.
+    pub(super) flavour_source: FlavourSource,
     /// The baseline (filled in from the kernel's choice at placement time).
     observed: Option<usize>,
     pub(super) fidelity: Fidelity,
@@ -57,6 +59,34 @@ pub struct ShadowEval {
 /// The policy the running kernel uses, from its release: SIS_PROP before 6.0, else SIS_UTIL.
 /// (The features file is not in the header; 6.0-6.6 kernels with `SIS_PROP` switched back on
 /// are misjudged.)
+/// The policy of the recorded kernel: from its scheduler features when the recording has
+/// them (`SIS_UTIL` on -> SIS_UTIL, which also wins when both it and `SIS_PROP` are on, as its
+/// limit is the tighter one on these loads; `SIS_PROP` alone -> SIS_PROP; neither -> a full
+/// LLC scan), else from the release string.
+pub fn kernel_flavour(header: &Header) -> (KernelFlavour, FlavourSource) {
+    flavour_of(header.run.sched_features.as_deref(), &header.kernel_release)
+}
+
+fn flavour_of(features: Option<&[String]>, release: &str) -> (KernelFlavour, FlavourSource) {
+    match features {
+        Some(f) if !f.is_empty() => (flavour_of_features(f), FlavourSource::SchedFeatures),
+        _ => (kernel_policy(release), FlavourSource::KernelRelease),
+    }
+}
+
+/// `features`: the names as the debugfs file lists them (`NO_X` = X off).
+pub fn flavour_of_features(features: &[String]) -> KernelFlavour {
+    let on = |name: &str| features.iter().any(|f| f == name);
+    if on("SIS_UTIL") {
+        KernelFlavour::SisUtil
+    } else if on("SIS_PROP") {
+        KernelFlavour::SisProp
+    } else {
+        KernelFlavour::FullScan
+    }
+}
+
+/// The release-string guess: SIS_PROP before 6.0, SIS_UTIL after.
 pub fn kernel_policy(release: &str) -> KernelFlavour {
     let mut it = release
         .split(|c: char| !c.is_ascii_digit())
@@ -93,7 +123,7 @@ impl ShadowEval {
             topo::reclaim_distance_for(header.cpu_vendor.as_deref()),
         );
         let policies = registry(&topo);
-        let want = kernel_policy(&header.kernel_release);
+        let (want, flavour_source) = kernel_flavour(header);
         let kernel = policies
             .iter()
             .position(|p| p.kernel_flavour() == Some(want))
@@ -108,6 +138,7 @@ impl ShadowEval {
             scratch: Scratch::new(&topo),
             metrics: vec![PolicyMetrics::default(); n],
             kernel: PolicyId(kernel),
+            flavour_source,
             observed: policies.iter().position(|p| p.is_observed()),
             hooked: policies
                 .iter()
@@ -497,4 +528,53 @@ fn select_ctx(s: &Select) -> Ctx {
         p_has_idle_cores: s.prev_has_idle_cores,
     };
     c
+}
+
+#[cfg(test)]
+mod flavour_tests {
+    use super::*;
+
+    fn names(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_features_choose_the_kernel_policy_not_the_release() {
+        // A 6.12 features file as read, then with NO_SIS_UTIL.
+        let on = names("PLACE_LAG RUN_TO_PARITY SIS_UTIL WA_IDLE WA_BIAS TTWU_QUEUE");
+        let off = names("PLACE_LAG RUN_TO_PARITY NO_SIS_UTIL WA_IDLE WA_BIAS TTWU_QUEUE");
+        assert_eq!(flavour_of_features(&on), KernelFlavour::SisUtil);
+        assert_eq!(flavour_of_features(&off), KernelFlavour::FullScan);
+        // 6.0-6.6 list both; SIS_PROP on by hand and SIS_UTIL off.
+        assert_eq!(
+            flavour_of_features(&names("NO_SIS_PROP SIS_UTIL")),
+            KernelFlavour::SisUtil
+        );
+        assert_eq!(
+            flavour_of_features(&names("SIS_PROP NO_SIS_UTIL")),
+            KernelFlavour::SisProp
+        );
+        // A 5.x kernel that backported SIS_UTIL: the release string would say SIS_PROP.
+        assert_eq!(kernel_policy("5.15.0-1-amd64"), KernelFlavour::SisProp);
+        assert_eq!(
+            flavour_of_features(&names("NO_SIS_PROP SIS_UTIL")),
+            KernelFlavour::SisUtil
+        );
+    }
+
+    #[test]
+    fn without_features_the_release_decides_and_says_so() {
+        assert_eq!(
+            flavour_of(None, "5.10.0"),
+            (KernelFlavour::SisProp, FlavourSource::KernelRelease)
+        );
+        assert_eq!(
+            flavour_of(Some(&[]), "6.12.0"),
+            (KernelFlavour::SisUtil, FlavourSource::KernelRelease)
+        );
+        assert_eq!(
+            flavour_of(Some(&names("NO_SIS_UTIL")), "5.10.0"),
+            (KernelFlavour::FullScan, FlavourSource::SchedFeatures)
+        );
+    }
 }

@@ -320,10 +320,25 @@ pub struct Decision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 pub enum KernelFlavour {
-    /// Before 6.0.
+    /// `SIS_PROP` on, `SIS_UTIL` off or absent (the default before 6.0).
     SisProp,
-    /// 6.0 and later.
+    /// `SIS_UTIL` on (the default from 6.0).
     SisUtil,
+    /// Neither: `select_idle_cpu` scans the whole LLC (`NO_SIS_UTIL` on 6.7+, where SIS_PROP
+    /// is gone or off).
+    FullScan,
+}
+
+/// How the running kernel's policy was chosen, said in the report: a release string is wrong
+/// for a kernel that backported SIS_UTIL or runs with a feature flipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlavourSource {
+    /// From the recording's `sched/features` (the file read at capture start).
+    SchedFeatures,
+    /// From the kernel release: the recording has no features list (debugfs unreadable, or
+    /// an older recording).
+    KernelRelease,
 }
 
 /// A placement policy: re-decides one wakeup from the reconstructed state. Open loop: the

@@ -231,6 +231,8 @@ impl Serialize for BucketCounts {
 pub struct FidelityReport {
     /// Name of that policy.
     pub policy: &'static str,
+    /// What chose it: the recording's scheduler features, or (without them) its kernel release.
+    pub chosen_from: crate::shadow::policy::FlavourSource,
     /// Its registry index (its row in [`ShadowReport::policies`]).
     #[serde(skip)]
     pub policy_id: PolicyId,
@@ -242,9 +244,15 @@ pub struct FidelityReport {
 }
 
 impl FidelityReport {
-    fn new(policy: &'static str, policy_id: PolicyId, f: &Fidelity) -> Self {
+    fn new(
+        policy: &'static str,
+        chosen_from: crate::shadow::policy::FlavourSource,
+        policy_id: PolicyId,
+        f: &Fidelity,
+    ) -> Self {
         Self {
             policy,
+            chosen_from,
             policy_id,
             agreement: f.agreement(),
             evaluated: f.evaluated,
@@ -376,7 +384,7 @@ impl ShadowEval {
             per_probe_ns: ns,
             per_probe_source: src,
             policies,
-            fidelity: FidelityReport::new(kname, self.kernel, fidelity),
+            fidelity: FidelityReport::new(kname, self.flavour_source, self.kernel, fidelity),
             wf_sync: WfSyncReport {
                 threshold_us: SLEPT_THRESHOLD_NS / 1000,
                 sync_wakeups: (&self.sync.all).into(),

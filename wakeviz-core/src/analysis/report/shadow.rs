@@ -70,6 +70,18 @@ pub fn text(r: &ShadowReport) -> String {
         r.excluded.invalid_cpu,
     );
     let f = &r.fidelity;
+    let _ = writeln!(
+        s,
+        "Kernel policy: {} ({}).",
+        f.policy,
+        match f.chosen_from {
+            crate::shadow::policy::FlavourSource::SchedFeatures =>
+                "from the recorded sched features",
+            crate::shadow::policy::FlavourSource::KernelRelease => {
+                "guessed from the kernel release: no sched features recorded"
+            }
+        }
+    );
     match f.agreement {
         Some(a) => {
             let _ = writeln!(

@@ -1,7 +1,7 @@
 //! P4, no scan limit: FRONT -> SHORTCUTS -> the whole target LLC (idle-core mode when hinted)
 //! -> first idle or target. What 6.7+ kernels do with `NO_SIS_UTIL`.
 use crate::shadow::{
-    policy::{Ctx, Decision, Policy, Scratch, select_idle_sibling},
+    policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, select_idle_sibling},
     state::State,
     topo::ShadowTopo,
 };
@@ -15,6 +15,10 @@ impl Policy for FullScan {
     fn describe(&self) -> &'static str {
         "P4 full LLC scan without a limit (NO_SIS_UTIL on 6.7+)"
     }
+    fn kernel_flavour(&self) -> Option<KernelFlavour> {
+        Some(KernelFlavour::FullScan)
+    }
+
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         if let Some(d) = f.current_cpu() {
