@@ -118,7 +118,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
     }
     signals::install();
     let topo = meta::topology(cli.topology.as_deref())?;
-    let probes = AggregateProbes::load(&topo)?;
+    let probes = AggregateProbes::load(&topo, cli.bpf_stats)?;
     eprintln!(
         "wakeviz: probes (in-kernel aggregate mode)\n{}",
         probes::describe(&probes.status)
@@ -183,6 +183,9 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         snap.events.total(),
         out.elapsed.as_secs_f64()
     );
+    if cli.bpf_stats {
+        eprint!("{}", probes::describe_run_stats(&probes.run_stats()));
+    }
     if let Some(e) = out.error {
         return Err(e.context("aggregate run stopped"));
     }
