@@ -216,9 +216,18 @@ pub struct Beside {
 }
 
 impl Beside {
-    pub fn attach(p: &mut Probes, topo: &wakeviz_core::topology::Topology) -> anyhow::Result<Self> {
-        let btf = aya::Btf::from_sys_fs().ok();
-        let (status, reader) = probes::aggregate::attach(&mut p.ebpf, btf.as_ref(), topo)?;
+    /// The kernel's BTF, parsed before the streaming probes attach: parsing takes tens of
+    /// milliseconds, whose events would otherwise reach the stream only.
+    pub fn btf() -> Option<aya::Btf> {
+        aya::Btf::from_sys_fs().ok()
+    }
+
+    pub fn attach(
+        p: &mut Probes,
+        btf: Option<&aya::Btf>,
+        topo: &wakeviz_core::topology::Topology,
+    ) -> anyhow::Result<Self> {
+        let (status, reader) = probes::aggregate::attach(&mut p.ebpf, btf, topo)?;
         eprintln!(
             "wakeviz: aggregate programs beside the stream\n{}",
             probes::describe(&status)

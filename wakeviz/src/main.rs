@@ -255,9 +255,12 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(p) = &cli.record {
         record::check_target(p, cli.force)?;
     }
-    let sizes = match cli.aggregate_beside {
-        Some(_) => probes::aggregate::map_sizes(&topo),
-        None => Vec::new(),
+    let (sizes, beside_btf) = match cli.aggregate_beside {
+        Some(_) => (
+            probes::aggregate::map_sizes(&topo),
+            aggregate::Beside::btf(),
+        ),
+        None => (Vec::new(), None),
     };
     let mut probes = if sizes.is_empty() {
         probes::load(&cfg)?
@@ -265,7 +268,11 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         probes::load_with(&cfg, &sizes)?
     };
     let beside = match cli.aggregate_beside {
-        Some(_) => Some(aggregate::Beside::attach(&mut probes, &topo)?),
+        Some(_) => Some(aggregate::Beside::attach(
+            &mut probes,
+            beside_btf.as_ref(),
+            &topo,
+        )?),
         None => None,
     };
     let file = cli

@@ -48,8 +48,7 @@ pub fn map_sizes(t: &Topology) -> Vec<(&'static str, u32)> {
     vec![
         (amap::AGG_TOPO, cpus),
         (amap::AGG_CPU, cpus),
-        (amap::AGG_WAKING, agg::PENDING_ENTRIES),
-        (amap::AGG_RUN, agg::PENDING_ENTRIES),
+        (amap::AGG_TASKS, agg::PENDING_ENTRIES),
     ]
 }
 
