@@ -229,36 +229,40 @@ pub mod stat {
     pub const LEN: u32 = 16;
 }
 
-/// Pending `sched_waking`, keyed by the wakee's pid, until its `sched_wakeup`.
+/// A task's pending state, keyed by pid: its `sched_waking` until the `sched_wakeup`, and its
+/// `sched_wakeup` until its switch-in. One entry per task, updated in place (the flags say
+/// which halves are live) instead of inserted and deleted per event: a hash lookup is several
+/// times cheaper than an LRU insert or delete.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
-pub struct PendingWaking {
-    pub ts_ns: u64,
+pub struct TaskState {
+    pub waking_ts_ns: u64,
+    pub wakeup_ts_ns: u64,
     pub waker_cpu: u32,
     /// The task's CPU at `sched_waking` (its previous CPU).
     pub prev_cpu: u32,
-    /// 1 when the running task woke itself (no placement follows).
-    pub self_wake: u32,
-    pub _pad0: u32,
-}
-const _: () = assert!(core::mem::size_of::<PendingWaking>() == 24);
-
-/// A woken task waiting for its switch-in, keyed by pid.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
-pub struct PendingRun {
-    pub wakeup_ts_ns: u64,
     /// `hist::BY_LEVEL + level`, `hist::NEW_TASK`, or `hist::OVERALL` (no level known).
-    pub slot: u32,
-    pub _pad0: u32,
+    pub run_slot: u32,
+    /// [`task_flags`] bits.
+    pub flags: u32,
 }
-const _: () = assert!(core::mem::size_of::<PendingRun>() == 16);
+const _: () = assert!(core::mem::size_of::<TaskState>() == 32);
+
+/// Bits of [`TaskState::flags`].
+pub mod task_flags {
+    /// A `sched_waking` waits for its `sched_wakeup`.
+    pub const WAKING: u32 = 1 << 0;
+    /// That waking was the running task waking itself (no placement follows).
+    pub const SELF_WAKE: u32 = 1 << 1;
+    /// A wakeup waits for the task's switch-in.
+    pub const RUN: u32 = 1 << 2;
+}
 
 /// Horizons of the pending maps, equal to `wakeviz_core::horizons` (tested there).
 pub const JOIN_WAKING_NS: u64 = 10_000_000_000;
 pub const WAKE_TO_RUN_NS: u64 = 10_000_000_000;
 
-/// Entries of each pending map (LRU: the oldest entries go first when it is full).
+/// Entries of the per-task map (LRU: the least recently used tasks go first when it is full).
 pub const PENDING_ENTRIES: u32 = 65_536;
 
 #[cfg(test)]

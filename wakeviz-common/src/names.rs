@@ -99,7 +99,7 @@ macro_rules! for_each_aggregate_program {
 #[macro_export]
 macro_rules! for_each_aggregate_map {
     ($cb:ident) => {
-        $cb! { AGG_TOPO, AGG_CPU, AGG_TOTALS, AGG_HIST, AGG_STATS, AGG_WAKING, AGG_RUN }
+        $cb! { AGG_TOPO, AGG_CPU, AGG_TOTALS, AGG_HIST, AGG_STATS, AGG_TASKS }
     };
 }
 

@@ -118,7 +118,16 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
     }
     signals::install();
     let topo = meta::topology(cli.topology.as_deref())?;
-    let probes = AggregateProbes::load(&topo)?;
+    // As in a streaming run: set before the probes load, restored when the guard drops.
+    let _features = if cli.sched_features.is_empty() {
+        None
+    } else {
+        Some(crate::features::apply(
+            crate::features::Store::new(cli.sched_features_file.as_deref()),
+            &cli.sched_features,
+        )?)
+    };
+    let probes = AggregateProbes::load(&topo, cli.bpf_stats)?;
     eprintln!(
         "wakeviz: probes (in-kernel aggregate mode)\n{}",
         probes::describe(&probes.status)
@@ -183,6 +192,9 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         snap.events.total(),
         out.elapsed.as_secs_f64()
     );
+    if cli.bpf_stats {
+        eprint!("{}", probes::describe_run_stats(&probes.run_stats()));
+    }
     if let Some(e) = out.error {
         return Err(e.context("aggregate run stopped"));
     }
@@ -213,9 +225,18 @@ pub struct Beside {
 }
 
 impl Beside {
-    pub fn attach(p: &mut Probes, topo: &wakeviz_core::topology::Topology) -> anyhow::Result<Self> {
-        let btf = aya::Btf::from_sys_fs().ok();
-        let (status, reader) = probes::aggregate::attach(&mut p.ebpf, btf.as_ref(), topo)?;
+    /// The kernel's BTF, parsed before the streaming probes attach: parsing takes tens of
+    /// milliseconds, whose events would otherwise reach the stream only.
+    pub fn btf() -> Option<aya::Btf> {
+        aya::Btf::from_sys_fs().ok()
+    }
+
+    pub fn attach(
+        p: &mut Probes,
+        btf: Option<&aya::Btf>,
+        topo: &wakeviz_core::topology::Topology,
+    ) -> anyhow::Result<Self> {
+        let (status, reader) = probes::aggregate::attach(&mut p.ebpf, btf, topo)?;
         eprintln!(
             "wakeviz: aggregate programs beside the stream\n{}",
             probes::describe(&status)

@@ -78,8 +78,19 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return replay(cli, path, &mut || Ok(Box::new(ReplaySource::open(path)?)));
     }
     if aggregate::wanted(cli, dashboard_wanted(cli)) {
-        // `--serve` (issue 14): hand each snapshot to the metrics server here.
-        return aggregate::run(cli, &mut |_snapshot| {});
+        // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
+        let server = cli.serve.map(serve::Server::bind).transpose()?;
+        if let Some(s) = &server {
+            eprintln!(
+                "wakeviz: serving OpenMetrics at http://{}/metrics (in-kernel aggregate mode)",
+                s.local_addr()
+            );
+        }
+        return aggregate::run(cli, &mut |snap| {
+            if let Some(s) = &server {
+                s.publish(snap);
+            }
+        });
     }
     match live(cli) {
         Err(e) if offer_demo(cli, &e) => replay(cli, Path::new("demo.wvz"), &mut || {
@@ -269,9 +280,12 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
             &cli.sched_features,
         )?)
     };
-    let sizes = match cli.aggregate_beside {
-        Some(_) => probes::aggregate::map_sizes(&topo),
-        None => Vec::new(),
+    let (sizes, beside_btf) = match cli.aggregate_beside {
+        Some(_) => (
+            probes::aggregate::map_sizes(&topo),
+            aggregate::Beside::btf(),
+        ),
+        None => (Vec::new(), None),
     };
     let mut probes = if sizes.is_empty() {
         probes::load(&cfg)?
@@ -279,7 +293,11 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         probes::load_with(&cfg, &sizes)?
     };
     let beside = match cli.aggregate_beside {
-        Some(_) => Some(aggregate::Beside::attach(&mut probes, &topo)?),
+        Some(_) => Some(aggregate::Beside::attach(
+            &mut probes,
+            beside_btf.as_ref(),
+            &topo,
+        )?),
         None => None,
     };
     let file = cli

@@ -143,7 +143,7 @@ fn aggregate_counts_equal_the_streaming_analysis() {
                 "--wakee-cpu",
                 "1",
                 "--iterations",
-                "30000",
+                "100000",
             ],
             &out,
         );
@@ -152,7 +152,7 @@ fn aggregate_counts_equal_the_streaming_analysis() {
             "{stderr}"
         );
         let wakeups = n(&s["placement"]["wakeups"]["count"]);
-        assert!(wakeups >= 30_000, "{kind}: {wakeups} wakeups");
+        assert!(wakeups >= 100_000, "{kind}: {wakeups} wakeups");
         for k in [
             "sched_waking",
             "sched_wakeup",

@@ -48,8 +48,7 @@ pub fn map_sizes(t: &Topology) -> Vec<(&'static str, u32)> {
     vec![
         (amap::AGG_TOPO, cpus),
         (amap::AGG_CPU, cpus),
-        (amap::AGG_WAKING, agg::PENDING_ENTRIES),
-        (amap::AGG_RUN, agg::PENDING_ENTRIES),
+        (amap::AGG_TASKS, agg::PENDING_ENTRIES),
     ]
 }
 
@@ -194,15 +193,28 @@ pub fn attach(
 /// aggregate programs attached.
 pub struct AggregateProbes {
     ebpf: Ebpf,
+    /// Keeps BPF_ENABLE_STATS on while it lives (`--bpf-stats`).
+    _stats_fd: Option<std::os::fd::OwnedFd>,
     pub status: Vec<ProbeStatus>,
     pub notes: Vec<String>,
     pub reader: Reader,
 }
 
 impl AggregateProbes {
-    pub fn load(t: &Topology) -> anyhow::Result<Self> {
+    pub fn load(t: &Topology, bpf_stats: bool) -> anyhow::Result<Self> {
         raise_memlock();
         let mut notes = Vec::new();
+        let stats_fd = if bpf_stats {
+            match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    notes.push(format!("BPF run-time statistics unavailable: {e}"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let kbtf = btf::KernelBtf::open(Path::new("/sys/kernel/btf/vmlinux")).ok();
         let offsets = kbtf
             .as_ref()
@@ -259,6 +271,7 @@ impl AggregateProbes {
         }
         Ok(Self {
             ebpf,
+            _stats_fd: stats_fd,
             status,
             notes,
             reader,
@@ -271,6 +284,11 @@ impl AggregateProbes {
             .programs()
             .filter_map(|(_, p)| recursion_misses(p))
             .sum()
+    }
+
+    /// Run counts and times of the programs (`--bpf-stats`).
+    pub fn run_stats(&self) -> Vec<super::RunStat> {
+        super::run_stats_of(&self.ebpf)
     }
 
     pub fn read(&self) -> anyhow::Result<KernelCounters> {

@@ -521,18 +521,22 @@ impl Probes {
 
     /// Run counts and times of the attached programs (zero unless stats were enabled).
     pub fn run_stats(&self) -> Vec<RunStat> {
-        self.ebpf
-            .programs()
-            .filter_map(|(name, p)| {
-                let info = p.info().ok()?;
-                (info.run_count() > 0).then(|| RunStat {
-                    program: name.to_string(),
-                    run_count: info.run_count(),
-                    run_time_ns: u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX),
-                })
-            })
-            .collect()
+        run_stats_of(&self.ebpf)
     }
+}
+
+/// Run counts and times of the attached programs of `ebpf` (zero unless stats were enabled).
+pub(crate) fn run_stats_of(ebpf: &Ebpf) -> Vec<RunStat> {
+    ebpf.programs()
+        .filter_map(|(name, p)| {
+            let info = p.info().ok()?;
+            (info.run_count() > 0).then(|| RunStat {
+                program: name.to_string(),
+                run_count: info.run_count(),
+                run_time_ns: u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX),
+            })
+        })
+        .collect()
 }
 
 /// Per-program cost lines plus the cost of one wakeup's whole path (every program that runs

@@ -73,6 +73,8 @@ enum Tracer {
     None,
     Wakeviz,
     Perf,
+    /// `wakeviz --aggregate --headless`: the in-kernel aggregate mode, no event stream.
+    Aggregate,
 }
 
 impl Tracer {
@@ -81,6 +83,7 @@ impl Tracer {
             Self::None => "alone",
             Self::Wakeviz => "wakeviz --record",
             Self::Perf => "perf sched record",
+            Self::Aggregate => "wakeviz aggregate",
         }
     }
 }
@@ -168,6 +171,16 @@ fn start_tracer(
     let _ = std::fs::remove_file(file);
     let bg = match t {
         Tracer::None => return Ok(None),
+        Tracer::Aggregate => {
+            let mut c = Command::new("timeout");
+            c.args(["--signal=INT", "--kill-after=30", "600"])
+                .arg(&ctx.wakeviz)
+                .args(["--aggregate", "--headless"])
+                .args(extra);
+            let bg = Background::start(&mut c)?;
+            bg.wait_line("aggregating", Duration::from_secs(60))?;
+            bg
+        }
         Tracer::Wakeviz => {
             let mut c = Command::new("timeout");
             c.args(["--signal=INT", "--kill-after=30", "600"])
@@ -294,7 +307,7 @@ pub fn overhead(ctx: &Ctx, sum: &mut Summary, only_for_size: bool) -> anyhow::Re
         for (wi, w) in workloads.iter().enumerate() {
             for (ti, t) in tracers.iter().enumerate() {
                 let file = ctx.out.join(match t {
-                    Tracer::None => String::new(),
+                    Tracer::None | Tracer::Aggregate => String::new(),
                     Tracer::Wakeviz => format!("ov-{}-r{r}.wvz", w.name()),
                     Tracer::Perf => format!("ov-{}-r{r}.perf.data", w.name()),
                 });
@@ -430,6 +443,111 @@ pub fn overhead(ctx: &Ctx, sum: &mut Summary, only_for_size: bool) -> anyhow::Re
         );
     }
     Ok(Files { traces })
+}
+
+/// `usecs/op` as `perf bench sched pipe` prints it.
+fn usecs_per_op(out: &str) -> Option<f64> {
+    nums(line_with(out, "usecs/op")?).first().copied()
+}
+
+/// Issue 14's in-kernel aggregate mode against streaming: the pipe benchmarks alone, under
+/// `wakeviz --record --headless` and under `wakeviz --aggregate --headless`, alternating,
+/// several rounds; the µs/op each adds (paired with the same round's run alone, median) and
+/// the aggregate's share of the streaming cost.
+pub fn aggregate(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
+    let rounds = if ctx.quick { 4 } else { 7 };
+    let tracers = [Tracer::None, Tracer::Wakeviz, Tracer::Aggregate];
+    let workloads = [Workload::Pipe, Workload::PipeOneCpu];
+    println!(
+        "\n[14] in-kernel aggregate mode vs streaming: {rounds} rounds, each running every workload alone, under `wakeviz --record --headless`, under `wakeviz --aggregate --headless` (in that order)"
+    );
+    for w in workloads {
+        println!("  {}: {}", w.name(), w.command(ctx.quick).1);
+    }
+    // [workload][tracer] -> (µs/op, tracer CPU s) per round
+    let mut v: Vec<Vec<Vec<(f64, f64)>>> = workloads
+        .iter()
+        .map(|_| tracers.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for r in 1..=rounds {
+        for (wi, w) in workloads.iter().enumerate() {
+            for (ti, t) in tracers.iter().enumerate() {
+                let file = ctx.out.join(format!("agg-{}-r{r}.wvz", w.name()));
+                let bg = start_tracer(ctx, *t, &file, &[])?;
+                let (mut cmd, _) = w.command(ctx.quick);
+                let b = run_measured(&mut cmd, Duration::from_secs(300))?;
+                let tr = bg.map(stop_tracer);
+                let _ = std::fs::remove_file(&file);
+                if !b.ok() {
+                    bail!(
+                        "{} failed ({:?}):\n{}{}",
+                        w.name(),
+                        b.status,
+                        b.stdout,
+                        b.stderr
+                    );
+                }
+                if let Some(f) = &tr
+                    && !f.ok_after_sigint()
+                {
+                    bail!("{} exited badly ({}):\n{}", t.name(), f.status, f.stderr);
+                }
+                let us = usecs_per_op(&b.stdout).with_context(|| {
+                    format!("no usecs/op in the {} output:\n{}", w.name(), b.stdout)
+                })?;
+                let tcpu = tr.as_ref().map_or(0.0, |f| f.cpu.as_secs_f64());
+                println!(
+                    "  round {r} {:<9} {:<18} {us:>8.3} us/op  tracer CPU {tcpu:.3} s",
+                    w.name(),
+                    t.name()
+                );
+                v[wi][ti].push((us, tcpu));
+            }
+        }
+    }
+    for (wi, w) in workloads.iter().enumerate() {
+        let added = |ti: usize| {
+            let d: Vec<f64> = v[wi][0]
+                .iter()
+                .zip(&v[wi][ti])
+                .map(|(a, t)| t.0 - a.0)
+                .collect();
+            median(&d)
+        };
+        let med = |ti: usize, f: fn(&(f64, f64)) -> f64| {
+            median(&v[wi][ti].iter().map(f).collect::<Vec<_>>())
+        };
+        let (alone, stream, agg) = (med(0, |x| x.0), med(1, |x| x.0), med(2, |x| x.0));
+        let (ds, da) = (added(1), added(2));
+        println!(
+            "  {} medians: alone {alone:.3} us/op, streaming {stream:.3}, aggregate {agg:.3}; added per op (paired): streaming {ds:+.3} us, aggregate {da:+.3} us; tracer CPU streaming {:.3} s, aggregate {:.3} s",
+            w.name(),
+            med(1, |x| x.1),
+            med(2, |x| x.1)
+        );
+        sum.add(
+            "14",
+            format!("{}: us/op added, aggregate vs streaming", w.name()),
+            format!("{da:+.3} vs {ds:+.3} us"),
+            "aggregate < streaming",
+            (ds > 0.0).then_some(da < ds),
+        );
+        sum.add(
+            "14",
+            format!(
+                "{}: aggregate cost / streaming cost (added us/op)",
+                w.name()
+            ),
+            if ds > 0.0 {
+                format!("{:.2}", da / ds)
+            } else {
+                "n/a (streaming cost <= 0: noise)".into()
+            },
+            "(info)",
+            None,
+        );
+    }
+    Ok(())
 }
 
 /// Item 2: BPF run-time statistics under the pipe benchmark.

@@ -10,7 +10,7 @@
 //!
 //! Sections (`--only`): `overhead` (item 1), `bpf` (2), `drops` (3, live), `ingest` (3,
 //! synthetic 256-CPU userspace path), `size` (4; uses the overhead rounds' files), `replay` (5),
-//! `frame` (6).
+//! `frame` (6), `aggregate` (issue 14: the in-kernel aggregate mode vs streaming, live).
 use std::{
     fmt::Write as _,
     io::{BufRead as _, BufReader},
@@ -32,7 +32,8 @@ pub struct Args {
     /// Shorter runs (fewer rounds, 10 s drop test, 1 M / 10 M event replays).
     #[arg(long)]
     pub quick: bool,
-    /// Only these sections (comma separated): overhead, bpf, drops, ingest, size, replay, frame.
+    /// Only these sections (comma separated): overhead, bpf, drops, ingest, size, replay, frame,
+    /// aggregate.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Use target/release/wakeviz as it is instead of running `cargo build --release -p wakeviz`.
@@ -46,8 +47,15 @@ pub struct Args {
     pub stage: String,
 }
 
-pub const SECTIONS: [&str; 7] = [
-    "overhead", "bpf", "drops", "ingest", "size", "replay", "frame",
+pub const SECTIONS: [&str; 8] = [
+    "overhead",
+    "bpf",
+    "drops",
+    "ingest",
+    "size",
+    "replay",
+    "frame",
+    "aggregate",
 ];
 
 /// One figure against its target.
@@ -162,7 +170,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         utc_now()
     );
     let mut sum = Summary::default();
-    let live_wanted = ["overhead", "bpf", "drops", "size"].iter().any(|s| want(s));
+    let live_wanted = ["overhead", "bpf", "drops", "size", "aggregate"]
+        .iter()
+        .any(|s| want(s));
     let mut live_ok = false;
     if live_wanted {
         match live::preflight(&ctx, a.no_build) {
@@ -185,6 +195,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         }
         if want("drops") {
             live::drops(&ctx, &mut sum)?;
+        }
+        if want("aggregate") {
+            live::aggregate(&ctx, &mut sum)?;
         }
         if want("size")
             && let Some(f) = &files

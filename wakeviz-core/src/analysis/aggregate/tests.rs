@@ -1,6 +1,20 @@
 use std::{collections::HashMap, path::Path};
 
-use wakeviz_common::agg::{self, PendingRun, PendingWaking, level_index, totals};
+use wakeviz_common::agg::{self, level_index, totals};
+
+/// The two halves of the kernel's `agg::TaskState` (its `WAKING` and `RUN` flags as presence
+/// in two maps).
+struct PendingWaking {
+    ts_ns: u64,
+    waker_cpu: u32,
+    prev_cpu: u32,
+    self_wake: u32,
+}
+
+struct PendingRun {
+    wakeup_ts_ns: u64,
+    slot: u32,
+}
 
 use super::*;
 use crate::{
@@ -152,7 +166,6 @@ impl Model {
                         waker_cpu: w.cpu,
                         prev_cpu: w.target_cpu,
                         self_wake: u32::from(w.pid == w.waker_pid),
-                        _pad0: 0,
                     },
                 );
             }
@@ -164,6 +177,10 @@ impl Model {
                     }
                     Some(p) if p.self_wake != 0 => {
                         self.k.stats[agg::stat::SELF_WAKEUPS as usize] += 1;
+                        agg::hist::OVERALL
+                    }
+                    Some(p) if w.ts_ns.saturating_sub(p.ts_ns) >= agg::JOIN_WAKING_NS => {
+                        self.k.stats[agg::stat::STALE_WAKINGS as usize] += 1;
                         agg::hist::OVERALL
                     }
                     Some(p) => {
@@ -188,7 +205,6 @@ impl Model {
                     PendingRun {
                         wakeup_ts_ns: w.ts_ns,
                         slot,
-                        _pad0: 0,
                     },
                 );
             }
@@ -201,7 +217,6 @@ impl Model {
                     PendingRun {
                         wakeup_ts_ns: w.ts_ns,
                         slot: agg::hist::NEW_TASK,
-                        _pad0: 0,
                     },
                 );
             }
