@@ -1,0 +1,142 @@
+"""Independent check of a `wakeviz export --perfetto` trace against the recording's own dump.
+
+Reads the trace part(s) with the upstream Trace proto (the `perfetto` package's generated
+perfetto_trace_pb2, not wakeviz's code) and `wakeviz --replay F --dump jsonl` output, then
+compares per CPU: sched_switch and sched_waking (CompactSched, timestamps rebuilt from the
+deltas), sched_migrate_task and sched_wakeup_new (FtraceEvents), each event's time on BOOTTIME
+(dump time + the clock snapshot's BOOTTIME - MONOTONIC), and task names (ProcessTree against
+the dump's comms). Prints a JSON summary; exits 1 on any mismatch.
+
+usage: perfetto_check.py DUMP.jsonl TRACE [TRACE...]
+"""
+import collections
+import json
+import sys
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+BOOTTIME, MONOTONIC = 6, 3
+KINDS = {
+    "sched_switch": "switch",
+    "sched_waking": "waking",
+    "sched_migrate_task": "migrate",
+    "sched_wakeup_new": "new_task",
+}
+
+
+def read_dump(path):
+    times = collections.defaultdict(list)  # (kind, cpu) -> [mono ts]
+    comms = {}  # pid -> latest comm
+    for line in open(path):
+        e = json.loads(line)
+        kind = KINDS.get(e["kind"])
+        if kind is None:
+            continue
+        times[(kind, e["cpu"])].append(e["ts_ns"])
+        for pid, comm in [(e["pid"], e["comm"])] + (
+            [(e["next_pid"], e["next_comm"])] if kind == "switch" else []
+        ):
+            if pid != 0 and comm != "?":
+                comms[pid] = comm
+    return times, comms
+
+
+def read_part(path, problems):
+    trace = pb.Trace()
+    with open(path, "rb") as f:
+        trace.ParseFromString(f.read())
+    times = collections.defaultdict(list)  # (kind, cpu) -> [boot ts]
+    names = {}
+    offset = None
+    seen_pids = set()
+    for i, p in enumerate(trace.packet):
+        which = p.WhichOneof("data")
+        if which == "clock_snapshot":
+            clocks = {c.clock_id: c.timestamp for c in p.clock_snapshot.clocks}
+            offset = clocks[BOOTTIME] - clocks[MONOTONIC]
+            if i != 0:
+                problems.append(f"{path}: clock snapshot is packet {i}, not the first")
+        elif which == "process_tree":
+            for t in p.process_tree.threads:
+                names[t.tid] = t.name
+        elif which == "ftrace_events":
+            b = p.ftrace_events
+            cs = b.compact_sched
+            n = len(cs.switch_timestamp)
+            for field in ("switch_prev_state", "switch_next_pid", "switch_next_prio",
+                          "switch_next_comm_index"):
+                if len(getattr(cs, field)) != n:
+                    problems.append(f"{path}: cpu {b.cpu}: {field} has the wrong length")
+            ts = 0
+            for d, pid, ci in zip(cs.switch_timestamp, cs.switch_next_pid,
+                                  cs.switch_next_comm_index):
+                ts += d
+                times[("switch", b.cpu)].append(ts)
+                seen_pids.add(pid)
+                if ci >= len(cs.intern_table):
+                    problems.append(f"{path}: comm index {ci} out of range")
+            ts = 0
+            for d, pid in zip(cs.waking_timestamp, cs.waking_pid):
+                ts += d
+                times[("waking", b.cpu)].append(ts)
+                seen_pids.add(pid)
+            for ev in b.event:
+                kind = ev.WhichOneof("event")
+                if kind == "sched_migrate_task":
+                    times[("migrate", b.cpu)].append(ev.timestamp)
+                    seen_pids.add(ev.sched_migrate_task.pid)
+                elif kind == "sched_wakeup_new":
+                    times[("new_task", b.cpu)].append(ev.timestamp)
+                    seen_pids.add(ev.sched_wakeup_new.pid)
+    if offset is None:
+        problems.append(f"{path}: no clock snapshot")
+        offset = 0
+    return times, names, offset, seen_pids
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    dump_times, comms = read_dump(argv[1])
+    problems = []
+    trace_times = collections.defaultdict(list)
+    offsets = set()
+    parts = []
+    for path in argv[2:]:
+        times, names, offset, seen = read_part(path, problems)
+        offsets.add(offset)
+        for k, v in times.items():
+            trace_times[k].extend(v)
+        # Names resolve through this part's own ProcessTree (each part stands alone).
+        unresolved = sorted(p for p in seen if p != 0 and p in comms and p not in names)
+        if unresolved:
+            problems.append(f"{path}: pids without a ProcessTree name: {unresolved[:10]}")
+        wrong = sorted(p for p, n in names.items() if p in comms and comms[p] != n)
+        parts.append({"path": path, "threads": len(names), "events": sum(map(len, times.values()))})
+        last_names = names
+    if len(offsets) != 1:
+        problems.append(f"parts disagree on the clock: {sorted(offsets)}")
+    offset = offsets.pop() if offsets else 0
+    # The last part's names are the latest: they must equal the dump's latest comms.
+    wrong = sorted(p for p, n in last_names.items() if p in comms and comms[p] != n)
+    if wrong:
+        problems.append(f"names differ from the dump for pids {wrong[:10]}")
+    counts = {}
+    for key in sorted(set(dump_times) | set(trace_times)):
+        kind, cpu = key
+        want = sorted(t + offset for t in dump_times.get(key, []))
+        got = sorted(trace_times.get(key, []))
+        counts.setdefault(kind, {})[str(cpu)] = {"dump": len(want), "trace": len(got)}
+        if len(want) != len(got):
+            problems.append(f"{kind} on cpu {cpu}: dump {len(want)}, trace {len(got)}")
+        elif want != got:
+            bad = next(i for i, (a, b) in enumerate(zip(want, got)) if a != b)
+            problems.append(f"{kind} on cpu {cpu}: time {bad} is {got[bad]}, dump says {want[bad]}")
+    print(json.dumps({"parts": parts, "boot_minus_mono_ns": offset, "counts": counts,
+                      "named_pids": len(comms), "problems": problems}, indent=1))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
