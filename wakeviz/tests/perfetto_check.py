@@ -7,7 +7,9 @@ deltas), sched_migrate_task and sched_wakeup_new (FtraceEvents), each event's ti
 (dump time + the clock snapshot's BOOTTIME - MONOTONIC), and task names (ProcessTree against
 the dump's comms). Prints a JSON summary; exits 1 on any mismatch.
 
-usage: perfetto_check.py DUMP.jsonl TRACE [TRACE...]
+usage: perfetto_check.py [--structure-only] DUMP.jsonl TRACE [TRACE...]
+  --structure-only: only what one part must satisfy on its own (clock snapshot first, array
+  lengths, every named task in the part's own ProcessTree); no comparison with the dump.
 """
 import collections
 import json
@@ -48,7 +50,7 @@ def read_part(path, problems):
     times = collections.defaultdict(list)  # (kind, cpu) -> [boot ts]
     names = {}
     offset = None
-    seen_pids = set()
+    seen = {}  # pid -> comm as the events carry it
     for i, p in enumerate(trace.packet):
         which = p.WhichOneof("data")
         if which == "clock_snapshot":
@@ -72,29 +74,38 @@ def read_part(path, problems):
                                   cs.switch_next_comm_index):
                 ts += d
                 times[("switch", b.cpu)].append(ts)
-                seen_pids.add(pid)
                 if ci >= len(cs.intern_table):
                     problems.append(f"{path}: comm index {ci} out of range")
+                else:
+                    seen[pid] = cs.intern_table[ci]
             ts = 0
-            for d, pid in zip(cs.waking_timestamp, cs.waking_pid):
+            for d, pid, ci in zip(cs.waking_timestamp, cs.waking_pid, cs.waking_comm_index):
                 ts += d
                 times[("waking", b.cpu)].append(ts)
-                seen_pids.add(pid)
+                if ci < len(cs.intern_table):
+                    seen[pid] = cs.intern_table[ci]
             for ev in b.event:
                 kind = ev.WhichOneof("event")
                 if kind == "sched_migrate_task":
                     times[("migrate", b.cpu)].append(ev.timestamp)
-                    seen_pids.add(ev.sched_migrate_task.pid)
+                    seen[ev.sched_migrate_task.pid] = ev.sched_migrate_task.comm
                 elif kind == "sched_wakeup_new":
                     times[("new_task", b.cpu)].append(ev.timestamp)
-                    seen_pids.add(ev.sched_wakeup_new.pid)
+                    seen[ev.sched_wakeup_new.pid] = ev.sched_wakeup_new.comm
     if offset is None:
         problems.append(f"{path}: no clock snapshot")
         offset = 0
-    return times, names, offset, seen_pids
+    # Names resolve through this part's own ProcessTree (each part stands alone): every task
+    # the events name (not the idle task, not "<...>", a pid the recording never named).
+    unresolved = sorted(p for p, c in seen.items() if p != 0 and c != "<...>" and p not in names)
+    if unresolved:
+        problems.append(f"{path}: pids without a ProcessTree name: {unresolved[:10]}")
+    return times, names, offset
 
 
 def main(argv):
+    structure_only = "--structure-only" in argv
+    argv = [a for a in argv if a != "--structure-only"]
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
@@ -103,16 +114,14 @@ def main(argv):
     trace_times = collections.defaultdict(list)
     offsets = set()
     parts = []
+    all_names = set()
+    last_names = {}
     for path in argv[2:]:
-        times, names, offset, seen = read_part(path, problems)
+        times, names, offset = read_part(path, problems)
         offsets.add(offset)
         for k, v in times.items():
             trace_times[k].extend(v)
-        # Names resolve through this part's own ProcessTree (each part stands alone).
-        unresolved = sorted(p for p in seen if p != 0 and p in comms and p not in names)
-        if unresolved:
-            problems.append(f"{path}: pids without a ProcessTree name: {unresolved[:10]}")
-        wrong = sorted(p for p, n in names.items() if p in comms and comms[p] != n)
+        all_names.update(names.values())
         parts.append({"path": path, "threads": len(names), "events": sum(map(len, times.values()))})
         last_names = names
     if len(offsets) != 1:
@@ -123,18 +132,23 @@ def main(argv):
     if wrong:
         problems.append(f"names differ from the dump for pids {wrong[:10]}")
     counts = {}
+    if structure_only:
+        dump_times = {}
     for key in sorted(set(dump_times) | set(trace_times)):
         kind, cpu = key
         want = sorted(t + offset for t in dump_times.get(key, []))
         got = sorted(trace_times.get(key, []))
         counts.setdefault(kind, {})[str(cpu)] = {"dump": len(want), "trace": len(got)}
+        if structure_only:
+            continue
         if len(want) != len(got):
             problems.append(f"{kind} on cpu {cpu}: dump {len(want)}, trace {len(got)}")
         elif want != got:
             bad = next(i for i, (a, b) in enumerate(zip(want, got)) if a != b)
             problems.append(f"{kind} on cpu {cpu}: time {bad} is {got[bad]}, dump says {want[bad]}")
     print(json.dumps({"parts": parts, "boot_minus_mono_ns": offset, "counts": counts,
-                      "named_pids": len(comms), "problems": problems}, indent=1))
+                      "named_pids": len(comms), "thread_names": sorted(all_names),
+                      "problems": problems}, indent=1))
     return 1 if problems else 0
 
 
