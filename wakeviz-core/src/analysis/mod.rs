@@ -7,12 +7,14 @@
 pub mod filter;
 pub mod latency;
 pub mod placement;
+pub mod records;
 pub mod report;
 pub mod schedstat;
 mod snapshot;
 pub mod window;
 
 pub use filter::{Filter, FilterError};
+pub use records::PlacementRecord;
 pub use snapshot::{
     ByLevel, CpuRow, Drops, EventCounts, LatencySection, PlacementSection, RecordingSection,
     SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
@@ -75,6 +77,8 @@ pub struct Analysis {
     /// The workload's outcome, when the stream carried one (`-- CMD` recordings).
     pub(crate) workload: Option<crate::run::WorkloadOutcome>,
     seen: u64,
+    /// Per-wakeup records, when asked for ([`Analysis::keep_records`]).
+    records: Option<Box<records::Recorder>>,
 }
 
 impl Analysis {
@@ -110,6 +114,7 @@ impl Analysis {
             last_ts: 0,
             workload: None,
             seen: 0,
+            records: None,
             header: header.clone(),
         }
     }
@@ -140,6 +145,9 @@ impl Analysis {
         self.wake.by_level.iter_mut().for_each(Hist::reset);
         self.wake.new_task.reset();
         self.wake.pending.clear();
+        if let Some(r) = self.records.as_mut() {
+            r.flush();
+        }
         self.win1.reset();
         self.win10.reset();
         self.shadow_subset = crate::shadow::Tally::default();
@@ -149,6 +157,44 @@ impl Analysis {
     /// off (the fold is several times faster without it, and the JSON `shadow` is then null).
     pub fn set_shadow(&mut self, s: Option<crate::shadow::ShadowEval>) {
         self.shadow = s;
+    }
+
+    /// Turns per-wakeup [`PlacementRecord`]s on or off (off by default: exporters want them,
+    /// the dashboard and the reports do not). Turning them off drops the undrained ones.
+    pub fn keep_records(&mut self, on: bool) {
+        match (on, self.records.is_some()) {
+            (true, false) => self.records = Some(Box::default()),
+            (false, true) => self.records = None,
+            _ => {}
+        }
+    }
+
+    /// The records emitted so far (latency known or given up), in that order; call after each
+    /// batch so they do not pile up. Empty unless [`Analysis::keep_records`] is on.
+    pub fn drain_records(&mut self) -> impl Iterator<Item = PlacementRecord> + '_ {
+        self.records.iter_mut().flat_map(|r| r.drain())
+    }
+
+    /// Gives up every record still waiting for its wakee's switch-in, so the next
+    /// [`Analysis::drain_records`] returns them (with no wakeup-to-run latency): call at the
+    /// end of the stream.
+    pub fn flush_records(&mut self) {
+        if let Some(r) = self.records.as_mut() {
+            r.flush();
+        }
+    }
+
+    /// Records waiting for their wakee's switch-in.
+    pub fn open_records(&self) -> usize {
+        self.records.as_ref().map_or(0, |r| r.open_count())
+    }
+
+    /// Names of the policies in [`PlacementRecord::shadow`], registry order (empty with the
+    /// shadow off).
+    pub fn record_policies(&self) -> Vec<&'static str> {
+        self.shadow
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.policy_names())
     }
 
     /// Unfiltered per-waker-CPU counts, for [`schedstat::compare`].
@@ -197,6 +243,9 @@ impl Analysis {
             self.wake
                 .pending
                 .retain(|_, (t, _)| now.saturating_sub(*t) < crate::horizons::WAKE_TO_RUN_NS);
+            if let Some(r) = self.records.as_mut() {
+                r.expire(now);
+            }
         }
         if let Some(s) = self.shadow.as_mut() {
             s.on_event(e);
@@ -224,10 +273,16 @@ impl Analysis {
                 // ttwu_runnable path) must not be matched with its next switch-in.
                 if sw.prev_pid != 0 && !self.wake.pending.is_empty() {
                     self.wake.pending.remove(&sw.prev_pid);
+                    if let Some(r) = self.records.as_mut() {
+                        r.close(sw.prev_pid, None);
+                    }
                 }
                 if sw.next_pid != 0
                     && let Some((t, lvl)) = self.wake.pending.remove(&sw.next_pid)
                 {
+                    if let Some(r) = self.records.as_mut() {
+                        r.close(sw.next_pid, Some(sw.ts_ns));
+                    }
                     let v = sw.ts_ns.saturating_sub(t);
                     if lvl == NEW_TASK {
                         self.wake.new_task.record(v);
@@ -250,6 +305,9 @@ impl Analysis {
         {
             // No placement (its sched_waking was lost): the latency still counts overall.
             self.wake.pending.insert(w.pid, (w.ts_ns, NO_LEVEL));
+            if let Some(r) = self.records.as_mut() {
+                r.close(w.pid, None);
+            }
         }
     }
 
@@ -259,16 +317,31 @@ impl Analysis {
             self.ours.add(p.waker_cpu, &c);
         }
         let matches = self.filter.matches(p.pid, &self.tasks);
+        let mut shadow = Vec::new();
         if let Some(s) = self.shadow.as_mut() {
+            let n = if self.records.is_some() && matches {
+                s.policy_count()
+            } else {
+                0
+            };
             // The evaluator follows every task (it needs the whole machine's state); the
             // filtered rows are a tally of the matching wakees' scored placements.
             let scored = s.on_placement(p);
+            if n > 0 {
+                shadow = match &scored {
+                    Some(sc) => sc.outcomes.iter().map(|o| Some(o.cpu)).collect(),
+                    None => vec![None; n],
+                };
+            }
             if let (Some(sc), true, true) = (scored, matches, self.filter.get().is_some()) {
                 self.shadow_subset.add(&sc);
             }
         }
         if !matches {
             return;
+        }
+        if let Some(r) = self.records.as_mut() {
+            r.open(PlacementRecord::new(p, c.vs_waker, c.vs_prev, shadow));
         }
         self.placement
             .add(&self.levels, &c, p.waker_cpu, p.chosen_cpu, p.new_task);

@@ -479,7 +479,7 @@ impl ShadowEval {
     }
 
     /// Per-policy metrics, registry order (for [`super::Tally`] sizing and the report).
-    pub(super) fn policy_count(&self) -> usize {
+    pub fn policy_count(&self) -> usize {
         self.policies.len()
     }
 }
