@@ -107,6 +107,7 @@ fn demo_recording_exports_with_every_event_on_its_cpu() {
     assert!(s["counts"]["switch"].as_object().unwrap().len() > 1, "{s}");
     assert_eq!(s["boot_minus_mono_ns"], 0);
     assert!(s["named_pids"].as_u64().unwrap() > 10, "{s}");
+    tracks_match_report(&demo(), &s);
 }
 
 #[test]
@@ -173,6 +174,7 @@ fn split_parts_each_stand_alone_and_add_up() {
     // All parts together: the recording's counts and times, per CPU.
     let s = check(&py, &jsonl, &parts);
     assert!(total(&s, "switch") > 10_000, "{s}");
+    tracks_match_report(&rec, &s);
     assert_eq!(s["parts"].as_array().unwrap().len(), parts.len());
 }
 
@@ -191,6 +193,56 @@ fn check_part(py: &Path, part: &Path) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     serde_json::from_str(&text).unwrap()
+}
+
+/// wakeviz's tracks against `--report json` of the same recording: one instant per placement,
+/// named by its level vs the waker (`fork: ` for new tasks), counters that sum to the report's
+/// level counts, one flow per wakee seen switching in.
+fn tracks_match_report(rec: &Path, s: &Value) {
+    let out = Command::new(BIN)
+        .arg("--replay")
+        .arg(rec)
+        .args(["--report", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (wakeups, forks) = (
+        &report["placement"]["wakeups"],
+        &report["placement"]["new_tasks"],
+    );
+    let te = &s["track_events"];
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let mut placed = 0;
+    for level in wakeviz_core::topology::Level::ALL {
+        let l = level.name();
+        assert_eq!(
+            n(&te["instants"][l]),
+            n(&wakeups["vs_waker"][l]),
+            "{l}: {te}"
+        );
+        let fork = format!("fork: {l}");
+        assert_eq!(
+            n(&te["instants"][&fork]),
+            n(&forks["vs_waker"][l]),
+            "{fork}: {te}"
+        );
+        for (mix, key) in [("vs waker", "vs_waker"), ("vs prev", "vs_prev")] {
+            let track = format!("wakeups/10ms {mix}: {l}");
+            let want = n(&wakeups[key][l]) + n(&forks[key][l]);
+            assert_eq!(n(&te["counters"][&track]), want, "{track}: {te}");
+        }
+        placed += n(&wakeups["vs_waker"][l]) + n(&forks["vs_waker"][l]);
+    }
+    assert!(placed > 0, "{te}");
+    assert_eq!(
+        n(&te["instants"]["unclassified"]),
+        n(&wakeups["unclassified"])
+    );
+    let runs = n(&te["instants"]["run"]);
+    assert!(runs > 0 && runs <= placed, "{te}");
+    assert_eq!(n(&te["flows"]), runs);
+    assert_eq!(n(&te["terminating"]), runs);
 }
 
 fn is_root() -> bool {
@@ -243,4 +295,5 @@ fn live_recording_exports_on_boottime() {
     // The workload's threads are named in the trace's ProcessTree.
     let names = s["thread_names"].as_array().unwrap();
     assert!(names.iter().any(|n| n == "pf-ping"), "{s}");
+    tracks_match_report(&rec, &s);
 }

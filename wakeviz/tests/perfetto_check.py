@@ -5,7 +5,10 @@ perfetto_trace_pb2, not wakeviz's code) and `wakeviz --replay F --dump jsonl` ou
 compares per CPU: sched_switch and sched_waking (CompactSched, timestamps rebuilt from the
 deltas), sched_migrate_task and sched_wakeup_new (FtraceEvents), each event's time on BOOTTIME
 (dump time + the clock snapshot's BOOTTIME - MONOTONIC), and task names (ProcessTree against
-the dump's comms). Prints a JSON summary; exits 1 on any mismatch.
+the dump's comms). wakeviz's TrackEvent data is decoded and summarised (instants by name,
+flows, counter sums by track name) for the caller to compare with `--report json`; within each
+part every track is described and every interned name defined before use. Prints a JSON
+summary; exits 1 on any mismatch.
 
 usage: perfetto_check.py [--structure-only] DUMP.jsonl TRACE [TRACE...]
   --structure-only: only what one part must satisfy on its own (clock snapshot first, array
@@ -51,13 +54,35 @@ def read_part(path, problems):
     names = {}
     offset = None
     seen = {}  # pid -> comm as the events carry it
+    event_names, tracks = {}, {}
+    te = {"instants": collections.Counter(), "flows": 0, "terminating": 0,
+          "counters": collections.Counter()}
     for i, p in enumerate(trace.packet):
+        if p.HasField("interned_data"):
+            if p.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
+                event_names = {}
+            for n in p.interned_data.event_names:
+                event_names[n.iid] = n.name
         which = p.WhichOneof("data")
         if which == "clock_snapshot":
             clocks = {c.clock_id: c.timestamp for c in p.clock_snapshot.clocks}
             offset = clocks[BOOTTIME] - clocks[MONOTONIC]
             if i != 0:
                 problems.append(f"{path}: clock snapshot is packet {i}, not the first")
+        elif which == "track_descriptor":
+            tracks[p.track_descriptor.uuid] = p.track_descriptor.name
+        elif which == "track_event":
+            e = p.track_event
+            if e.track_uuid not in tracks:
+                problems.append(f"{path}: packet {i}: track {e.track_uuid} used before described")
+            if e.type == pb.TrackEvent.TYPE_INSTANT:
+                if e.name_iid not in event_names:
+                    problems.append(f"{path}: packet {i}: event name {e.name_iid} not interned")
+                te["instants"][event_names.get(e.name_iid, "?")] += 1
+                te["flows"] += len(e.flow_ids)
+                te["terminating"] += len(e.terminating_flow_ids)
+            elif e.type == pb.TrackEvent.TYPE_COUNTER:
+                te["counters"][tracks.get(e.track_uuid, "?")] += e.counter_value
         elif which == "process_tree":
             for t in p.process_tree.threads:
                 names[t.tid] = t.name
@@ -100,7 +125,7 @@ def read_part(path, problems):
     unresolved = sorted(p for p, c in seen.items() if p != 0 and c != "<...>" and p not in names)
     if unresolved:
         problems.append(f"{path}: pids without a ProcessTree name: {unresolved[:10]}")
-    return times, names, offset
+    return times, names, offset, te
 
 
 def main(argv):
@@ -115,9 +140,15 @@ def main(argv):
     offsets = set()
     parts = []
     all_names = set()
+    track_events = {"instants": collections.Counter(), "flows": 0, "terminating": 0,
+                    "counters": collections.Counter()}
     last_names = {}
     for path in argv[2:]:
-        times, names, offset = read_part(path, problems)
+        times, names, offset, te = read_part(path, problems)
+        for k in ("instants", "counters"):
+            track_events[k].update(te[k])
+        track_events["flows"] += te["flows"]
+        track_events["terminating"] += te["terminating"]
         offsets.add(offset)
         for k, v in times.items():
             trace_times[k].extend(v)
@@ -148,6 +179,7 @@ def main(argv):
             problems.append(f"{kind} on cpu {cpu}: time {bad} is {got[bad]}, dump says {want[bad]}")
     print(json.dumps({"parts": parts, "boot_minus_mono_ns": offset, "counts": counts,
                       "named_pids": len(comms), "thread_names": sorted(all_names),
+                      "track_events": track_events,
                       "problems": problems}, indent=1))
     return 1 if problems else 0
 

@@ -1,23 +1,26 @@
 //! `wakeviz export --perfetto OUT IN.wvz`: a recording as a Perfetto trace, for
 //! ui.perfetto.dev and trace_processor. The kernel's events become ftrace data (CPU tracks,
 //! thread states, the waker marker come from Perfetto's own importer), names a ProcessTree,
-//! and a ClockSnapshot puts it all on BOOTTIME. The recording is streamed batch by batch:
-//! memory is one batch plus the task-name table, whatever the recording's length.
+//! and a ClockSnapshot puts it all on BOOTTIME; wakeviz's per-wakeup records become TrackEvent
+//! tracks (see `track`). The recording is streamed batch by batch: memory is one batch plus
+//! the analysis's bounded state, whatever the recording's length.
 mod clock;
 mod ftrace;
 mod names;
 mod out;
+mod track;
 
 use std::{path::Path, process::ExitCode, time::Duration};
 
 use anyhow::{Context as _, bail};
 use perfetto_protos::trace_packet::TracePacket;
 use wakeviz_core::{
+    analysis::Analysis,
     event::{Kind, TaskName, TaskTable},
     source::{Batch, EventSource as _, Poll, ReplaySource},
 };
 
-use self::{clock::TimeBase, ftrace::Bundles, out::Output};
+use self::{clock::TimeBase, ftrace::Bundles, out::Output, track::Tracks};
 
 /// Packet sequence of everything wakeviz writes from the kernel's events.
 const SEQ_KERNEL: u32 = 1;
@@ -39,8 +42,14 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     if let Some(n) = note {
         eprintln!("wakeviz: note: {}: {n}", input.display());
     }
+    let mut analysis = Analysis::new(src.header());
+    analysis.keep_records(true);
+    let cpus = src.header().topology.cpus.iter().map(|c| c.cpu).collect();
+    let tracks = Tracks::new(analysis.record_policies(), cpus);
     let mut ex = Exporter {
         out: Output::create(out, limit, a.force)?,
+        analysis,
+        tracks,
         tb,
         tasks: TaskTable::default(),
         bundles: Bundles::default(),
@@ -57,7 +66,8 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
             Poll::End => break,
         }
     }
-    let (per_kind, packets) = (ex.per_kind, ex.packets);
+    ex.finish()?;
+    let (per_kind, packets, instants) = (ex.per_kind, ex.packets, ex.tracks.instants);
     let files = ex.out.finish()?;
     for w in src.warnings() {
         eprintln!("wakeviz: warning: {w}");
@@ -67,7 +77,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
         eprintln!("wakeviz: wrote {} ({bytes} bytes)", path.display());
     }
     eprintln!(
-        "wakeviz: {packets} packets, {events} events: {} sched_switch, {} sched_waking, {} sched_migrate_task, {} sched_wakeup_new",
+        "wakeviz: {packets} packets, {events} events: {} sched_switch, {} sched_waking, {} sched_migrate_task, {} sched_wakeup_new; {instants} placements on the wakeviz tracks",
         per_kind[Kind::Switch.index()],
         per_kind[Kind::Waking.index()],
         per_kind[Kind::Migrate.index()],
@@ -82,6 +92,8 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
 
 struct Exporter {
     out: Output,
+    analysis: Analysis,
+    tracks: Tracks,
     tb: TimeBase,
     tasks: TaskTable,
     bundles: Bundles,
@@ -102,6 +114,7 @@ impl Exporter {
             .map(|(pid, comm)| TaskName { pid, comm: *comm })
             .collect();
         packets.extend(names::process_tree(&known, self.now, SEQ_KERNEL));
+        packets.extend(self.tracks.preamble(self.now));
         for p in &packets {
             self.out.write(&out::encode(p)?, true)?;
             self.packets += 1;
@@ -110,13 +123,25 @@ impl Exporter {
     }
 
     fn emit(&mut self, p: &TracePacket) -> anyhow::Result<()> {
-        let bytes = out::encode(p)?;
-        if self.out.needs_new_part(bytes.len() as u64) {
+        self.emit_group(std::slice::from_ref(p))
+    }
+
+    /// Writes packets that belong together (a wakeup's instant and its run, joined by a flow)
+    /// into the same part.
+    fn emit_group(&mut self, group: &[TracePacket]) -> anyhow::Result<()> {
+        let bytes = group
+            .iter()
+            .map(out::encode)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let len: usize = bytes.iter().map(Vec::len).sum();
+        if self.out.needs_new_part(len as u64) {
             self.out.next_part()?;
             self.preamble()?;
         }
-        self.out.write(&bytes, false)?;
-        self.packets += 1;
+        for b in &bytes {
+            self.out.write(b, false)?;
+        }
+        self.packets += group.len() as u64;
         Ok(())
     }
 
@@ -141,6 +166,35 @@ impl Exporter {
         for p in self.bundles.flush(SEQ_KERNEL) {
             self.emit(&p)
                 .context("writing the Perfetto trace (ftrace bundles)")?;
+        }
+        self.analysis.on_batch(b);
+        self.records()?;
+        let latest = b.events.iter().map(|e| e.ts_ns()).max();
+        if latest.is_some() {
+            for p in self.tracks.counters(latest, &self.tb) {
+                self.emit(&p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The analysis's finished per-wakeup records as TrackEvents.
+    fn records(&mut self) -> anyhow::Result<()> {
+        let records: Vec<_> = self.analysis.drain_records().collect();
+        for r in &records {
+            let group = self.tracks.record(r, &self.tasks, &self.tb);
+            self.emit_group(&group)
+                .context("writing the Perfetto trace (wakeviz tracks)")?;
+        }
+        Ok(())
+    }
+
+    /// End of the stream: the records still waiting for a switch-in and the last bins.
+    fn finish(&mut self) -> anyhow::Result<()> {
+        self.analysis.flush_records();
+        self.records()?;
+        for p in self.tracks.counters(None, &self.tb) {
+            self.emit(&p)?;
         }
         Ok(())
     }
