@@ -23,9 +23,11 @@ pub const SEQ_TRACKS: u32 = 2;
 /// Width of a level-mix counter bin.
 pub const BIN_NS: u64 = 10_000_000;
 
-const ROOT_UUID: u64 = 0x7776_7a00_0000_0000;
-const CPU_UUID: u64 = ROOT_UUID | 1 << 32;
-const COUNTER_UUID: u64 = ROOT_UUID | 2 << 32;
+// Track uuids only need to be unique within the trace; small ones keep every event's varint
+// short (a uuid is repeated in each of them).
+const ROOT_UUID: u64 = 1;
+const COUNTER_UUID: u64 = 16;
+const CPU_UUID: u64 = 1 << 16;
 
 /// The two level mixes: relative to the waker's CPU and to the task's previous CPU.
 const MIXES: [&str; 2] = ["vs waker", "vs prev"];
@@ -60,22 +62,21 @@ fn event_names() -> Vec<String> {
         .collect()
 }
 
-/// Arg names, interned; iid = index + 1. Shadow policies follow as `shadow.NAME`.
-const ARGS: [&str; 14] = [
+/// Arg names, interned; iid = index + 1. Shadow policies follow as `shadow.NAME`. The level
+/// vs the waker and whether it was a fork are the event's name; the waker's name is the
+/// thread running on the waker's CPU in the CPU track above.
+const ARGS: [&str; 11] = [
     "pid",
     "comm",
     "waker_pid",
-    "waker_comm",
     "waker_cpu",
     "prev_cpu",
     "chosen_cpu",
-    "vs_waker",
     "vs_prev",
     "sync",
     "select_ns",
     "scan_ns",
     "wakeup_to_run_ns",
-    "new_task",
 ];
 
 fn arg_iid(name: &str) -> u64 {
@@ -124,12 +125,12 @@ fn descriptor(ts: u64, uuid: u64, name: String, parent: Option<u64>) -> TracePac
 }
 
 fn counter_uuid(mix: usize, level: usize) -> u64 {
-    COUNTER_UUID | (mix as u64) << 8 | level as u64
+    COUNTER_UUID + (mix * Level::ALL.len() + level) as u64
 }
 
 /// A CPU outside the recording's topology (only a damaged or hostile file has one) goes on
 /// this one track rather than on a track the part's preamble did not describe.
-const OTHER_CPU_UUID: u64 = CPU_UUID | 0xffff_ffff;
+const OTHER_CPU_UUID: u64 = 2;
 
 /// Builds the TrackEvent packets. Memory: the topology's CPU list and the counter bins of
 /// the last [`wakeviz_core::horizons::WAKE_TO_RUN_NS`] (how late a record can come).
@@ -190,7 +191,7 @@ impl Tracks {
         for &cpu in &self.cpus {
             out.push(descriptor(
                 ts,
-                CPU_UUID | u64::from(cpu),
+                CPU_UUID + u64::from(cpu),
                 format!("wakeviz placements CPU {cpu}"),
                 Some(ROOT_UUID),
             ));
@@ -220,7 +221,7 @@ impl Tracks {
 
     fn cpu_track(&self, cpu: u32) -> u64 {
         if self.cpus.binary_search(&cpu).is_ok() {
-            CPU_UUID | u64::from(cpu)
+            CPU_UUID + u64::from(cpu)
         } else {
             OTHER_CPU_UUID
         }
@@ -255,16 +256,10 @@ impl Tracks {
             ("pid", Val::Uint(p.pid.into())),
             ("comm", Val::Str(comm_of(tasks, p.pid, p.chosen_cpu))),
             ("waker_pid", Val::Uint(p.waker_pid.into())),
-            (
-                "waker_comm",
-                Val::Str(comm_of(tasks, p.waker_pid, p.waker_cpu)),
-            ),
             ("waker_cpu", Val::Uint(p.waker_cpu.into())),
             ("prev_cpu", Val::Uint(p.prev_cpu.into())),
             ("chosen_cpu", Val::Uint(p.chosen_cpu.into())),
-            ("vs_waker", level(r.vs_waker)),
             ("vs_prev", level(r.vs_prev)),
-            ("new_task", Val::Bool(p.new_task)),
         ];
         if let Some(s) = p.sync() {
             args.push(("sync", Val::Bool(s)));
@@ -305,10 +300,6 @@ impl Tracks {
             e.terminating_flow_ids.push(flow);
             e.debug_annotations = vec![
                 arg(arg_iid("pid"), Val::Uint(p.pid.into())),
-                arg(
-                    arg_iid("comm"),
-                    Val::Str(comm_of(tasks, p.pid, p.chosen_cpu)),
-                ),
                 arg(arg_iid("wakeup_to_run_ns"), Val::Uint(d)),
             ];
             let mut pk = packet(run_ts);
@@ -428,7 +419,7 @@ mod tests {
             .iter()
             .map(|p| (p.track_descriptor().uuid(), p.track_descriptor().name()))
             .collect();
-        assert!(described.contains(&(CPU_UUID | 1, "wakeviz placements CPU 1")));
+        assert!(described.contains(&(CPU_UUID + 1, "wakeviz placements CPU 1")));
         assert!(described.iter().any(|d| d.0 == OTHER_CPU_UUID));
         assert_eq!(described.len(), 1 + 4 + 1 + 12);
         let p = t.record(
@@ -439,7 +430,7 @@ mod tests {
         // The instant on the waker's CPU, then the run on the chosen one.
         assert_eq!(p.len(), 2);
         let e = p[0].track_event();
-        assert_eq!(e.track_uuid(), CPU_UUID | 1);
+        assert_eq!(e.track_uuid(), CPU_UUID + 1);
         assert_eq!(p[0].timestamp(), 6_000);
         assert_eq!(name(e.name_iid()), "smt_sibling");
         let arg_of = |n: &str| {
@@ -463,7 +454,7 @@ mod tests {
         assert_eq!(shadow[0].int_value(), 5);
         let run = p[1].track_event();
         assert_eq!(name(run.name_iid()), "run");
-        assert_eq!(run.track_uuid(), CPU_UUID | 3);
+        assert_eq!(run.track_uuid(), CPU_UUID + 3);
         assert_eq!(p[1].timestamp(), 1_000 + 5_000 + 100 + 400);
         assert_eq!(run.terminating_flow_ids, e.flow_ids);
         assert_eq!(e.flow_ids.len(), 1);
