@@ -16,7 +16,7 @@ use anyhow::{Context as _, bail};
 use perfetto_protos::trace_packet::TracePacket;
 use wakeviz_core::{
     analysis::Analysis,
-    event::{Kind, TaskName, TaskTable},
+    event::{Event, Kind, TaskName, TaskTable},
     source::{Batch, EventSource as _, Poll, ReplaySource},
 };
 
@@ -24,6 +24,10 @@ use self::{clock::TimeBase, ftrace::Bundles, out::Output, track::Tracks};
 
 /// Packet sequence of everything wakeviz writes from the kernel's events.
 const SEQ_KERNEL: u32 = 1;
+
+/// Events per slice of a chunk (see [`Exporter::on_batch`]): bundles of a few thousand events
+/// keep CompactSched's interning effective.
+const SLICE_EVENTS: usize = 4096;
 
 /// Exit status of an export from a damaged recording (as for a replay; README "Exit status").
 const EXIT_DAMAGED: u8 = 3;
@@ -145,19 +149,38 @@ impl Exporter {
         Ok(())
     }
 
+    /// One recording chunk, in slices of [`SLICE_EVENTS`]: the kernel data and the wakeviz
+    /// tracks of the same moment land close together in the file, so in the same part.
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
-        if let Some(first) = b.events.iter().map(|e| e.ts_ns()).min() {
-            self.now = self.now.max(self.tb.boot(first));
-        }
         let renamed: Vec<TaskName> = b
             .tasks
             .iter()
             .copied()
             .filter(|t| self.tasks.learn(*t))
             .collect();
+        if let Some(first) = b.events.iter().map(|e| e.ts_ns()).min() {
+            self.now = self.now.max(self.tb.boot(first));
+        }
         if let Some(p) = names::process_tree(&renamed, self.now, SEQ_KERNEL) {
             self.emit(&p)?;
         }
+        let mut slices: Vec<&[Event]> = b.events.chunks(SLICE_EVENTS).collect();
+        if slices.is_empty() {
+            slices.push(&[]);
+        }
+        let last = slices.len() - 1;
+        for (i, events) in slices.into_iter().enumerate() {
+            let sub = Batch {
+                tasks: if i == 0 { b.tasks.clone() } else { Vec::new() },
+                events: events.to_vec(),
+                stats: if i == last { b.stats.clone() } else { None },
+            };
+            self.on_slice(&sub)?;
+        }
+        Ok(())
+    }
+
+    fn on_slice(&mut self, b: &Batch) -> anyhow::Result<()> {
         for e in &b.events {
             if self.bundles.push(e, &self.tasks, &self.tb) {
                 self.per_kind[e.kind().index()] += 1;
@@ -170,7 +193,8 @@ impl Exporter {
         self.analysis.on_batch(b);
         self.records()?;
         let latest = b.events.iter().map(|e| e.ts_ns()).max();
-        if latest.is_some() {
+        if let Some(t) = latest {
+            self.now = self.now.max(self.tb.boot(t));
             for p in self.tracks.counters(latest, &self.tb) {
                 self.emit(&p)?;
             }
