@@ -1265,6 +1265,7 @@ pub fn header(topo: &Topology, cfg: &SynthConfig, synth: &Synth) -> Header {
         kernel_release: "synthetic".into(),
         hostname: "synthetic".into(),
         realtime_offset_ns: 0,
+        clocks: None,
         start_ts_ns: START_TS_NS,
         probes: Kind::ALL
             .iter()

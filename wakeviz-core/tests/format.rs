@@ -37,6 +37,7 @@ fn header() -> Header {
         kernel_release: "6.18.0-test".into(),
         hostname: "h".into(),
         realtime_offset_ns: 0,
+        clocks: None,
         start_ts_ns: 0,
         probes: vec![ProbeStatus {
             name: "sched_waking".into(),

@@ -60,6 +60,7 @@ fn header(topology: Topology, select_probe: bool) -> Header {
         kernel_release: "6.8.0-test".into(),
         hostname: "test".into(),
         realtime_offset_ns: 0,
+        clocks: None,
         start_ts_ns: 0,
         probes: vec![ProbeStatus {
             name: "select_task_rq_fair".into(),

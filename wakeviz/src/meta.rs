@@ -4,7 +4,7 @@ use std::{io::Read as _, path::Path};
 
 use anyhow::Context as _;
 use wakeviz_core::{
-    format::{FORMAT_VERSION, Header, ProbeStatus, ScanSource},
+    format::{ClockSnapshot, FORMAT_VERSION, Header, ProbeClock, ProbeStatus, ScanSource},
     run::RunMeta,
     topology::{self, Topology},
 };
@@ -35,6 +35,20 @@ fn clock_ns(clock: libc::clockid_t) -> i64 {
     // SAFETY: valid pointer to a timespec.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// The probes' clock, BOOTTIME and REALTIME read back-to-back (BOOTTIME between the other two,
+/// so each pair is at most two calls apart), for exports onto another tool's clock.
+pub fn clock_snapshot() -> ClockSnapshot {
+    let mono = clock_ns(libc::CLOCK_MONOTONIC);
+    let boot = clock_ns(libc::CLOCK_BOOTTIME);
+    let real = clock_ns(libc::CLOCK_REALTIME);
+    ClockSnapshot {
+        probe_clock: ProbeClock::Monotonic,
+        monotonic_ns: mono as u64,
+        boottime_ns: boot as u64,
+        realtime_ns: real,
+    }
 }
 
 pub fn topology(dir: Option<&Path>) -> anyhow::Result<Topology> {
@@ -163,14 +177,15 @@ pub fn header(
     notes: Vec<String>,
 ) -> Header {
     let (release, host) = uname();
-    let mono = clock_ns(libc::CLOCK_MONOTONIC);
+    let clocks = clock_snapshot();
+    let mono = clocks.monotonic_ns as i64;
     Header {
         format_version: FORMAT_VERSION,
         abi_version: wakeviz_common::ABI_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         kernel_release: release,
         hostname: host,
-        realtime_offset_ns: clock_ns(libc::CLOCK_REALTIME) - mono,
+        realtime_offset_ns: clocks.realtime_ns - mono,
         start_ts_ns: mono as u64,
         probes,
         scan_source,
@@ -180,12 +195,25 @@ pub fn header(
         cpu_vendor: cpu_vendor(),
         notes,
         run: wakeviz_core::run::RunMeta::default(),
+        clocks: Some(clocks),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clock_snapshot_is_consistent() {
+        let c = clock_snapshot();
+        let again = clock_snapshot();
+        assert!(c.monotonic_ns > 0 && c.monotonic_ns <= again.monotonic_ns);
+        // BOOTTIME counts suspend on top of MONOTONIC; back-to-back reads keep the difference
+        // (the time suspended) within a few ms between two snapshots.
+        assert!(c.boottime_ns >= c.monotonic_ns);
+        assert!((c.boot_minus_probe_ns() - again.boot_minus_probe_ns()).abs() < 5_000_000);
+        assert!(c.realtime_ns > 1_600_000_000_000_000_000, "{c:?}");
+    }
 
     #[test]
     fn utc_times() {

@@ -165,6 +165,38 @@ pub struct Header {
     /// The conditions of the run, for comparisons (absent in older recordings: all unknown).
     #[serde(default)]
     pub run: crate::run::RunMeta,
+    /// The clocks read back-to-back at capture start, so exports can put event times on the
+    /// clock another tool expects (Perfetto: BOOTTIME). Absent in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<ClockSnapshot>,
+}
+
+/// One reading of the clocks that matter for timestamps, taken back-to-back (a few hundred ns
+/// apart at most). Events carry [`ClockSnapshot::probe_clock`] times; BOOTTIME differs from
+/// MONOTONIC by the time the machine spent suspended, which no other field tells.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockSnapshot {
+    /// The clock event timestamps are on: the probes' `bpf_ktime_get_ns` is CLOCK_MONOTONIC.
+    pub probe_clock: ProbeClock,
+    pub monotonic_ns: u64,
+    pub boottime_ns: u64,
+    /// Nanoseconds since the Unix epoch (negative before 1970, as CLOCK_REALTIME can be).
+    pub realtime_ns: i64,
+}
+
+/// The kernel clock behind event timestamps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeClock {
+    /// `bpf_ktime_get_ns`: CLOCK_MONOTONIC (does not count suspend).
+    Monotonic,
+}
+
+impl ClockSnapshot {
+    /// BOOTTIME minus the probe clock at capture start.
+    pub fn boot_minus_probe_ns(&self) -> i64 {
+        self.boottime_ns as i64 - self.monotonic_ns as i64
+    }
 }
 
 impl Header {

@@ -34,7 +34,8 @@ mod writer;
 
 pub use error::FormatError;
 pub use header::{
-    CaptureStats, FORMAT_VERSION, Header, MAGIC, ProbeMode, ProbeState, ProbeStatus, ScanSource,
+    CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC, ProbeClock, ProbeMode, ProbeState,
+    ProbeStatus, ScanSource,
 };
 pub use reader::{ChunkPayload, Reader, read_all};
 pub use writer::{Recorder, RecorderConfig};

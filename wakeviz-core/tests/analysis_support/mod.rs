@@ -39,6 +39,7 @@ pub fn header(name: &str, scan: ScanSource) -> Header {
         kernel_release: "6.18.0-test".into(),
         hostname: "fixture".into(),
         realtime_offset_ns: 0,
+        clocks: None,
         start_ts_ns: 0,
         probes: vec![
             probe("sched_waking", true),

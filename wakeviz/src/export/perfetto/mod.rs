@@ -1,0 +1,225 @@
+//! `wakeviz export --perfetto OUT IN.wvz`: a recording as a Perfetto trace, for
+//! ui.perfetto.dev and trace_processor. The kernel's events become ftrace data (CPU tracks,
+//! thread states, the waker marker come from Perfetto's own importer), names a ProcessTree,
+//! and a ClockSnapshot puts it all on BOOTTIME; wakeviz's per-wakeup records become TrackEvent
+//! tracks (see `track`). The recording is streamed batch by batch: memory is one batch plus
+//! the analysis's bounded state, whatever the recording's length.
+mod clock;
+mod ftrace;
+mod names;
+mod out;
+mod track;
+
+use std::{path::Path, process::ExitCode, time::Duration};
+
+use anyhow::{Context as _, bail};
+use perfetto_protos::trace_packet::TracePacket;
+use wakeviz_core::{
+    analysis::Analysis,
+    event::{Event, Kind, TaskName, TaskTable},
+    source::{Batch, EventSource as _, Poll, ReplaySource},
+};
+
+use self::{clock::TimeBase, ftrace::Bundles, out::Output, track::Tracks};
+
+/// Packet sequence of everything wakeviz writes from the kernel's events.
+const SEQ_KERNEL: u32 = 1;
+
+/// Events per slice of a chunk (see [`Exporter::on_batch`]): bundles of a few thousand events
+/// keep CompactSched's interning effective.
+const SLICE_EVENTS: usize = 4096;
+
+/// Exit status of an export from a damaged recording (as for a replay; README "Exit status").
+const EXIT_DAMAGED: u8 = 3;
+
+pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
+    let [input] = a.inputs.as_slice() else {
+        bail!(
+            "--perfetto exports one recording into one trace; got {} recordings",
+            a.inputs.len()
+        );
+    };
+    let limit = a.split_mb.map(|mb| mb << 20);
+    Output::check(out, limit, a.force)?;
+    let mut src = ReplaySource::open(input)?;
+    let (tb, note) = TimeBase::from_header(src.header());
+    if let Some(n) = note {
+        eprintln!("wakeviz: note: {}: {n}", input.display());
+    }
+    let mut analysis = Analysis::new(src.header());
+    analysis.keep_records(true);
+    let cpus = src.header().topology.cpus.iter().map(|c| c.cpu).collect();
+    let tracks = Tracks::new(analysis.record_policies(), cpus);
+    let mut ex = Exporter {
+        out: Output::create(out, limit, a.force)?,
+        analysis,
+        tracks,
+        tb,
+        tasks: TaskTable::default(),
+        bundles: Bundles::default(),
+        now: 0,
+        per_kind: [0; 6],
+        packets: 0,
+    };
+    ex.now = ex.tb.start_boot();
+    ex.preamble()?;
+    loop {
+        match src.poll(Duration::ZERO)? {
+            Poll::Batch(b) => ex.on_batch(&b)?,
+            Poll::Pending => {}
+            Poll::End => break,
+        }
+    }
+    ex.finish()?;
+    let (per_kind, packets, instants) = (ex.per_kind, ex.packets, ex.tracks.instants);
+    let files = ex.out.finish()?;
+    for w in src.warnings() {
+        eprintln!("wakeviz: warning: {w}");
+    }
+    let events: u64 = per_kind.iter().sum();
+    for (path, bytes) in &files {
+        eprintln!("wakeviz: wrote {} ({bytes} bytes)", path.display());
+    }
+    eprintln!(
+        "wakeviz: {packets} packets, {events} events: {} sched_switch, {} sched_waking, {} sched_migrate_task, {} sched_wakeup_new; {instants} placements on the wakeviz tracks",
+        per_kind[Kind::Switch.index()],
+        per_kind[Kind::Waking.index()],
+        per_kind[Kind::Migrate.index()],
+        per_kind[Kind::WakeupNew.index()],
+    );
+    Ok(if src.warnings().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DAMAGED)
+    })
+}
+
+struct Exporter {
+    out: Output,
+    analysis: Analysis,
+    tracks: Tracks,
+    tb: TimeBase,
+    tasks: TaskTable,
+    bundles: Bundles,
+    /// BOOTTIME of the latest batch's first event: when names learnt now take effect.
+    now: u64,
+    per_kind: [u64; 6],
+    packets: u64,
+}
+
+impl Exporter {
+    /// What every part starts with, so each one loads on its own: the clock snapshot and
+    /// every name known so far.
+    fn preamble(&mut self) -> anyhow::Result<()> {
+        let mut packets = vec![self.tb.snapshot_packet(SEQ_KERNEL)];
+        let known: Vec<TaskName> = self
+            .tasks
+            .iter()
+            .map(|(pid, comm)| TaskName { pid, comm: *comm })
+            .collect();
+        packets.extend(names::process_tree(&known, self.now, SEQ_KERNEL));
+        packets.extend(self.tracks.preamble(self.now));
+        for p in &packets {
+            self.out.write(&out::encode(p)?, true)?;
+            self.packets += 1;
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, p: &TracePacket) -> anyhow::Result<()> {
+        self.emit_group(std::slice::from_ref(p))
+    }
+
+    /// Writes packets that belong together (a wakeup's instant and its run, joined by a flow)
+    /// into the same part.
+    fn emit_group(&mut self, group: &[TracePacket]) -> anyhow::Result<()> {
+        let bytes = group
+            .iter()
+            .map(out::encode)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let len: usize = bytes.iter().map(Vec::len).sum();
+        if self.out.needs_new_part(len as u64) {
+            self.out.next_part()?;
+            self.preamble()?;
+        }
+        for b in &bytes {
+            self.out.write(b, false)?;
+        }
+        self.packets += group.len() as u64;
+        Ok(())
+    }
+
+    /// One recording chunk, in slices of [`SLICE_EVENTS`]: the kernel data and the wakeviz
+    /// tracks of the same moment land close together in the file, so in the same part.
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        let renamed: Vec<TaskName> = b
+            .tasks
+            .iter()
+            .copied()
+            .filter(|t| self.tasks.learn(*t))
+            .collect();
+        if let Some(first) = b.events.iter().map(|e| e.ts_ns()).min() {
+            self.now = self.now.max(self.tb.boot(first));
+        }
+        if let Some(p) = names::process_tree(&renamed, self.now, SEQ_KERNEL) {
+            self.emit(&p)?;
+        }
+        let mut slices: Vec<&[Event]> = b.events.chunks(SLICE_EVENTS).collect();
+        if slices.is_empty() {
+            slices.push(&[]);
+        }
+        let last = slices.len() - 1;
+        for (i, events) in slices.into_iter().enumerate() {
+            let sub = Batch {
+                tasks: if i == 0 { b.tasks.clone() } else { Vec::new() },
+                events: events.to_vec(),
+                stats: if i == last { b.stats.clone() } else { None },
+            };
+            self.on_slice(&sub)?;
+        }
+        Ok(())
+    }
+
+    fn on_slice(&mut self, b: &Batch) -> anyhow::Result<()> {
+        for e in &b.events {
+            if self.bundles.push(e, &self.tasks, &self.tb) {
+                self.per_kind[e.kind().index()] += 1;
+            }
+        }
+        for p in self.bundles.flush(SEQ_KERNEL) {
+            self.emit(&p)
+                .context("writing the Perfetto trace (ftrace bundles)")?;
+        }
+        self.analysis.on_batch(b);
+        self.records()?;
+        let latest = b.events.iter().map(|e| e.ts_ns()).max();
+        if let Some(t) = latest {
+            self.now = self.now.max(self.tb.boot(t));
+            for p in self.tracks.counters(latest, &self.tb) {
+                self.emit(&p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The analysis's finished per-wakeup records as TrackEvents.
+    fn records(&mut self) -> anyhow::Result<()> {
+        let records: Vec<_> = self.analysis.drain_records().collect();
+        for r in &records {
+            let group = self.tracks.record(r, &self.tasks, &self.tb);
+            self.emit_group(&group)
+                .context("writing the Perfetto trace (wakeviz tracks)")?;
+        }
+        Ok(())
+    }
+
+    /// End of the stream: the records still waiting for a switch-in and the last bins.
+    fn finish(&mut self) -> anyhow::Result<()> {
+        self.analysis.flush_records();
+        self.records()?;
+        for p in self.tracks.counters(None, &self.tb) {
+            self.emit(&p)?;
+        }
+        Ok(())
+    }
+}
