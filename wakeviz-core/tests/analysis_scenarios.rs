@@ -404,3 +404,20 @@ fn memory_is_bounded_by_tasks_not_events() {
     assert_eq!(a.snapshot().placement.wakeups.count, 100_000);
     assert_eq!(a.pending_wakeups(), 0);
 }
+
+#[test]
+fn schedstat_counts_start_at_the_start_snapshot() {
+    let mut a = Analysis::new(&header("zen3-nps1", ScanSource::None));
+    a.on_batch(&batch(&[W::new(1_000, 0, 10, 0, 0)]));
+    // The kernel's counters start here: what the probes saw before is not in its window.
+    a.count_wakeups_from(2_000);
+    a.on_batch(&batch(&[
+        W::new(1_500, 0, 11, 0, 0),
+        W::new(2_000, 0, 12, 0, 0),
+        W::new(3_000, 0, 13, 0, 1),
+    ]));
+    assert_eq!(a.wake_counts().by_waker[0].total(), 2);
+    assert_eq!(a.wake_counts().by_waker[0].get(SameCpu), 1);
+    // The placement figures still cover the whole capture.
+    assert_eq!(a.snapshot().placement.wakeups.count, 4);
+}

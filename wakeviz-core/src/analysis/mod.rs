@@ -62,6 +62,9 @@ pub struct Analysis {
     pub(crate) stats: CaptureStats,
     pub(crate) placement: PlacementStats,
     pub(crate) ours: OurWakeCounts,
+    /// Wakeups before this time are left out of `ours`: the kernel's counters only run from
+    /// the schedstat start snapshot on, while the probes see events from their attach.
+    ours_from_ns: u64,
     pub(crate) scan: ScanStats,
     pub(crate) wake: WakeLatency,
     pub(crate) win1: Rolling,
@@ -90,6 +93,7 @@ impl Analysis {
             stats: CaptureStats::default(),
             placement: PlacementStats::new(t),
             ours: OurWakeCounts::new(t.cpu_bound()),
+            ours_from_ns: 0,
             scan: ScanStats {
                 overall: Hist::fine(),
                 per_llc: (0..t.llcs.len()).map(|_| Hist::coarse()).collect(),
@@ -154,6 +158,13 @@ impl Analysis {
     /// Unfiltered per-waker-CPU counts, for [`schedstat::compare`].
     pub fn wake_counts(&self) -> &OurWakeCounts {
         &self.ours
+    }
+
+    /// Starts the counts [`Analysis::compare_schedstat`] uses at `ts_ns` (the probes' clock,
+    /// CLOCK_MONOTONIC): the time of the start snapshot, so both sides cover one window.
+    pub fn count_wakeups_from(&mut self, ts_ns: u64) {
+        self.ours_from_ns = ts_ns;
+        self.ours = OurWakeCounts::new(self.header.topology.cpu_bound());
     }
 
     /// Runs the `/proc/schedstat` cross-check on two snapshots taken at the start and the end
@@ -255,7 +266,7 @@ impl Analysis {
 
     fn on_placement(&mut self, p: &Placement) {
         let c = classify(&self.levels, p.waker_cpu, p.prev_cpu, p.chosen_cpu);
-        if !p.new_task {
+        if !p.new_task && p.wakeup_ts_ns >= self.ours_from_ns {
             self.ours.add(p.waker_cpu, &c);
         }
         let matches = self.filter.matches(p.pid, &self.tasks);
