@@ -138,6 +138,7 @@ fn workload_outcome_round_trips_and_leads_the_report() {
         sysctls: vec![("kernel.sched_rr_timeslice_ms".into(), "100".into())],
         cpu_model: Some("Some CPU".into()),
         command: Some(vec!["hackbench".into(), "-g".into(), "1".into()]),
+        ..Default::default()
     };
     let outcome = WorkloadOutcome {
         exit_code: None,

@@ -90,6 +90,10 @@ pub struct Cli {
     #[arg(long = "sched-feature", value_name = "NAME", requires = "command",
           conflicts_with_all = LIVE_ONLY)]
     pub sched_features: Vec<String>,
+    /// A plain file standing in for debugfs `sched/features` (tests on kernels without one):
+    /// `--sched-feature` writes it, and the metadata reads it.
+    #[arg(long, value_name = "PATH", hide = true, conflicts_with_all = LIVE_ONLY)]
+    pub sched_features_file: Option<PathBuf>,
     /// Serve OpenMetrics at http://ADDR/metrics (e.g. 127.0.0.1:9345); live only.
     #[arg(long, value_name = "ADDR", conflicts_with_all = LIVE_ONLY)]
     pub serve: Option<std::net::SocketAddr>,

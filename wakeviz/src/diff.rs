@@ -135,8 +135,8 @@ fn plan(a: &DiffArgs) -> anyhow::Result<Vec<Planned>> {
     Ok(g)
 }
 
-/// One recording through the replay report's fold.
-fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<String>)> {
+/// One recording through the replay report's fold (also `wakeviz experiment`'s).
+pub(crate) fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<String>)> {
     // The reader's error names the file already.
     let mut src = ReplaySource::open(path)?;
     let mut a = Analysis::new(src.header());

@@ -1,13 +1,427 @@
-//! `wakeviz experiment`: feature settings run in alternation and compared (issue 13, part 2).
-//! Placeholder until it lands.
-use std::process::ExitCode;
+//! `wakeviz experiment`: a workload run under several scheduler-feature settings, in
+//! alternation (A B A B ..., so a drift of the machine over time falls on every setting alike),
+//! each run recorded by a child `wakeviz --record`, then compared as `wakeviz diff` compares
+//! groups of runs (issue 13, part 2). A child per run keeps each run exactly what a user would
+//! record by hand, and its features' guard restores them before the next run starts.
+use std::{
+    ffi::OsString,
+    os::{fd::AsFd as _, unix::process::ExitStatusExt as _},
+    path::{Path, PathBuf},
+    process::{Command, ExitCode, ExitStatus, Stdio},
+    time::Duration,
+};
+
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+use wakeviz_core::compare::{self, DiffReport, Group};
+
+use crate::{cli::ReportFormat, command, diff, features, record, signals};
+
+const EXIT_USAGE: u8 = 2;
+const EXIT_DAMAGED: u8 = 3;
+/// Name of the setting that sets nothing.
+const DEFAULT: &str = "default";
 
 #[derive(clap::Args, Debug)]
 #[command(
-    about = "Run a workload under several scheduler-feature settings, alternated, and compare them"
+    about = "Run a workload under several scheduler-feature settings, alternated, and compare them",
+    after_help = "Example: sudo wakeviz experiment --setting default --setting NO_SIS_UTIL --runs 3 \
+                  --out exp -- hackbench -g 4 -l 2000. Each run is DIR/SETTING-I.wvz; the report \
+                  (also DIR/experiment.txt and DIR/experiment.json) is `wakeviz diff` of the \
+                  settings, the first one the base. See README, \"Scheduler features as experiments\"."
 )]
-pub struct ExperimentArgs {}
+pub struct ExperimentArgs {
+    /// A setting: `default` (the kernel's features as they are) or features to set for the
+    /// run, comma-separated (`NO_SIS_UTIL,NO_WA_BIAS`). Repeatable, at least two; the first is
+    /// the base of the comparison.
+    #[arg(long = "setting", value_name = "SETTING", required = true)]
+    pub settings: Vec<String>,
+    /// Runs of each setting.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Directory for the recordings and the report (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A figure of the command's own output, as with `wakeviz --record` (repeatable).
+    #[arg(long = "metric", value_name = "NAME=REGEX", value_parser = checked_metric)]
+    pub metrics: Vec<String>,
+    /// Output format on stdout (text by default); both are written to DIR.
+    #[arg(long, value_enum)]
+    pub report: Option<ReportFormat>,
+    /// Skip the shadow-policy evaluation in the comparison.
+    #[arg(long)]
+    pub no_shadow: bool,
+    /// Move existing files of the experiment to FILE.old instead of refusing to start.
+    #[arg(long)]
+    pub force: bool,
+    /// A plain file standing in for debugfs `sched/features` (tests).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub sched_features_file: Option<PathBuf>,
+    /// The workload, run once per run.
+    #[arg(last = true, required = true, value_name = "CMD",
+          value_parser = clap::value_parser!(OsString))]
+    pub command: Vec<OsString>,
+}
 
-pub fn run(_a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("wakeviz experiment is not built yet")
+/// `--metric` is handed to each child as given; it is checked here so a bad one is a usage
+/// error before any run.
+fn checked_metric(s: &str) -> Result<String, String> {
+    command::parse_metric(s).map(|_| s.to_string())
+}
+
+/// One setting: its name in file names, labels and the report, and the features it sets.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Setting {
+    pub name: String,
+    pub features: Vec<String>,
+}
+
+fn parse_setting(s: &str) -> Result<Setting, String> {
+    let s = s.trim();
+    if s == DEFAULT {
+        return Ok(Setting {
+            name: DEFAULT.into(),
+            features: Vec::new(),
+        });
+    }
+    let features: Vec<String> = s.split(',').map(|f| f.trim().to_string()).collect();
+    if features
+        .iter()
+        .any(|f| f.is_empty() || !f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    {
+        return Err(format!(
+            "--setting {s:?}: expected `default` or feature names separated by commas (NO_SIS_UTIL,NO_WA_BIAS)"
+        ));
+    }
+    // `+`, not `,`: `wakeviz diff --group NAME=F,F` splits file lists on commas.
+    Ok(Setting {
+        name: features.join("+"),
+        features,
+    })
+}
+
+/// One run, in execution order.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// 1-based position in the execution order.
+    pub seq: usize,
+    pub setting: String,
+    /// 1-based repetition of its setting.
+    pub run: u32,
+    pub file: PathBuf,
+    /// The child's exit status (the workload's, unless wakeviz itself failed).
+    pub exit_code: Option<i32>,
+}
+
+/// What `--report json` prints and DIR/experiment.json holds.
+#[derive(Debug, Serialize)]
+pub struct ExperimentReport {
+    pub schema_version: u32,
+    pub command: Vec<String>,
+    pub settings: Vec<Setting>,
+    pub runs_per_setting: u32,
+    pub order: Vec<Run>,
+    pub diff: DiffReport,
+}
+
+/// A settings x runs plan, alternated: round 1 of every setting, then round 2, ...
+fn plan(settings: &[Setting], runs: u32, dir: &Path) -> Vec<Run> {
+    (1..=runs)
+        .flat_map(|r| settings.iter().map(move |s| (r, s)))
+        .enumerate()
+        .map(|(i, (r, s))| Run {
+            seq: i + 1,
+            setting: s.name.clone(),
+            run: r,
+            file: dir.join(format!("{}-{r}.wvz", s.name)),
+            exit_code: None,
+        })
+        .collect()
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("wakeviz: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
+    let mut settings: Vec<Setting> = Vec::new();
+    for s in &a.settings {
+        match parse_setting(s) {
+            Ok(s) if settings.iter().any(|x| x.name == s.name) => {
+                return Ok(usage(format!("--setting {} is given twice", s.name)));
+            }
+            Ok(s) => settings.push(s),
+            Err(e) => return Ok(usage(e)),
+        }
+    }
+    if settings.len() < 2 {
+        return Ok(usage(
+            "an experiment compares settings: give at least two (--setting default --setting NO_SIS_UTIL)",
+        ));
+    }
+    // Everything that can be refused is refused before the first run.
+    command::check(&a.command)?;
+    let store = features::Store::new(a.sched_features_file.as_deref());
+    let wants_features = settings.iter().any(|s| !s.features.is_empty());
+    let before = if wants_features {
+        for s in settings.iter().filter(|s| !s.features.is_empty()) {
+            features::check(&store, &s.features)?;
+        }
+        Some(features::parse(&features::state(&store)?.join(" ")))
+    } else {
+        None
+    };
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create the directory {}", a.out.display()))?;
+    let mut order = plan(&settings, a.runs, &a.out);
+    let (json_path, txt_path) = (a.out.join("experiment.json"), a.out.join("experiment.txt"));
+    for p in order.iter().map(|r| &r.file).chain([&json_path, &txt_path]) {
+        record::check_target(p, a.force)?;
+    }
+    // The child handles the stop signal itself (a terminal's Ctrl-C reaches both); this
+    // process waits for it to restore and finalise, then starts no further run.
+    signals::install_flags();
+    let exe = std::env::current_exe().context("cannot find wakeviz's own executable")?;
+    let total = order.len();
+    for i in 0..total {
+        let r = &order[i];
+        let s = settings
+            .iter()
+            .find(|s| s.name == r.setting)
+            .context("a run without its setting")?;
+        eprintln!(
+            "wakeviz: experiment run {}/{total}: {} (run {} of {}) -> {}",
+            r.seq,
+            s.name,
+            r.run,
+            a.runs,
+            r.file.display()
+        );
+        let status = run_child(&exe, a, s, r)?;
+        order[i].exit_code = status.code();
+        let r = &order[i];
+        let kept = kept(&order[..=i]);
+        if let Some(b) = &before {
+            let now = features::state(&store)
+                .map(|v| features::parse(&v.join(" ")))
+                .with_context(|| format!("after run {}/{total} ({})", r.seq, r.file.display()))?;
+            if &now != b {
+                bail!(
+                    "after run {}/{total} ({}) the scheduler features are not as before the experiment (now {}); stopped; {kept}",
+                    r.seq,
+                    r.file.display(),
+                    features::state(&store).unwrap_or_default().join(" ")
+                );
+            }
+        }
+        if !status.success() {
+            bail!(
+                "run {}/{total} ({} run {}) failed: {}; stopped; {kept}",
+                r.seq,
+                r.setting,
+                r.run,
+                describe(status)
+            );
+        }
+        if signals::stop_requested() && i + 1 < total {
+            bail!("stopped by a signal after run {}/{total}; {kept}", r.seq);
+        }
+    }
+    let mut groups = Vec::new();
+    let mut warnings = Vec::new();
+    for s in &settings {
+        let files: Vec<&Run> = order.iter().filter(|r| r.setting == s.name).collect();
+        let mut runs = Vec::new();
+        for r in &files {
+            let (snap, w) = diff::fold(&r.file, !a.no_shadow)?;
+            runs.push(snap);
+            warnings.extend(w);
+        }
+        groups.push(Group {
+            name: s.name.clone(),
+            files: files.iter().map(|r| r.file.display().to_string()).collect(),
+            runs,
+        });
+    }
+    let rep = ExperimentReport {
+        schema_version: 1,
+        command: a
+            .command
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect(),
+        settings,
+        runs_per_setting: a.runs,
+        order,
+        diff: compare::diff(&groups, &[]),
+    };
+    let json = serde_json::to_string_pretty(&rep).context("serialising the experiment")?;
+    let text = render(&rep);
+    write_new(&json_path, &json, a.force)?;
+    write_new(&txt_path, &text, a.force)?;
+    crate::print_stdout(match a.report.unwrap_or(ReportFormat::Text) {
+        ReportFormat::Text => text.trim_end(),
+        ReportFormat::Json => &json,
+    })?;
+    for w in &warnings {
+        eprintln!("wakeviz: warning: {w}");
+    }
+    Ok(if warnings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DAMAGED)
+    })
+}
+
+fn kept(done: &[Run]) -> String {
+    let files: Vec<String> = done.iter().map(|r| r.file.display().to_string()).collect();
+    format!("recorded so far: {}", files.join(" "))
+}
+
+fn describe(s: ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exited {c} (the workload's status, or 1 if wakeviz failed)"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "ended without a status".into(),
+    }
+}
+
+/// `wakeviz --record FILE --headless --label L [--force] [--sched-feature F]... -- CMD`, its
+/// stdout sent to our stderr, so that our stdout holds only the report.
+fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Result<ExitStatus> {
+    let mut c = Command::new(exe);
+    c.arg("--record")
+        .arg(&r.file)
+        .arg("--headless")
+        .arg("--label")
+        .arg(format!("{}-{}", s.name, r.run));
+    if a.force {
+        c.arg("--force");
+    }
+    for f in &s.features {
+        c.arg("--sched-feature").arg(f);
+    }
+    if let Some(p) = &a.sched_features_file {
+        c.arg("--sched-features-file").arg(p);
+    }
+    for m in &a.metrics {
+        c.arg("--metric").arg(m);
+    }
+    c.arg("--").args(&a.command);
+    let out = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("duplicating stderr for the run's output")?;
+    c.stdout(Stdio::from(out));
+    let mut child = c
+        .spawn()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    let mut forwarded = false;
+    loop {
+        if let Some(st) = child.try_wait().context("waiting for the run")? {
+            return Ok(st);
+        }
+        // A SIGTERM to this process alone (not the terminal's group) is passed on once.
+        if signals::stop_requested() && !forwarded {
+            forwarded = true;
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                let sig = signals::last().unwrap_or(libc::SIGTERM);
+                // SAFETY: kill has no memory preconditions; pid is our own unreaped child.
+                unsafe { libc::kill(pid, sig) };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes a report file as a recording is created (refused if it exists unless `force`, which
+/// keeps the old one as FILE.old).
+fn write_new(path: &Path, text: &str, force: bool) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut f = record::create_file(path, force)?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.write_all(b"\n"))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The runs in execution order, then the diff of the settings.
+pub fn render(rep: &ExperimentReport) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let names: Vec<&str> = rep.settings.iter().map(|s| s.name.as_str()).collect();
+    let _ = writeln!(
+        o,
+        "Experiment: `{}`, settings {} ({} runs each, alternated; base {})",
+        rep.command.join(" "),
+        names.join(", "),
+        rep.runs_per_setting,
+        names.first().copied().unwrap_or("-")
+    );
+    let _ = writeln!(o, "Runs in execution order");
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    for r in &rep.order {
+        let _ = writeln!(
+            o,
+            "  {:>3}  {:<w$}  run {:<3} exit {:<4} {}",
+            r.seq,
+            r.setting,
+            r.run,
+            r.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
+            r.file.display()
+        );
+    }
+    let _ = writeln!(o);
+    o.push_str(&compare::text::render(&rep.diff));
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse() {
+        assert_eq!(
+            parse_setting("default").unwrap().features,
+            Vec::<String>::new()
+        );
+        let s = parse_setting("NO_SIS_UTIL, NO_WA_BIAS").unwrap();
+        assert_eq!(s.name, "NO_SIS_UTIL+NO_WA_BIAS");
+        assert_eq!(s.features, ["NO_SIS_UTIL", "NO_WA_BIAS"]);
+        for bad in ["", "NO_SIS_UTIL,", "a/b", "../x", "X Y"] {
+            assert!(parse_setting(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn runs_alternate() {
+        let s: Vec<Setting> = ["default", "NO_SIS_UTIL", "NO_WA_BIAS"]
+            .iter()
+            .map(|x| parse_setting(x).unwrap())
+            .collect();
+        let p = plan(&s, 2, Path::new("d"));
+        let got: Vec<(usize, &str, u32, String)> = p
+            .iter()
+            .map(|r| {
+                (
+                    r.seq,
+                    r.setting.as_str(),
+                    r.run,
+                    r.file.display().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "default", 1, "d/default-1.wvz".into()),
+                (2, "NO_SIS_UTIL", 1, "d/NO_SIS_UTIL-1.wvz".into()),
+                (3, "NO_WA_BIAS", 1, "d/NO_WA_BIAS-1.wvz".into()),
+                (4, "default", 2, "d/default-2.wvz".into()),
+                (5, "NO_SIS_UTIL", 2, "d/NO_SIS_UTIL-2.wvz".into()),
+                (6, "NO_WA_BIAS", 2, "d/NO_WA_BIAS-2.wvz".into()),
+            ]
+        );
+    }
 }

@@ -1,2 +1,608 @@
 //! `--sched-feature NAME`: scheduler features set for one run and restored after it (issue 13,
-//! part 1). Placeholder until it lands.
+//! part 1).
+//!
+//! debugfs `sched/features` lists every feature by name, `NO_X` for one that is off; writing
+//! `X` or `NO_X` flips one. The order (and so the bit) of a feature changes between kernels,
+//! so everything here goes by name. Every request is validated against the file before
+//! anything is written, each write is read back, and what was changed is restored by a
+//! [`Guard`] on every way out of the run: its `Drop` (normal end, errors, a stop signal that
+//! ends the driver, a panic: the release profile unwinds) and the signal watchdog, which calls
+//! [`restore_active`] before it exits the process.
+use std::{
+    fs::OpenOptions,
+    io::{ErrorKind, Read as _, Write as _},
+    path::{Path, PathBuf},
+    sync::{Mutex, PoisonError},
+};
+
+/// Where the kernel has it, with debugfs on its usual mount point.
+pub const DEBUGFS: &str = "/sys/kernel/debug";
+pub const FEATURES: &str = "/sys/kernel/debug/sched/features";
+
+/// Most read from the features file (it is a few hundred bytes).
+const READ_BOUND: u64 = 64 << 10;
+/// `DEBUGFS_MAGIC` from `include/uapi/linux/magic.h`.
+const DEBUGFS_MAGIC: i64 = 0x6462_6720;
+
+/// Why the features cannot be set; each is one line, and nothing was changed or run.
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    #[error("--sched-feature needs root: it writes {}", .path.display())]
+    NotRoot { path: PathBuf },
+    #[error("{} does not exist: {hint}; nothing was run", .path.display())]
+    Missing { path: PathBuf, hint: &'static str },
+    #[error("cannot read {}: {why}{hint}; nothing was run", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        why: std::io::Error,
+        hint: &'static str,
+    },
+    #[error("{} lists no features; nothing was run", .path.display())]
+    Empty { path: PathBuf },
+    #[error("{} is read-only ({why}); nothing was changed or run", .path.display())]
+    ReadOnly { path: PathBuf, why: std::io::Error },
+    #[error("cannot write {}: {why}{hint}; nothing was changed or run", .path.display())]
+    NotWritable {
+        path: PathBuf,
+        why: std::io::Error,
+        hint: &'static str,
+    },
+    #[error(
+        "unknown scheduler feature {name:?}{close}; known: {known} (NO_X turns X off); nothing was changed or run"
+    )]
+    Unknown {
+        name: String,
+        close: String,
+        known: String,
+    },
+    #[error("--sched-feature {a} and {b} contradict each other; nothing was changed or run")]
+    Conflict { a: String, b: String },
+    #[error("writing {token} to {}: {why}", .path.display())]
+    Write {
+        token: String,
+        path: PathBuf,
+        why: std::io::Error,
+    },
+    #[error("{token} did not take: {} reads {now} after the write", .path.display())]
+    NotTaken {
+        token: String,
+        path: PathBuf,
+        now: String,
+    },
+}
+
+/// The features file: the kernel's, or (hidden `--sched-features-file`, for tests on kernels
+/// without one) a plain file standing in for it, where a write of `X`/`NO_X` rewrites the list
+/// the way the kernel's file then reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Store {
+    Debugfs(PathBuf),
+    Emulated(PathBuf),
+}
+
+impl Store {
+    pub fn new(override_path: Option<&Path>) -> Self {
+        override_path.map_or_else(
+            || Store::Debugfs(PathBuf::from(FEATURES)),
+            |p| Store::Emulated(p.to_path_buf()),
+        )
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Store::Debugfs(p) | Store::Emulated(p) => p,
+        }
+    }
+
+    /// The file's text, debugfs mounted first where it is missing.
+    pub fn read(&self) -> Result<String, FeatureError> {
+        let path = self.path();
+        if matches!(self, Store::Debugfs(_)) && !path.exists() {
+            mount_debugfs();
+        }
+        let open = std::fs::File::open(path);
+        let mut f = match open {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(FeatureError::Missing {
+                    path: path.into(),
+                    hint: self.missing_hint(),
+                });
+            }
+            Err(why) => {
+                return Err(FeatureError::Unreadable {
+                    path: path.into(),
+                    hint: denied_hint(&why),
+                    why,
+                });
+            }
+        };
+        let mut buf = Vec::new();
+        (&mut f)
+            .take(READ_BOUND)
+            .read_to_end(&mut buf)
+            .map_err(|why| FeatureError::Unreadable {
+                path: path.into(),
+                hint: denied_hint(&why),
+                why,
+            })?;
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    fn missing_hint(&self) -> &'static str {
+        match self {
+            Store::Emulated(_) => "the --sched-features-file given",
+            Store::Debugfs(_) if !is_debugfs(Path::new(DEBUGFS)) => {
+                "debugfs is not mounted on /sys/kernel/debug and mounting it failed"
+            }
+            Store::Debugfs(_) => "this kernel has no sched/features (it needs CONFIG_SCHED_DEBUG)",
+        }
+    }
+
+    /// Opens the file for writing without writing: a read-only mount or a lockdown refuses
+    /// here, before any feature is touched.
+    fn check_writable(&self) -> Result<(), FeatureError> {
+        let path = self.path();
+        match OpenOptions::new().write(true).open(path) {
+            Ok(_) => Ok(()),
+            Err(why) if why.raw_os_error() == Some(libc::EROFS) => Err(FeatureError::ReadOnly {
+                path: path.into(),
+                why,
+            }),
+            Err(why) => Err(FeatureError::NotWritable {
+                path: path.into(),
+                hint: denied_hint(&why),
+                why,
+            }),
+        }
+    }
+
+    fn write(&self, token: &str) -> Result<(), FeatureError> {
+        let err = |why| FeatureError::Write {
+            token: token.into(),
+            path: self.path().into(),
+            why,
+        };
+        match self {
+            Store::Debugfs(p) => OpenOptions::new()
+                .write(true)
+                .open(p)
+                .and_then(|mut f| f.write_all(token.as_bytes()))
+                .map_err(err),
+            Store::Emulated(p) => {
+                let mut list = parse(&self.read()?);
+                let (base, on) = split(token);
+                match list.iter_mut().find(|(n, _)| n == base) {
+                    Some(e) => e.1 = on,
+                    // The kernel answers an unknown name with EINVAL.
+                    None => return Err(err(std::io::Error::from_raw_os_error(libc::EINVAL))),
+                }
+                std::fs::write(p, format!("{} \n", render(&list))).map_err(err)
+            }
+        }
+    }
+}
+
+fn denied_hint(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            " (kernel lockdown or a sandbox forbids debugfs here)"
+        }
+        _ => "",
+    }
+}
+
+fn is_debugfs(p: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs is plain old data, filled by the call.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid pointer to a statfs.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut s) };
+    #[allow(clippy::unnecessary_cast)]
+    let magic = s.f_type as i64;
+    rc == 0 && magic == DEBUGFS_MAGIC
+}
+
+/// Mounts debugfs on [`DEBUGFS`] where it is missing and we are root, as the tracefs code does
+/// for tracefs; a failure is left to the reader of the file to report.
+pub fn mount_debugfs() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || is_debugfs(Path::new(DEBUGFS)) {
+        return;
+    }
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "debugfs", "none", DEBUGFS])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !matches!(mounted, Ok(s) if s.success()) {
+        log::info!("debugfs is not mounted on {DEBUGFS} and mounting it failed");
+    }
+}
+
+/// `NO_X` -> (`X`, off), `X` -> (`X`, on).
+fn split(token: &str) -> (&str, bool) {
+    token
+        .strip_prefix("NO_")
+        .map_or((token, true), |base| (base, false))
+}
+
+fn token(base: &str, on: bool) -> String {
+    if on {
+        base.to_string()
+    } else {
+        format!("NO_{base}")
+    }
+}
+
+/// The features file as (name, on), in the file's order.
+pub fn parse(text: &str) -> Vec<(String, bool)> {
+    text.split_whitespace()
+        .map(|t| {
+            let (b, on) = split(t);
+            (b.to_string(), on)
+        })
+        .collect()
+}
+
+fn render(list: &[(String, bool)]) -> String {
+    list.iter()
+        .map(|(b, on)| token(b, *on))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The features as the file now reads (what a recording's metadata stores).
+pub fn state(store: &Store) -> Result<Vec<String>, FeatureError> {
+    Ok(store.read()?.split_whitespace().map(String::from).collect())
+}
+
+/// The requests as (name, on), each checked against `current` by name: unknown names are
+/// refused with the close ones (or all), contradictions refused, repeats merged.
+pub fn validate(
+    requested: &[String],
+    current: &[(String, bool)],
+) -> Result<Vec<(String, bool)>, FeatureError> {
+    let mut plan: Vec<(String, bool)> = Vec::new();
+    for r in requested {
+        let r = r.trim();
+        let (base, on) = split(r);
+        if !current.iter().any(|(n, _)| n == base) {
+            return Err(unknown(r, current));
+        }
+        match plan.iter().find(|(n, _)| n == base) {
+            Some((_, o)) if *o != on => {
+                return Err(FeatureError::Conflict {
+                    a: token(base, *o),
+                    b: r.to_string(),
+                });
+            }
+            Some(_) => {}
+            None => plan.push((base.to_string(), on)),
+        }
+    }
+    Ok(plan)
+}
+
+fn unknown(name: &str, current: &[(String, bool)]) -> FeatureError {
+    let upper = name.to_ascii_uppercase();
+    let mut close: Vec<(usize, String)> = current
+        .iter()
+        .flat_map(|(b, _)| [b.clone(), format!("NO_{b}")])
+        .map(|c| (strsim::levenshtein(&upper, &c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 4))
+        .collect();
+    close.sort();
+    let close = if close.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = close.into_iter().take(3).map(|(_, c)| c).collect();
+        format!(" (did you mean {}?)", names.join(", "))
+    };
+    let mut known: Vec<&str> = current.iter().map(|(b, _)| b.as_str()).collect();
+    known.sort_unstable();
+    FeatureError::Unknown {
+        name: name.into(),
+        close,
+        known: known.join(" "),
+    }
+}
+
+/// Root, the file there and readable, every name valid and the file writable: what must hold
+/// before a run is started with `requested`, checked without writing anything.
+pub fn check(store: &Store, requested: &[String]) -> Result<(), FeatureError> {
+    preflight(store, requested).map(|_| ())
+}
+
+/// Features by name, on or off.
+type States = Vec<(String, bool)>;
+
+fn preflight(store: &Store, requested: &[String]) -> Result<(States, States), FeatureError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(FeatureError::NotRoot {
+            path: store.path().into(),
+        });
+    }
+    let current = parse(&store.read()?);
+    if current.is_empty() {
+        return Err(FeatureError::Empty {
+            path: store.path().into(),
+        });
+    }
+    let plan = validate(requested, &current)?;
+    store.check_writable()?;
+    Ok((current, plan))
+}
+
+/// One feature wakeviz flipped, and the value it had before.
+#[derive(Clone, Debug)]
+struct Change {
+    base: String,
+    was_on: bool,
+}
+
+/// What is to be put back; global so that the signal watchdog, which exits the process without
+/// unwinding, can restore it too.
+struct Applied {
+    store: Store,
+    changes: Vec<Change>,
+}
+
+static ACTIVE: Mutex<Option<Applied>> = Mutex::new(None);
+
+/// Holds the features set for a run; restores the ones it changed when dropped.
+#[derive(Debug)]
+pub struct Guard {
+    requested: Vec<String>,
+}
+
+impl Guard {
+    /// The requests, normalised (`NO_SIS_UTIL`), as the recording's metadata stores them.
+    pub fn requested(&self) -> &[String] {
+        &self.requested
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore_active();
+    }
+}
+
+/// Sets `requested` (`X` / `NO_X`) for the run. Validates every one before writing any; writes
+/// only those not already so, and reads each back. On an error, what was already written is
+/// restored before returning.
+pub fn apply(store: Store, requested: &[String]) -> Result<Guard, FeatureError> {
+    let (current, plan) = preflight(&store, requested)?;
+    crate::signals::before_forced_exit(|| {
+        restore_active();
+    });
+    let guard = Guard {
+        requested: plan.iter().map(|(b, on)| token(b, *on)).collect(),
+    };
+    *ACTIVE.lock().unwrap_or_else(PoisonError::into_inner) = Some(Applied {
+        store: store.clone(),
+        changes: Vec::new(),
+    });
+    let mut set = Vec::new();
+    for (base, on) in &plan {
+        let was_on = current.iter().any(|(n, o)| n == base && *o);
+        if was_on == *on {
+            continue;
+        }
+        let t = token(base, *on);
+        store.write(&t)?;
+        if let Some(a) = ACTIVE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            a.changes.push(Change {
+                base: base.clone(),
+                was_on,
+            });
+        }
+        confirm(&store, base, *on, &t)?;
+        set.push(format!("{t} (was {})", token(base, was_on)));
+    }
+    if set.is_empty() {
+        eprintln!(
+            "wakeviz: scheduler features already as asked: {}",
+            guard.requested.join(" ")
+        );
+    } else {
+        eprintln!(
+            "wakeviz: scheduler features set for the run: {}",
+            set.join(", ")
+        );
+    }
+    Ok(guard)
+}
+
+fn confirm(store: &Store, base: &str, on: bool, t: &str) -> Result<(), FeatureError> {
+    let now = parse(&store.read()?);
+    match now.iter().find(|(n, _)| n == base) {
+        Some((_, o)) if *o == on => Ok(()),
+        found => Err(FeatureError::NotTaken {
+            token: t.into(),
+            path: store.path().into(),
+            now: found.map_or_else(|| format!("no {base}"), |(n, o)| token(n, *o)),
+        }),
+    }
+}
+
+/// Restores what the current run changed (once: a second call finds nothing). Each failure is
+/// one line with the command to run by hand. `false` if anything stayed changed.
+pub fn restore_active() -> bool {
+    let taken = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let Some(a) = taken else {
+        return true;
+    };
+    let mut ok = true;
+    let mut done = Vec::new();
+    for c in a.changes.iter().rev() {
+        let t = token(&c.base, c.was_on);
+        let r = a
+            .store
+            .write(&t)
+            .and_then(|()| confirm(&a.store, &c.base, c.was_on, &t));
+        match r {
+            Ok(()) => done.push(t),
+            Err(e) => {
+                ok = false;
+                eprintln!(
+                    "wakeviz: could not restore scheduler feature {t} ({e}); restore it by hand: echo {t} > {}",
+                    a.store.path().display()
+                );
+            }
+        }
+    }
+    if !done.is_empty() {
+        eprintln!("wakeviz: scheduler features restored: {}", done.join(" "));
+    }
+    ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list as a 6.12 kernel prints it (its order, not another kernel's).
+    const LIST: &str = "PLACE_LAG PLACE_DEADLINE_INITIAL RUN_TO_PARITY NEXT_BUDDY CACHE_HOT_BUDDY \
+        WAKEUP_PREEMPTION HRTICK NO_HRTICK_DL NONTASK_CAPACITY TTWU_QUEUE SIS_UTIL NO_WARN_DOUBLE_CLOCK \
+        WA_IDLE WA_WEIGHT WA_BIAS UTIL_EST LATENCY_WARN \n";
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("features");
+        std::fs::write(&p, LIST).unwrap();
+        (d, Store::Emulated(p))
+    }
+
+    fn on(store: &Store, base: &str) -> Option<bool> {
+        parse(&store.read().unwrap())
+            .into_iter()
+            .find(|(n, _)| n == base)
+            .map(|(_, o)| o)
+    }
+
+    fn req(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn names_not_bits() {
+        let l = parse(LIST);
+        assert_eq!(l.len(), 17);
+        assert_eq!(l[7], ("HRTICK_DL".into(), false));
+        assert_eq!(l[8], ("NONTASK_CAPACITY".into(), true));
+        // Another kernel's order: the same request means the same feature.
+        let mut rev = l.clone();
+        rev.reverse();
+        assert_eq!(
+            validate(&req(&["NO_SIS_UTIL"]), &l).unwrap(),
+            validate(&req(&["NO_SIS_UTIL"]), &rev).unwrap()
+        );
+        assert_eq!(render(&l), LIST.trim());
+    }
+
+    #[test]
+    fn validation_refuses_unknown_and_contradictory_names() {
+        let l = parse(LIST);
+        let e = validate(&req(&["NO_SIS_UTL"]), &l).unwrap_err().to_string();
+        assert!(e.contains("did you mean NO_SIS_UTIL"), "{e}");
+        assert!(e.contains("known: CACHE_HOT_BUDDY HRTICK"), "{e}");
+        assert!(!e.contains('\n'));
+        let e = validate(&req(&["no_sis_util"]), &l)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean NO_SIS_UTIL"), "{e}");
+        let e = validate(&req(&["ZZZZZZZZZZZZ"]), &l)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+        let e = validate(&req(&["NO_WA_BIAS", "WA_BIAS"]), &l).unwrap_err();
+        assert!(matches!(e, FeatureError::Conflict { .. }), "{e}");
+        assert_eq!(
+            validate(&req(&["NO_WA_BIAS", "NO_WA_BIAS", "HRTICK_DL"]), &l).unwrap(),
+            [("WA_BIAS".to_string(), false), ("HRTICK_DL".into(), true)]
+        );
+    }
+
+    // The tests below write to one global (the active changes), so they run as one test.
+    #[test]
+    fn set_restore_and_failure_paths() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: --sched-feature needs root");
+            return;
+        }
+        let (_d, s) = store();
+        // Set and restored on drop; a feature already as asked is not touched.
+        {
+            let g = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"])).unwrap();
+            assert_eq!(g.requested(), ["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"]);
+            assert_eq!(on(&s, "SIS_UTIL"), Some(false));
+            // Someone else changes another feature meanwhile: not ours to restore.
+            s.write("NO_WA_IDLE").unwrap();
+        }
+        assert_eq!(on(&s, "SIS_UTIL"), Some(true));
+        assert_eq!(on(&s, "WARN_DOUBLE_CLOCK"), Some(false));
+        assert_eq!(on(&s, "WA_IDLE"), Some(false));
+        s.write("WA_IDLE").unwrap();
+        assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
+
+        // A bad name changes nothing, even after good ones.
+        let e = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_BOGUS"])).unwrap_err();
+        assert!(matches!(e, FeatureError::Unknown { .. }));
+        assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
+
+        // A panic unwinds through the guard, which restores.
+        let s2 = s.clone();
+        let r = std::panic::catch_unwind(move || {
+            let _g = apply(s2.clone(), &req(&["NO_TTWU_QUEUE", "NO_WA_BIAS"])).unwrap();
+            assert_eq!(on(&s2, "TTWU_QUEUE"), Some(false));
+            panic!("boom");
+        });
+        assert!(r.is_err());
+        assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
+
+        // A restore that cannot write reports it and says so.
+        let g = apply(s.clone(), &req(&["NO_SIS_UTIL"])).unwrap();
+        let p = s.path().to_path_buf();
+        std::fs::remove_file(&p).unwrap();
+        drop(g);
+        assert!(restore_active(), "nothing left once a restore was tried");
+        std::fs::write(&p, LIST).unwrap();
+
+        // The watchdog's path: restored without the guard being dropped.
+        let g = apply(s.clone(), &req(&["NO_SIS_UTIL"])).unwrap();
+        assert!(restore_active());
+        assert_eq!(on(&s, "SIS_UTIL"), Some(true));
+        std::mem::forget(g);
+
+        // Missing file and read-only are one line each, nothing written.
+        let missing = Store::Emulated(p.with_file_name("nope"));
+        let e = apply(missing, &req(&["NO_SIS_UTIL"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not exist"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_one_line() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        // A directory: reading it fails with EISDIR.
+        let d = tempfile::tempdir().unwrap();
+        let e = check(&Store::Emulated(d.path().into()), &req(&["NO_SIS_UTIL"])).unwrap_err();
+        assert!(matches!(e, FeatureError::Unreadable { .. }), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+}

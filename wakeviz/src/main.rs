@@ -230,6 +230,17 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         command::check(&cli.command)?;
     }
     signals::install();
+    // Before the probes load (a bad name or no debugfs leaves nothing attached or run); the
+    // guard lives to the end of the run and restores on every way out of it.
+    let features_store = features::Store::new(cli.sched_features_file.as_deref());
+    let features = if cli.sched_features.is_empty() {
+        None
+    } else {
+        Some(features::apply(
+            features_store.clone(),
+            &cli.sched_features,
+        )?)
+    };
     let mb = cli
         .ringbuf_mb
         .unwrap_or(16)
@@ -282,6 +293,13 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
             .or_else(|| command::default_label(cli.record.as_deref())),
         (!argv.is_empty()).then(|| argv.clone()),
     );
+    if features.is_some() || cli.sched_features_file.is_some() {
+        // As read after the set: what the kernel ran with.
+        header.run.sched_features = features::state(&features_store).ok();
+    }
+    if let Some(guard) = &features {
+        header.run.sched_feature_overrides = guard.requested().to_vec();
+    }
     let mut src = capture::LiveSource::start(probes, header)?;
     let mut rec = match (file, &cli.record) {
         (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),

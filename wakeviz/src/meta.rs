@@ -67,25 +67,15 @@ fn cpu_vendor() -> Option<String> {
     cpuinfo_field(&read_bounded(Path::new("/proc/cpuinfo"))?, "vendor_id")
 }
 
-const DEBUGFS: &str = "/sys/kernel/debug";
-
 /// debugfs `sched/features`, mounting debugfs first if it is missing and we are root (as the
 /// tracefs code does for tracefs). `None` where it cannot be read (not root, lockdown, a
 /// kernel without CONFIG_SCHED_DEBUG): "unknown", never an empty list.
 fn sched_features() -> Option<Vec<String>> {
-    let path = Path::new(DEBUGFS).join("sched/features");
-    // SAFETY: geteuid has no preconditions.
-    if !path.exists() && unsafe { libc::geteuid() } == 0 {
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "debugfs", "none", DEBUGFS])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-        if !matches!(mounted, Ok(s) if s.success()) {
-            log::info!("debugfs is not mounted on {DEBUGFS} and mounting it failed");
-        }
+    let path = Path::new(crate::features::FEATURES);
+    if !path.exists() {
+        crate::features::mount_debugfs();
     }
-    let f: Vec<String> = read_bounded(&path)?
+    let f: Vec<String> = read_bounded(path)?
         .split_whitespace()
         .map(str::to_string)
         .collect();
@@ -158,6 +148,7 @@ pub fn run_meta(label: Option<String>, command: Option<Vec<String>>) -> RunMeta 
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty()),
         sched_features: sched_features(),
+        sched_feature_overrides: Vec::new(),
         sysctls: sched_sysctls(Path::new("/proc/sys/kernel")),
         cpu_model: cpuinfo.and_then(|t| cpuinfo_field(&t, "model name")),
         command,

@@ -20,10 +20,27 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
+/// Run by the watchdog before it exits the process (which does not unwind, so no `Drop` runs):
+/// `--sched-feature` restores the kernel's features through it.
+static BEFORE_FORCED_EXIT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Registers `f` for the watchdog's forced exit (the first registration holds).
+#[allow(dead_code)] // The benches compile this module without the features.
+pub fn before_forced_exit(f: fn()) {
+    let _ = BEFORE_FORCED_EXIT.set(f);
+}
+
 /// How long the process may take to wind down after a stop signal before the watchdog ends it.
 pub const GRACE: Duration = Duration::from_secs(3);
 
 pub fn install() {
+    install_flags();
+    spawn_watchdog();
+}
+
+/// The flags alone, without the watchdog: for a parent (`wakeviz experiment`) that must wait
+/// for its child to wind down, however long that takes.
+pub fn install_flags() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installing a handler that only performs atomic stores, which are
         // async-signal-safe; the function pointer has the C ABI signal handlers need.
@@ -31,7 +48,6 @@ pub fn install() {
             libc::signal(sig, on_signal as *const () as libc::sighandler_t);
         }
     }
-    spawn_watchdog();
 }
 
 pub fn stop_requested() -> bool {
@@ -66,6 +82,10 @@ fn spawn_watchdog() {
                 let t = *since.get_or_insert_with(Instant::now);
                 if t.elapsed() >= GRACE {
                     crate::app::terminal::restore();
+                    // Exiting does not unwind: what a guard would undo is undone here.
+                    if let Some(f) = BEFORE_FORCED_EXIT.get() {
+                        f();
+                    }
                     eprintln!(
                         "wakeviz: still running {} s after a stop signal: exiting (a recording is valid up to its last complete chunk)",
                         GRACE.as_secs()

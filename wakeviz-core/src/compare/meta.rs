@@ -38,6 +38,16 @@ fn fields(s: &Snapshot) -> Vec<(String, String)> {
         ),
         ("probes".into(), probes(s)),
     ];
+    // What `--sched-feature` set: the reason the features below differ.
+    let set = &run.sched_feature_overrides;
+    f.push((
+        "sched_feature_overrides".into(),
+        if set.is_empty() {
+            "none".into()
+        } else {
+            set.join(" ")
+        },
+    ));
     match &run.sched_features {
         // One row per feature, on or off, so a single flipped feature is one line.
         Some(feats) => {

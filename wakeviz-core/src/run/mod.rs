@@ -20,6 +20,10 @@ pub struct RunMeta {
     /// the ones off); `None` where the file could not be read.
     #[serde(default)]
     pub sched_features: Option<Vec<String>>,
+    /// The features wakeviz set for this run (`--sched-feature NO_SIS_UTIL`), as asked;
+    /// `sched_features` is read after they were set. Empty: the kernel's own settings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sched_feature_overrides: Vec<String>,
     /// `kernel.sched_*` sysctls, name -> value, sorted by name.
     #[serde(default)]
     pub sysctls: Vec<(String, String)>,

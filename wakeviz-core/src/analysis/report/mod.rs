@@ -429,6 +429,13 @@ fn run_block(o: &mut String, r: &super::RecordingSection) {
             .as_ref()
             .map_or_else(|| "unknown".to_string(), |f| f.join(" "))
     );
+    if !m.sched_feature_overrides.is_empty() {
+        let _ = writeln!(
+            o,
+            "  sched features set for the run {}",
+            m.sched_feature_overrides.join(" ")
+        );
+    }
     if m.sysctls.is_empty() {
         let _ = writeln!(o, "  sysctls kernel.sched_*: none read");
     } else {
