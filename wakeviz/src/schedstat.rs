@@ -8,7 +8,13 @@
 //! would be wakeviz's alone. The end snapshot is taken when the capture is stopped, before the
 //! probes detach ([`Bracket`]): detaching the fentry programs waits for RCU-tasks grace
 //! periods, whose kthread wakeups the kernel counts and detached probes cannot see.
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
 
 use wakeviz_core::{
     analysis::Analysis,
@@ -22,6 +28,8 @@ const SYSCTL: &str = "/proc/sys/kernel/sched_schedstats";
 pub struct Session {
     start: Option<String>,
     end: Option<String>,
+    /// The analysis's end of counting, set with the end snapshot.
+    end_ns: Arc<AtomicU64>,
     restore: Option<String>,
 }
 
@@ -33,11 +41,12 @@ impl Session {
             Some("0") if std::fs::write(SYSCTL, "1").is_ok() => before,
             _ => None,
         };
-        let t = crate::meta::clock_ns(libc::CLOCK_MONOTONIC);
-        a.count_wakeups_from(u64::try_from(t).unwrap_or(0));
+        let (start, t) = read_timed();
+        a.count_wakeups_from(t);
         Self {
-            start: std::fs::read_to_string(SCHEDSTAT).ok(),
+            start,
             end: None,
+            end_ns: a.wakeup_count_end(),
             restore,
         }
     }
@@ -45,7 +54,9 @@ impl Session {
     /// The end snapshot, once (the first stop is the end of wakeviz's window).
     fn mark_end(&mut self) {
         if self.end.is_none() {
-            self.end = std::fs::read_to_string(SCHEDSTAT).ok();
+            let (end, t) = read_timed();
+            self.end = end;
+            self.end_ns.store(t, Ordering::Relaxed);
         }
     }
 
@@ -63,6 +74,19 @@ impl Session {
             eprintln!("wakeviz: note: schedstat cross-check skipped: {err}");
         }
     }
+}
+
+fn mono_ns() -> u64 {
+    u64::try_from(crate::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+}
+
+/// `/proc/schedstat` and the middle of the time it took to read (the probes' clock): the CPUs'
+/// lines are read one after another, the middle splits the ambiguity evenly.
+fn read_timed() -> (Option<String>, u64) {
+    let t0 = mono_ns();
+    let text = std::fs::read_to_string(SCHEDSTAT).ok();
+    let t1 = mono_ns();
+    (text, t0 + (t1.saturating_sub(t0)) / 2)
 }
 
 /// The live source with the end snapshot taken in `stop`, just before it detaches the probes.
