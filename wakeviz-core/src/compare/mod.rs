@@ -23,7 +23,7 @@ use crate::analysis::Snapshot;
 
 /// Version of the `wakeviz diff --report json` tree; bumped when a key is added, renamed or
 /// removed or changes meaning.
-pub const DIFF_SCHEMA_VERSION: u32 = 1;
+pub const DIFF_SCHEMA_VERSION: u32 = 2;
 
 /// Family-wise significance level of the `*` markers.
 pub const ALPHA: f64 = 0.05;
@@ -110,6 +110,9 @@ pub struct DiffReport {
     pub test: TestInfo,
     pub notes: Vec<String>,
     pub rows: Vec<Row>,
+    /// Shadow predictions against the groups that ran the modelled setting ([`predict`]);
+    /// empty when no modelled scheduler feature differs (part of the `shadow` section).
+    pub predictions: Vec<predict::Prediction>,
 }
 
 impl DiffReport {
@@ -229,6 +232,13 @@ pub fn diff(groups: &[Group], only: &[Section]) -> DiffReport {
     for ((ri, gi), sig) in slots.iter().zip(stats::benjamini_hochberg(&ps, ALPHA)) {
         rows[*ri].groups[*gi].significant = sig;
     }
+    let predictions = if wanted(Section::Shadow) {
+        let (p, n) = predict::predict(groups);
+        notes.extend(n);
+        p
+    } else {
+        Vec::new()
+    };
     let performed = groups.iter().all(|g| g.runs.len() >= 2);
     if !performed {
         notes.push(
@@ -255,5 +265,6 @@ pub fn diff(groups: &[Group], only: &[Section]) -> DiffReport {
         },
         notes,
         rows,
+        predictions,
     }
 }

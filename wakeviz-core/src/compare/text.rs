@@ -9,7 +9,7 @@ use super::{Cell, DiffReport, Row, Section, Unit};
 pub const WIDTH: usize = 100;
 const MAX_LABEL: usize = 44;
 
-fn num(v: f64) -> String {
+pub(super) fn num(v: f64) -> String {
     if v.abs() >= 1000.0 {
         format!("{v:.0}")
     } else {
@@ -40,7 +40,7 @@ fn cell(r: &Row, c: &Cell, first: bool) -> String {
     format!("{} ({change}){mark}", num(m))
 }
 
-fn clip(s: &str, w: usize) -> String {
+pub(super) fn clip(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
         s.to_string()
     } else {
@@ -161,7 +161,7 @@ fn meta_text(out: &mut String, rep: &DiffReport) {
 }
 
 /// Writes `s` in lines of at most [`WIDTH`] columns, continuation lines indented.
-fn wrap(out: &mut String, s: &str, indent: &str) {
+pub(super) fn wrap(out: &mut String, s: &str, indent: &str) {
     let mut line = String::new();
     for w in s.split_whitespace() {
         if !line.is_empty() && line.len() + 1 + w.len() > WIDTH {
@@ -216,7 +216,11 @@ pub fn render(rep: &DiffReport) -> String {
         }
         table(&mut out, rep, &shown);
     }
+    for p in &rep.predictions {
+        super::predict::text::render(&mut out, p);
+    }
     out.push('\n');
+    super::predict::text::legend(&mut out, &rep.predictions);
     let _ = writeln!(
         out,
         "pct: change against {} (relative); pt: change of a share in percentage points; n/a: no data",

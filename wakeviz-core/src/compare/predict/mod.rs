@@ -1,0 +1,310 @@
+//! Prediction against reality (issue 13, part 3): when two groups of a diff ran under different
+//! scheduler features and a shadow policy models one group's setting, that policy replayed on
+//! the other group's recordings is a prediction of what the first group measured. This module
+//! sets the prediction beside the measurement, figure by figure, and splits each error in two
+//! parts computed from the data alone:
+//!
+//! `error = predicted - measured = (model on A - model on B) + (model on B - measured on B)`
+//!
+//! - **open loop** (`model on A - model on B`): the same policy, replayed on A's events and on
+//!   B's, gives different figures because the workload itself ran differently under B's setting
+//!   (it reacts to the placements; replay is open loop and cannot see that), plus run-to-run
+//!   noise;
+//! - **shadow inputs** (`model on B - measured on B`): on B's own events the model still misses
+//!   B's kernel, i.e. what the shadow lacks (uncaptured inputs, approximations; the fidelity gap).
+//!
+//! The setting of a run is the features file its recording stored at the start
+//! (`RunMeta::sched_features`, `NO_X` = off). Which policy models which setting is [`MODELS`];
+//! a model is used only where every recording's shadow report has that policy's row.
+mod figures;
+pub mod text;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use figures::{Cause, Evidence, MeasuredSource, PredictedFigure};
+
+use super::Group;
+use crate::analysis::Snapshot;
+
+/// What a model needs of one feature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// Listed and on.
+    On,
+    /// Listed as `NO_X`.
+    Off,
+    /// Off or not in this kernel's features file.
+    NotOn,
+    /// On or not in this kernel's features file.
+    NotOff,
+    /// Not in the features file (the kernel predates the feature).
+    Absent,
+}
+
+/// A feature's state in one group's runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    On,
+    Off,
+    Absent,
+}
+
+impl Want {
+    pub fn holds(self, s: State) -> bool {
+        match self {
+            Self::On => s == State::On,
+            Self::Off => s == State::Off,
+            Self::NotOn => s != State::On,
+            Self::NotOff => s != State::Off,
+            Self::Absent => s == State::Absent,
+        }
+    }
+}
+
+/// A shadow policy and the feature setting whose kernel behaviour it reproduces.
+#[derive(Clone, Copy, Debug)]
+pub struct Model {
+    /// Registry name of the policy (its row in the shadow report).
+    pub policy: &'static str,
+    pub when: &'static [(&'static str, Want)],
+    /// Why this policy is that setting, for the report.
+    pub describe: &'static str,
+}
+
+/// Every policy's `wake_affine` is `WA_IDLE` first (then undecided = prev), so no model holds
+/// for a kernel with `NO_WA_IDLE`. Conditions are mutually exclusive: at most one model fits.
+pub const MODELS: &[Model] = &[
+    Model {
+        policy: "sis_util",
+        when: &[
+            ("SIS_UTIL", Want::On),
+            ("SIS_PROP", Want::NotOn),
+            ("SIS_NODE", Want::NotOn),
+            ("WA_IDLE", Want::NotOff),
+        ],
+        describe: "SIS_UTIL limits the LLC scan to nr_idle_scan",
+    },
+    Model {
+        policy: "full_scan",
+        when: &[
+            ("SIS_UTIL", Want::Off),
+            ("SIS_PROP", Want::NotOn),
+            ("SIS_NODE", Want::NotOn),
+            ("WA_IDLE", Want::NotOff),
+        ],
+        describe: "neither SIS_UTIL nor SIS_PROP: select_idle_cpu scans the whole LLC",
+    },
+    Model {
+        policy: "full_scan",
+        when: &[
+            ("SIS_UTIL", Want::Absent),
+            ("SIS_PROP", Want::Off),
+            ("SIS_NODE", Want::NotOn),
+            ("WA_IDLE", Want::NotOff),
+        ],
+        describe: "pre-6.0 kernel with NO_SIS_PROP: select_idle_cpu scans the whole LLC",
+    },
+    Model {
+        policy: "sis_prop",
+        when: &[
+            ("SIS_PROP", Want::On),
+            ("SIS_UTIL", Want::NotOn),
+            ("SIS_NODE", Want::NotOn),
+            ("WA_IDLE", Want::NotOff),
+        ],
+        describe: "SIS_PROP limits the LLC scan by the waker's average idle time",
+    },
+    Model {
+        policy: "sis_node",
+        when: &[
+            ("SIS_NODE", Want::On),
+            ("SIS_UTIL", Want::On),
+            ("SIS_PROP", Want::NotOn),
+            ("WA_IDLE", Want::NotOff),
+        ],
+        describe: "SIS_NODE (tip, 2023): SIS_UTIL, then the node's other LLCs",
+    },
+];
+
+/// The features [`MODELS`] look at: a pair of groups is predicted only when these differ.
+pub fn modelled_features() -> Vec<&'static str> {
+    let mut v: Vec<&str> = MODELS
+        .iter()
+        .flat_map(|m| m.when.iter().map(|w| w.0))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// A group's feature setting: name -> on/off, as the features file said.
+pub type Setting = BTreeMap<String, bool>;
+
+fn setting_of(s: &Snapshot) -> Option<Setting> {
+    let feats = s.recording.run.sched_features.as_ref()?;
+    Some(
+        feats
+            .iter()
+            .map(|x| match x.strip_prefix("NO_") {
+                Some(n) => (n.to_string(), false),
+                None => (x.clone(), true),
+            })
+            .collect(),
+    )
+}
+
+fn state(s: &Setting, f: &str) -> State {
+    match s.get(f) {
+        Some(true) => State::On,
+        Some(false) => State::Off,
+        None => State::Absent,
+    }
+}
+
+fn spell(s: &Setting, f: &str) -> String {
+    match state(s, f) {
+        State::On => f.to_string(),
+        State::Off => format!("NO_{f}"),
+        State::Absent => format!("{f} absent"),
+    }
+}
+
+/// The model that fits `s`, if any.
+pub fn model_for(s: &Setting) -> Option<&'static Model> {
+    MODELS
+        .iter()
+        .find(|m| m.when.iter().all(|&(f, w)| w.holds(state(s, f))))
+}
+
+/// One ordered pair: the model of `target`'s setting replayed on `baseline`'s runs, against
+/// what `target`'s runs measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Group A, whose recordings the policy is replayed on.
+    pub baseline: String,
+    /// Group B, whose kernel ran the modelled setting.
+    pub target: String,
+    /// The modelled features as A had them and as B had them (`NO_X` = off).
+    pub baseline_setting: Vec<String>,
+    pub target_setting: Vec<String>,
+    /// The policy modelling B's setting, and why.
+    pub policy: String,
+    pub model: String,
+    pub baseline_runs: usize,
+    pub target_runs: usize,
+    pub figures: Vec<PredictedFigure>,
+    pub evidence: Evidence,
+}
+
+fn has_policy(s: &Snapshot, p: &str) -> bool {
+    s.shadow
+        .as_ref()
+        .is_some_and(|r| r.policies.iter().any(|x| x.name == p))
+}
+
+/// Every ordered pair of groups that differ in a modelled feature where the second group's
+/// setting has a model, and notes on the pairs that could not be predicted.
+pub fn predict(groups: &[Group]) -> (Vec<Prediction>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let feats = modelled_features();
+    // One setting per group, when every run recorded the same one.
+    let settings: Vec<Option<Setting>> = groups
+        .iter()
+        .map(|g| {
+            let s: Vec<Option<Setting>> = g.runs.iter().map(setting_of).collect();
+            match s.first() {
+                Some(Some(f)) if s.iter().all(|x| x.as_ref() == Some(f)) => Some(f.clone()),
+                _ => None,
+            }
+        })
+        .collect();
+    if settings.iter().any(Option::is_some) {
+        for (g, s) in groups.iter().zip(&settings) {
+            if s.is_none() {
+                notes.push(format!(
+                    "prediction: group {} has no single recorded scheduler-feature setting (unknown, or its runs differ): left out of the prediction table",
+                    g.name
+                ));
+            }
+        }
+    }
+    for (bi, b) in groups.iter().enumerate() {
+        let Some(sb) = &settings[bi] else { continue };
+        for (ai, a) in groups.iter().enumerate() {
+            let Some(sa) = &settings[ai] else { continue };
+            if ai == bi {
+                continue;
+            }
+            let differ: Vec<&str> = feats
+                .iter()
+                .copied()
+                .filter(|f| state(sa, f) != state(sb, f))
+                .collect();
+            if differ.is_empty() {
+                continue;
+            }
+            let tset: Vec<String> = differ.iter().map(|f| spell(sb, f)).collect();
+            let Some(m) = model_for(sb) else {
+                notes.push(format!(
+                    "prediction {} -> {}: no shadow policy models {}'s setting ({})",
+                    a.name,
+                    b.name,
+                    b.name,
+                    tset.join(", ")
+                ));
+                continue;
+            };
+            let runs = a.runs.iter().chain(&b.runs);
+            if runs.clone().any(|s| s.shadow.is_none()) {
+                notes.push(format!(
+                    "prediction {} -> {}: needs the shadow evaluation of every run (not run with --no-shadow)",
+                    a.name, b.name
+                ));
+                continue;
+            }
+            if !runs.clone().all(|s| has_policy(s, m.policy)) {
+                notes.push(format!(
+                    "prediction {} -> {}: policy {} is not in every recording's shadow report",
+                    a.name, b.name, m.policy
+                ));
+                continue;
+            }
+            out.push(Prediction {
+                baseline: a.name.clone(),
+                target: b.name.clone(),
+                baseline_setting: differ.iter().map(|f| spell(sa, f)).collect(),
+                target_setting: tset,
+                policy: m.policy.into(),
+                model: m.describe.into(),
+                baseline_runs: a.runs.len(),
+                target_runs: b.runs.len(),
+                figures: figures::compute(&a.runs, &b.runs, m.policy),
+                evidence: figures::evidence(a, b, m.policy),
+            });
+        }
+    }
+    (out, notes)
+}
+
+/// `policy` replayed on `a`'s runs against `b`'s measurements, whatever their settings (the
+/// identity check: A's own kernel-flavour policy on A against A gives the fidelity gap alone).
+pub fn predict_pair(a: &Group, b: &Group, policy: &str) -> Option<Prediction> {
+    if !a.runs.iter().chain(&b.runs).all(|s| has_policy(s, policy)) {
+        return None;
+    }
+    Some(Prediction {
+        baseline: a.name.clone(),
+        target: b.name.clone(),
+        baseline_setting: Vec::new(),
+        target_setting: Vec::new(),
+        policy: policy.into(),
+        model: "given".into(),
+        baseline_runs: a.runs.len(),
+        target_runs: b.runs.len(),
+        figures: figures::compute(&a.runs, &b.runs, policy),
+        evidence: figures::evidence(a, b, policy),
+    })
+}

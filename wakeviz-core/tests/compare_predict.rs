@@ -1,0 +1,468 @@
+//! Prediction against reality on synthetic recordings whose scheduler-feature setting is
+//! stamped on the snapshots (the generator's kernel always runs SIS_UTIL): which pairs get a
+//! table, that every figure is the data's own mean and its error splits exactly into the
+//! open-loop and shadow-input parts, that the parts point at the right cause when the workload
+//! or the model is what differs, and the identity (A predicted from A by A's own kernel-flavour
+//! policy leaves only the fidelity gap).
+mod analysis_support;
+
+use analysis_support::topology;
+use wakeviz_core::{
+    analysis::{Analysis, Snapshot},
+    compare::{
+        self, Group,
+        predict::{self, Cause, MeasuredSource, Prediction},
+    },
+    format::Reader,
+    shadow::PolicyRow,
+    source::{EventSource, Poll, ReplaySource},
+    synth::{self, SynthConfig},
+    topology::{Level, Topology},
+};
+
+const EVENTS: u64 = 150_000;
+const PHASE_NS: u64 = 4_000_000;
+const DEFAULT: &[&str] = &[
+    "PLACE_LAG",
+    "WAKEUP_PREEMPTION",
+    "TTWU_QUEUE",
+    "SIS_UTIL",
+    "WA_IDLE",
+    "WA_WEIGHT",
+    "WA_BIAS",
+];
+
+fn features(flip: &[(&str, &str)]) -> Vec<String> {
+    DEFAULT
+        .iter()
+        .map(|f| {
+            flip.iter()
+                .find(|x| x.0 == *f)
+                .map_or(f.to_string(), |x| x.1.to_string())
+        })
+        .collect()
+}
+
+fn run(t: &Topology, cfg: &SynthConfig, feats: &[String]) -> Snapshot {
+    let mut buf = Vec::new();
+    synth::generate(t, cfg, &mut buf).unwrap();
+    let r = Reader::new(std::io::Cursor::new(buf), std::path::Path::new("synth.wvz")).unwrap();
+    let mut src = ReplaySource::new(r);
+    let mut a = Analysis::new(src.header());
+    loop {
+        match src.poll(std::time::Duration::ZERO).unwrap() {
+            Poll::Batch(b) => a.on_batch(&b),
+            Poll::Pending => {}
+            Poll::End => break,
+        }
+    }
+    let mut s = a.snapshot();
+    s.recording.run.sched_features = Some(feats.to_vec());
+    s
+}
+
+fn cfg(seed: u64) -> SynthConfig {
+    let mut c = SynthConfig::new(EVENTS, seed);
+    c.phase_ns = PHASE_NS;
+    c
+}
+
+fn group(
+    name: &str,
+    t: &Topology,
+    seeds: &[u64],
+    feats: &[String],
+    f: fn(&mut SynthConfig),
+) -> Group {
+    Group {
+        name: name.into(),
+        files: seeds.iter().map(|s| format!("seed{s}")).collect(),
+        runs: seeds
+            .iter()
+            .map(|&s| {
+                let mut c = cfg(s);
+                f(&mut c);
+                run(t, &c, feats)
+            })
+            .collect(),
+    }
+}
+
+/// LLCs mostly busy, one long busy phase: the scan limits matter.
+fn busy(c: &mut SynthConfig) {
+    c.pipe_pairs = Some(30);
+    c.fanout_groups = Some(6);
+    c.phase_ns = 1_000_000_000;
+}
+
+fn pol<'a>(s: &'a Snapshot, name: &str) -> &'a PolicyRow {
+    let r = s.shadow.as_ref().unwrap();
+    r.policies.iter().find(|p| p.name == name).unwrap()
+}
+
+fn share(r: &PolicyRow, l: Level) -> f64 {
+    let c = &r.placement.vs_waker;
+    c.get(l) as f64 * 100.0 / c.total() as f64
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn fig<'a>(p: &'a Prediction, name: &str) -> &'a predict::PredictedFigure {
+    p.figures.iter().find(|f| f.name == name).unwrap()
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+#[test]
+fn a_flipped_sis_util_gives_both_predictions_with_exact_parts() {
+    let t = topology("xeon-e5-2690v3");
+    let base = group("default", &t, &[1, 2, 3], &features(&[]), busy);
+    let nosis = group(
+        "nosis",
+        &t,
+        &[4, 5, 6],
+        &features(&[("SIS_UTIL", "NO_SIS_UTIL")]),
+        busy,
+    );
+    let rep = compare::diff(&[base.clone(), nosis.clone()], &[]);
+    let text = compare::text::render(&rep);
+    println!("{text}");
+    assert_eq!(rep.predictions.len(), 2, "{:?}", rep.notes);
+    let (fwd, back) = (&rep.predictions[0], &rep.predictions[1]);
+    // Group order: the one predicting group 0 (default) comes with group 0 as the target.
+    assert_eq!(
+        (back.baseline.as_str(), back.target.as_str()),
+        ("default", "nosis")
+    );
+    assert_eq!(back.policy, "full_scan");
+    assert_eq!(back.target_setting, ["NO_SIS_UTIL"]);
+    assert_eq!(back.baseline_setting, ["SIS_UTIL"]);
+    assert_eq!(
+        (fwd.baseline.as_str(), fwd.target.as_str()),
+        ("nosis", "default")
+    );
+    assert_eq!(fwd.policy, "sis_util");
+
+    // Every figure is the data's own mean, and the error its two parts' sum.
+    let p = back;
+    let f = fig(p, "vs_waker.same_llc.share");
+    let pred = mean(
+        base.runs
+            .iter()
+            .map(|s| share(pol(s, "full_scan"), Level::SameLlc)),
+    );
+    let meas = mean(
+        nosis
+            .runs
+            .iter()
+            .map(|s| share(pol(s, "observed"), Level::SameLlc)),
+    );
+    assert!(close(f.predicted, pred) && close(f.measured, meas), "{f:?}");
+    for f in &p.figures {
+        if let (Some(e), Some(o), Some(i)) = (f.error, f.open_loop, f.shadow_inputs) {
+            assert!((e - (o + i)).abs() < 1e-9, "{f:?}");
+        }
+    }
+    // Probes per wakeup: not observable, the model on B stands in (all open loop).
+    let pr = fig(p, "probes_mean");
+    assert_eq!(pr.measured_source, MeasuredSource::ProxyModelOnTarget);
+    assert!(
+        close(pr.shadow_inputs, 0.0) && pr.error == pr.open_loop,
+        "{pr:?}"
+    );
+    assert!(matches!(
+        fig(p, "scan.p99_ns").measured_source,
+        MeasuredSource::ScanLatency(_)
+    ));
+
+    // sis_util predicting the default runs from the "NO_SIS_UTIL" ones: the same kernel and
+    // workload on both sides, so the level shares are predicted within a few points.
+    for l in Level::ALL {
+        let f = fig(fwd, &format!("vs_waker.{}.share", l.name()));
+        assert!(f.error.is_some_and(|e| e.abs() < 3.0), "{f:?}");
+    }
+    assert!(fwd.evidence.target_fidelity_policy == "sis_util");
+
+    // JSON: the predictions key.
+    let v = serde_json::to_value(&rep).unwrap();
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["predictions"][1]["policy"], "full_scan");
+    assert_eq!(
+        v["predictions"][1]["figures"][0]["name"],
+        "vs_waker.same_cpu.share"
+    );
+    assert!(v["predictions"][1]["figures"][0]["error"].is_number());
+    assert!(text.contains(
+        "Prediction vs measurement: full_scan on default (3 runs) predicts nosis (3 runs)"
+    ));
+    assert!(
+        text.lines()
+            .all(|l| l.chars().count() <= compare::text::WIDTH),
+        "{text}"
+    );
+
+    let mut snap = String::new();
+    for p in &rep.predictions {
+        predict::text::render(&mut snap, p);
+    }
+    predict::text::legend(&mut snap, &rep.predictions);
+    insta::assert_snapshot!("predict_sis_util_flip", snap);
+}
+
+#[test]
+fn a_model_that_misses_the_target_kernel_is_a_shadow_input_error() {
+    let t = topology("xeon-e5-2690v3");
+    // Stamped SIS_PROP, but the generator's kernel ran SIS_UTIL: sis_prop (the model of that
+    // stamp) scans less than that kernel did, on any events, so it finds fewer idle CPUs on
+    // the target's own recordings too.
+    let base = group("default", &t, &[41, 42, 43], &features(&[]), busy);
+    let mut feats = features(&[("SIS_UTIL", "NO_SIS_UTIL")]);
+    feats.push("SIS_PROP".into());
+    let prop = group("prop", &t, &[44, 45, 46], &feats, busy);
+    let rep = compare::diff(&[base, prop.clone()], &[]);
+    let p = rep
+        .predictions
+        .iter()
+        .find(|p| p.policy == "sis_prop")
+        .expect("sis_prop predicts the SIS_PROP runs");
+    assert_eq!(p.target_setting, ["SIS_PROP", "NO_SIS_UTIL"]);
+    let idle = fig(p, "idle.share");
+    let on_b = mean(
+        prop.runs
+            .iter()
+            .map(|s| pol(s, "sis_prop").idle_pct.unwrap()),
+    );
+    let obs = mean(
+        prop.runs
+            .iter()
+            .map(|s| pol(s, "observed").idle_pct.unwrap()),
+    );
+    assert!(close(idle.shadow_inputs, on_b - obs), "{idle:?}");
+    assert!(
+        on_b - obs < -0.5,
+        "SIS_PROP's budget finds fewer idle CPUs: {on_b} vs {obs}"
+    );
+    assert_eq!(idle.cause, Some(Cause::ShadowInputs), "{idle:?}");
+    // sis_prop is not the fidelity policy of a 6.x recording: no buckets are borrowed.
+    assert_eq!(p.evidence.target_fidelity_policy, "sis_util");
+    assert!(p.evidence.target_fidelity_buckets.is_empty());
+}
+
+#[test]
+fn a_workload_that_changes_with_the_setting_is_an_open_loop_error() {
+    let t = topology("xeon-e5-2690v3");
+    // The "NO_SIS_UTIL" runs carry a heavier workload (twice the pipe pairs): sis_util, the
+    // model of the default setting, replayed on them meets a busier machine than the default
+    // runs had; on the default runs' own events it reproduces their kernel.
+    let heavy = group(
+        "nosis",
+        &t,
+        &[11, 12, 13],
+        &features(&[("SIS_UTIL", "NO_SIS_UTIL")]),
+        |c| c.pipe_pairs = Some(24),
+    );
+    let light = group("default", &t, &[14, 15, 16], &features(&[]), |c| {
+        c.pipe_pairs = Some(2);
+    });
+    let rep = compare::diff(&[heavy.clone(), light.clone()], &[]);
+    let p = rep
+        .predictions
+        .iter()
+        .find(|p| p.policy == "sis_util")
+        .expect("sis_util predicts the default runs");
+    assert_eq!(p.target, "default");
+    let idle = fig(p, "idle.share");
+    println!("{idle:?}\n{:?}", p.evidence);
+    let (o, i) = (idle.open_loop.unwrap(), idle.shadow_inputs.unwrap());
+    assert!(o.abs() > i.abs() && o.abs() > 1.0, "{idle:?}");
+    assert_eq!(idle.cause, Some(Cause::OpenLoop));
+    // The evidence shows the workload's difference.
+    let [a, b] = p.evidence.wakeup_rate;
+    assert!(a.unwrap() > b.unwrap(), "{:?}", p.evidence);
+}
+
+#[test]
+fn predicting_a_group_from_itself_leaves_only_the_fidelity_gap() {
+    let t = topology("xeon-e5-2690v3");
+    let a = group("default", &t, &[21, 22], &features(&[]), |_| {});
+    let kernel = a.runs[0].shadow.as_ref().unwrap().fidelity.policy;
+    assert_eq!(kernel, "sis_util");
+    let p = predict::predict_pair(&a, &a, kernel).unwrap();
+    // The mean disagreement with the kernel bounds every share's error: a disagreement moves
+    // one wakeup from one level (or idle state) to another, nothing else.
+    let miss = mean(a.runs.iter().map(|s| {
+        let f = &s.shadow.as_ref().unwrap().fidelity;
+        (1.0 - f.agreement.unwrap()) * 100.0
+    }));
+    assert!(miss < 5.0, "fidelity on synth: {miss:.2} % missed");
+    let mut checked = 0;
+    for f in &p.figures {
+        assert!(close(f.open_loop, 0.0) || f.open_loop.is_none(), "{f:?}");
+        assert_eq!(f.error, f.shadow_inputs, "{f:?}");
+        if f.unit == compare::Unit::Share && f.name.starts_with("vs_") {
+            assert!(f.error.unwrap().abs() <= miss + 1e-9, "{f:?} vs {miss}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 2 * Level::ALL.len());
+    assert!(
+        p.figures.iter().any(|f| f.error.is_some_and(|e| e != 0.0)),
+        "the shadow is not the kernel: some gap remains"
+    );
+}
+
+#[test]
+fn no_table_without_a_modelled_feature_difference() {
+    let t = topology("xeon-e5-2690v3");
+    let same_a = group("a", &t, &[31, 32], &features(&[]), |_| {});
+    let same_b = group("b", &t, &[33, 34], &features(&[]), |_| {});
+    let rep = compare::diff(&[same_a.clone(), same_b.clone()], &[]);
+    assert!(rep.predictions.is_empty());
+    assert!(
+        !rep.notes.iter().any(|n| n.contains("prediction")),
+        "{:?}",
+        rep.notes
+    );
+    assert!(!compare::text::render(&rep).contains("Prediction vs measurement"));
+
+    // A feature no policy looks at: still nothing.
+    let mut tq = same_b.clone();
+    for s in &mut tq.runs {
+        s.recording.run.sched_features = Some(features(&[("TTWU_QUEUE", "NO_TTWU_QUEUE")]));
+    }
+    let rep = compare::diff(&[same_a.clone(), tq], &[]);
+    assert!(rep.predictions.is_empty());
+
+    // A modelled feature whose other setting no policy models: a note, no table, and the
+    // reverse direction (sis_util models the default) is still predicted.
+    let mut nowa = same_b.clone();
+    for s in &mut nowa.runs {
+        s.recording.run.sched_features = Some(features(&[("WA_IDLE", "NO_WA_IDLE")]));
+    }
+    let rep = compare::diff(&[same_a.clone(), nowa.clone()], &[]);
+    assert_eq!(rep.predictions.len(), 1);
+    assert_eq!(rep.predictions[0].target, "a");
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("no shadow policy models b's setting (NO_WA_IDLE)")),
+        "{:?}",
+        rep.notes
+    );
+
+    // --only without the shadow section: no prediction either.
+    let rep = compare::diff(&[same_a.clone(), nowa], &[compare::Section::Placement]);
+    assert!(rep.predictions.is_empty());
+
+    // Unknown features: no table, and a note naming the group.
+    let mut unknown = same_b;
+    for s in &mut unknown.runs {
+        s.recording.run.sched_features = None;
+    }
+    let rep = compare::diff(&[same_a, unknown], &[]);
+    assert!(rep.predictions.is_empty());
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("group b has no single recorded")),
+        "{:?}",
+        rep.notes
+    );
+}
+
+#[test]
+fn models_are_exclusive_and_cover_the_documented_pairs() {
+    let set = |f: &[&str]| -> predict::Setting {
+        f.iter()
+            .map(|x| match x.strip_prefix("NO_") {
+                Some(n) => (n.to_string(), false),
+                None => (x.to_string(), true),
+            })
+            .collect()
+    };
+    let m = |f: &[&str]| predict::model_for(&set(f)).map(|m| m.policy);
+    assert_eq!(m(&["SIS_UTIL", "WA_IDLE"]), Some("sis_util"));
+    assert_eq!(m(&["NO_SIS_UTIL", "WA_IDLE"]), Some("full_scan"));
+    assert_eq!(m(&["NO_SIS_UTIL", "NO_SIS_PROP"]), Some("full_scan"));
+    assert_eq!(m(&["SIS_PROP"]), Some("sis_prop"));
+    assert_eq!(m(&["NO_SIS_PROP"]), Some("full_scan"));
+    assert_eq!(m(&["SIS_UTIL", "SIS_NODE"]), Some("sis_node"));
+    assert_eq!(
+        m(&["SIS_UTIL", "SIS_PROP"]),
+        None,
+        "both limits at once: no model"
+    );
+    assert_eq!(m(&["SIS_UTIL", "NO_WA_IDLE"]), None);
+    assert_eq!(m(&[]), None);
+    for f in [
+        &["SIS_UTIL"][..],
+        &["NO_SIS_UTIL"],
+        &["SIS_PROP"],
+        &["SIS_UTIL", "SIS_NODE"],
+    ] {
+        let s = set(f);
+        let n = predict::MODELS
+            .iter()
+            .filter(|m| {
+                m.when.iter().all(|&(x, w)| {
+                    let st = match s.get(x) {
+                        Some(true) => predict::State::On,
+                        Some(false) => predict::State::Off,
+                        None => predict::State::Absent,
+                    };
+                    w.holds(st)
+                })
+            })
+            .count();
+        assert_eq!(n, 1, "{f:?}");
+    }
+}
+
+/// Writes 3 + 3 synthetic recordings stamped with the default features and with
+/// `NO_SIS_UTIL`, for trying `wakeviz diff` (the README's example):
+/// `WAKEVIZ_PREDICT_DIR=DIR cargo test --release -p wakeviz-core --test compare_predict -- --ignored`.
+#[test]
+#[ignore]
+fn write_recordings_for_the_readme() {
+    use wakeviz_core::format::{CaptureStats, Recorder, RecorderConfig};
+    let Some(dir) = std::env::var_os("WAKEVIZ_PREDICT_DIR") else {
+        println!("WAKEVIZ_PREDICT_DIR not set: nothing written");
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = topology("xeon-e5-2690v3");
+    let sets = [
+        ("default", features(&[])),
+        ("nosis", features(&[("SIS_UTIL", "NO_SIS_UTIL")])),
+    ];
+    for (k, (label, feats)) in sets.iter().enumerate() {
+        for i in 1..=3u64 {
+            let mut c = cfg(10 * k as u64 + i);
+            busy(&mut c);
+            let mut s = synth::events(&t, &c).unwrap();
+            let mut hdr = synth::header(&t, &c, &s);
+            hdr.run.label = Some((*label).into());
+            hdr.run.sched_features = Some(feats.clone());
+            let path = dir.join(format!("{label}-{i}.wvz"));
+            let f = std::fs::File::create(&path).unwrap();
+            let mut rec = Recorder::new(f, &hdr, RecorderConfig::default()).unwrap();
+            for task in s.tasks() {
+                rec.learn_task(*task);
+            }
+            let mut stats = CaptureStats::default();
+            for e in s.by_ref() {
+                stats.offered[e.kind().index()] += 1;
+                stats.delivered += 1;
+                rec.push(&e).unwrap();
+            }
+            rec.finish(&stats).unwrap();
+            println!("wrote {}", path.display());
+        }
+    }
+}
