@@ -384,20 +384,65 @@ fn scan_rows(f: &mut Findings, j: &Value) {
 }
 
 /// The prediction table of `default -> NO_SIS_UTIL`: every figure with predicted, measured
-/// and error present.
+/// and error present; the rows go into the summary (the figures are whatever they are).
 fn predictions(f: &mut Findings, j: &Value) {
-    let Some(p) = find(j, "predictions") else {
-        f.fail("experiment.json has no `predictions`");
+    let all = j
+        .pointer("/diff/predictions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(p) = all.iter().find(|p| {
+        p.get("baseline").and_then(Value::as_str) == Some("default")
+            && p.get("target").and_then(Value::as_str) == Some("NO_SIS_UTIL")
+    }) else {
+        f.fail(format!(
+            "experiment.json diff.predictions has no default -> NO_SIS_UTIL prediction: {}",
+            compact(&Value::Array(all))
+        ));
         return;
     };
-    f.line(format!("  predictions: {}", compact(p)));
-}
-
-fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    match v {
-        Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| find(x, key))),
-        Value::Array(a) => a.iter().find_map(|x| find(x, key)),
-        _ => None,
+    let s = |k: &str| p.get(k).map_or("?".into(), |v| v.to_string());
+    f.line(format!(
+        "  prediction default -> NO_SIS_UTIL (policy {}, {} + {} runs): predicted, measured, \
+         error (points for shares), cause",
+        s("policy"),
+        s("baseline_runs"),
+        s("target_runs")
+    ));
+    let figures = p
+        .get("figures")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if figures.is_empty() {
+        f.fail("the default -> NO_SIS_UTIL prediction has no figures");
+    }
+    let mut missing = Vec::new();
+    for fig in &figures {
+        let g = |k: &str| fig.get(k).and_then(Value::as_f64);
+        let name = fig.get("name").and_then(Value::as_str).unwrap_or("?");
+        let src = match fig.get("measured_source") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Object(m)) => m.keys().cloned().collect::<Vec<_>>().join(","),
+            _ => "?".into(),
+        };
+        let cause = fig.get("cause").and_then(Value::as_str).unwrap_or("-");
+        let v = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.2}"));
+        f.line(format!(
+            "    {name:<28} {:>10} {:>10} {:>9}  {cause:<13} ({src})",
+            v(g("predicted")),
+            v(g("measured")),
+            v(g("error"))
+        ));
+        if g("predicted").is_none() || g("measured").is_none() || g("error").is_none() {
+            missing.push(name.to_string());
+        }
+    }
+    if !missing.is_empty() {
+        f.fail(format!(
+            "prediction table incomplete: no predicted/measured/error for {}",
+            missing.join(", ")
+        ));
     }
 }
 
