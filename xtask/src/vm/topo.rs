@@ -70,7 +70,7 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-node", 1, 5, Level::SameNode),
                 pair("wvz-xpkg", 3, 12, Level::CrossPackage),
             ],
-            experiment: Some("4:3:150"),
+            experiment: Some("8:3:150"),
         },
         Spec {
             name: "nps2",
