@@ -215,6 +215,13 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        if signals::stop_requested() {
+            bail!(
+                "stopped by a signal during run {}/{total} ({}); {kept}",
+                r.seq,
+                r.file.display()
+            );
+        }
         if !status.success() {
             bail!(
                 "run {}/{total} ({} run {}) failed: {}; stopped; {kept}",
@@ -223,9 +230,6 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
                 r.run,
                 describe(status)
             );
-        }
-        if signals::stop_requested() && i + 1 < total {
-            bail!("stopped by a signal after run {}/{total}; {kept}", r.seq);
         }
     }
     let mut groups = Vec::new();

@@ -230,17 +230,6 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         command::check(&cli.command)?;
     }
     signals::install();
-    // Before the probes load (a bad name or no debugfs leaves nothing attached or run); the
-    // guard lives to the end of the run and restores on every way out of it.
-    let features_store = features::Store::new(cli.sched_features_file.as_deref());
-    let features = if cli.sched_features.is_empty() {
-        None
-    } else {
-        Some(features::apply(
-            features_store.clone(),
-            &cli.sched_features,
-        )?)
-    };
     let mb = cli
         .ringbuf_mb
         .unwrap_or(16)
@@ -261,6 +250,18 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(p) = &cli.record {
         record::check_target(p, cli.force)?;
     }
+    // After every check that needs no change, before the probes load (a bad name or no debugfs
+    // leaves nothing attached or run); the guard lives to the end of the run and restores on
+    // every way out of it.
+    let features_store = features::Store::new(cli.sched_features_file.as_deref());
+    let features = if cli.sched_features.is_empty() {
+        None
+    } else {
+        Some(features::apply(
+            features_store.clone(),
+            &cli.sched_features,
+        )?)
+    };
     let probes = probes::load(&cfg)?;
     let file = cli
         .record

@@ -346,3 +346,71 @@ fn refusals_run_nothing() {
         assert_eq!(std::fs::read_to_string(&feats).unwrap(), LIST);
     }
 }
+
+/// A SIGTERM to the experiment alone reaches the run in progress, which restores its features
+/// and finalises its recording; no further run starts.
+#[test]
+fn sigterm_stops_after_restoring() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let feats = d.path().join("features");
+    std::fs::write(&feats, LIST).unwrap();
+    let (out_dir, started) = (d.path().join("exp"), d.path().join("started"));
+    // Only the NO_SIS_UTIL run waits, so the signal comes while its feature is set.
+    let script = format!(
+        "if grep -q NO_SIS_UTIL {f}; then touch {s}; sleep 30; fi",
+        f = feats.display(),
+        s = started.display()
+    );
+    let child = experiment(
+        &feats,
+        &[
+            "--setting",
+            "default",
+            "--setting",
+            "NO_SIS_UTIL",
+            "--runs",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &script,
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        assert!(t0.elapsed().as_secs() < 60, "the second run never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_ne!(std::fs::read_to_string(&feats).unwrap(), LIST);
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed().as_secs() < 20, "a SIGTERM ends the experiment");
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.lines()
+            .last()
+            .unwrap()
+            .contains("stopped by a signal during run 2/4"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(&feats).unwrap(), LIST, "{e}");
+    assert!(!out_dir.join("default-2.wvz").exists(), "no further run");
+    let r = Command::new(BIN)
+        .arg("--replay")
+        .arg(out_dir.join("NO_SIS_UTIL-1.wvz"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "the interrupted run's recording is whole"
+    );
+}

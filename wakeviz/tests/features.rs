@@ -279,3 +279,102 @@ fn the_real_file_with_a_bad_name_is_one_line() {
     assert!(l[0].contains("/sys/kernel/debug/sched/features") || l[0].contains("unknown"));
     assert!(!marker.exists());
 }
+
+/// A restore that cannot be done (here the file is gone when the run ends) says which feature
+/// and the exact command that restores it by hand.
+#[test]
+fn a_failed_restore_gives_the_command_to_run() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let feats = features_file(d.path());
+    let script = format!("rm {}", feats.display());
+    let out = wakeviz(&[
+        "--headless",
+        "--sched-features-file",
+        feats.to_str().unwrap(),
+        "--sched-feature",
+        "NO_SIS_UTIL",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .output()
+    .unwrap();
+    let l = lines(&out);
+    let failed: Vec<&String> = l
+        .iter()
+        .filter(|x| x.contains("could not restore"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{l:?}");
+    assert!(
+        failed[0].contains(&format!("SIS_UTIL ({} does not exist)", feats.display()))
+            && failed[0].ends_with(&format!(
+                "restore it by hand: echo SIS_UTIL > {}",
+                feats.display()
+            )),
+        "{l:?}"
+    );
+    assert!(!l.iter().any(|x| x.contains("features restored")), "{l:?}");
+}
+
+#[test]
+fn a_feature_needs_a_command() {
+    let out = wakeviz(&["--headless", "--sched-feature", "NO_SIS_UTIL"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+}
+
+/// A features file on a read-only mount: one line saying so, nothing changed, CMD not run.
+#[test]
+fn a_read_only_file_is_one_line() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("ro");
+    std::fs::create_dir(&mnt).unwrap();
+    let sh = |cmd: &str| {
+        Command::new("sh")
+            .args(["-c", cmd])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let m = mnt.display();
+    if !sh(&format!("mount -t tmpfs -o size=64k none {m}")) {
+        eprintln!("SKIPPED: cannot mount a tmpfs here");
+        return;
+    }
+    let feats = mnt.join("features");
+    std::fs::write(&feats, LIST).unwrap();
+    if !sh(&format!("mount -o remount,ro {m}")) {
+        sh(&format!("umount {m}"));
+        panic!("cannot remount {m} read-only");
+    }
+    let marker = d.path().join("ran");
+    let out = wakeviz(&[
+        "--headless",
+        "--sched-features-file",
+        feats.to_str().unwrap(),
+        "--sched-feature",
+        "NO_SIS_UTIL",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let l = lines(&out);
+    let content = std::fs::read_to_string(&feats).unwrap();
+    assert!(sh(&format!("umount {m}")));
+    assert_eq!(out.status.code(), Some(1), "{l:?}");
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert!(l[0].contains("is read-only"), "{l:?}");
+    assert_eq!(content, LIST);
+    assert!(!marker.exists());
+}

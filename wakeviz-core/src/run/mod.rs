@@ -84,3 +84,24 @@ impl WorkloadOutcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recordings made before `--sched-feature` existed read as "no overrides", and a run
+    /// without overrides writes the header those builds wrote.
+    #[test]
+    fn overrides_are_optional_in_the_header() {
+        let old: RunMeta = serde_json::from_str(r#"{"label":"tip"}"#).unwrap();
+        assert!(old.sched_feature_overrides.is_empty());
+        let j = serde_json::to_string(&old).unwrap();
+        assert!(!j.contains("sched_feature_overrides"), "{j}");
+        let set = RunMeta {
+            sched_feature_overrides: vec!["NO_SIS_UTIL".into()],
+            ..old
+        };
+        let back: RunMeta = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
+        assert_eq!(back, set);
+    }
+}
