@@ -649,6 +649,7 @@ fn json_has_every_policy_and_field() {
             "idle_pct",
             "stacked_pct",
             "probes_mean",
+            "probes_p50",
             "probes_p99",
             "est_scan_ns_mean",
             "migrations",

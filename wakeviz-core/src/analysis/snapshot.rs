@@ -19,7 +19,8 @@ use crate::{
 /// Version of the `--report json` tree (the serialised [`Snapshot`]). Bumped when a key is
 /// renamed, removed or changes meaning; adding keys bumps it too, so a consumer can pin it.
 /// 2: `schema_version`, `recording`, `placement.per_cpu`, exact `min`/`max`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: `shadow.policies.*.probes_p50`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.

@@ -2,7 +2,9 @@
 //! repeated runs of each) reduced to one [`DiffReport`]: per figure, each group's mean over its
 //! runs, its change against the first group, and whether that change is larger than the runs'
 //! own noise ([`stats`]). [`text`] renders it in the style of scheduler patch reviews
-//! (`value (x.xx pct)` columns, `*` markers); [`gate`] evaluates `--fail-if` conditions on it.
+//! (`value (x.xx pct)` columns, `*` markers); [`gate`] evaluates `--fail-if` conditions on it;
+//! [`predict`] sets shadow predictions beside the measurements of groups that ran the modelled
+//! scheduler feature.
 //!
 //! Pure: the binary opens and folds the recordings, this module only reads their snapshots.
 pub mod figures;

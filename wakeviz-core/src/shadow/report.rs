@@ -147,6 +147,8 @@ pub struct PolicyRow {
     pub idle_pct: Option<f64>,
     pub stacked_pct: Option<f64>,
     pub probes_mean: Option<f64>,
+    /// The median, for the predicted median scan cost (`compare::predict`).
+    pub probes_p50: Option<u32>,
     pub probes_p99: Option<u32>,
     pub est_scan_ns_mean: Option<f64>,
     pub migrations: u64,
@@ -185,6 +187,7 @@ impl PolicyRow {
             idle_pct: pct_of(m.idle, m.evaluated),
             stacked_pct: pct_of(m.stacked, m.evaluated),
             probes_mean: m.probes_mean(),
+            probes_p50: m.probes_quantile(0.5),
             probes_p99: m.probes_quantile(0.99),
             est_scan_ns_mean: m.probes_mean().map(|x| x * per_probe_ns),
             migrations: m.migrations,

@@ -195,6 +195,15 @@ fn specs() -> Vec<Spec> {
         }),
     });
     v.push(Spec {
+        name: "scan.p50_ns".into(),
+        label: "scan cost p50".into(),
+        unit: Unit::Ns,
+        policy: Box::new(|rep, r| r.probes_p50.map(|p| f64::from(p) * rep.per_probe_ns)),
+        measure: Measure::Scan(|s| {
+            (s.available && s.overall.quantiles.count > 0).then_some(s.overall.quantiles.p50 as f64)
+        }),
+    });
+    v.push(Spec {
         name: "scan.p99_ns".into(),
         label: "scan cost p99".into(),
         unit: Unit::Ns,

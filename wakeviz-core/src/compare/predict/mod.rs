@@ -301,7 +301,7 @@ pub fn predict_pair(a: &Group, b: &Group, policy: &str) -> Option<Prediction> {
         baseline_setting: Vec::new(),
         target_setting: Vec::new(),
         policy: policy.into(),
-        model: "given".into(),
+        model: "chosen by the caller".into(),
         baseline_runs: a.runs.len(),
         target_runs: b.runs.len(),
         figures: figures::compute(&a.runs, &b.runs, policy),

@@ -227,7 +227,7 @@ pub fn render(out: &mut String, p: &Prediction) {
     }
     if let Some(s) = scan {
         notes.push(format!(
-            "scan cost: predicted = modelled probes x ns per probe (mean; p99 from the probes' p99); measured = {}'s scan latency ({s})",
+            "scan cost: predicted = modelled probes x ns per probe (mean; p50, p99 from the probes' p50, p99); measured = {}'s scan latency ({s})",
             p.target
         ));
     }
