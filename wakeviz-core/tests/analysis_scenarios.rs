@@ -404,3 +404,30 @@ fn memory_is_bounded_by_tasks_not_events() {
     assert_eq!(a.snapshot().placement.wakeups.count, 100_000);
     assert_eq!(a.pending_wakeups(), 0);
 }
+
+#[test]
+fn schedstat_counts_start_at_the_start_snapshot() {
+    let mut a = Analysis::new(&header("zen3-nps1", ScanSource::None));
+    a.on_batch(&batch(&[W::new(1_000, 0, 10, 0, 0)]));
+    // The kernel's counters start here (the builder puts each sched_wakeup 100 ns after its
+    // sched_waking): what the probes saw before is not in its window.
+    a.count_wakeups_from(2_000);
+    a.on_batch(&batch(&[
+        W::new(1_500, 0, 11, 0, 0),
+        W::new(2_000, 0, 12, 0, 0),
+        W::new(3_000, 0, 13, 0, 1),
+    ]));
+    assert_eq!(a.wake_counts().by_waker[0].total(), 2);
+    assert_eq!(a.wake_counts().by_waker[0].get(SameCpu), 1);
+    // ... and end at the end snapshot, set from outside while the stream still flows.
+    a.wakeup_count_end()
+        .store(4_100, std::sync::atomic::Ordering::Relaxed);
+    a.on_batch(&batch(&[
+        W::new(4_000, 0, 14, 0, 0),
+        W::new(4_001, 0, 15, 0, 0),
+    ]));
+    assert_eq!(a.wake_counts().by_waker[0].total(), 3);
+    assert_eq!(a.wake_counts().by_waker[0].get(SameCpu), 2);
+    // The placement figures still cover the whole capture.
+    assert_eq!(a.snapshot().placement.wakeups.count, 6);
+}

@@ -173,6 +173,17 @@ fn comparison_flags_disagreement_over_two_percent() {
         .unwrap();
     assert_eq!(numa.diff_pct, Some(2.1));
     assert_eq!(c.flagged, 1);
+    // Per CPU, the extra wakeups sit on the CPUs that made them; the others agree.
+    assert_eq!(c.per_cpu.len(), 48);
+    let off: Vec<(u32, i64)> = c
+        .per_cpu
+        .iter()
+        .filter(|r| r.ttwu_count != r.wakeviz_count)
+        .map(|r| (r.cpu, r.wakeviz_count as i64 - r.ttwu_count as i64))
+        .collect();
+    assert_eq!(off, [(0, 10), (1, 1)]);
+    assert!(c.per_cpu.iter().all(|r| r.ttwu_local == r.wakeviz_local));
+    assert_eq!(c.per_cpu[5].ttwu_local, 105);
 }
 
 #[test]

@@ -391,7 +391,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     // Headless report: the same fold the dashboard runs, printed at the end.
     let mut analysis = cli.report.map(|_| Analysis::new(src.header()));
-    let schedstat = analysis.as_ref().map(|_| schedstat::Session::start());
+    let mut schedstat = analysis.as_mut().map(schedstat::Session::start);
     let opts = driver::Options {
         deadline: cli.duration,
         redact: cli.redact_comm,
@@ -416,7 +416,11 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(s) = supervisor.as_mut() {
         sinks.push(s);
     }
-    let out = driver::run(&mut src, &mut sinks, &opts, None);
+    let mut live = schedstat::Bracket {
+        src: &mut src,
+        session: schedstat.as_mut(),
+    };
+    let out = driver::run(&mut live, &mut sinks, &opts, None);
     drop(sinks);
     if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
         s.finish(a);

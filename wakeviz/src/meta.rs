@@ -27,7 +27,7 @@ fn uname() -> (String, String) {
     (s(&u.release), s(&u.nodename))
 }
 
-fn clock_ns(clock: libc::clockid_t) -> i64 {
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -304,6 +304,7 @@ test)
     fi
     trace_count
     diff_runs
+    if [ -n "${WVZ_EXP_FANOUT:-}" ]; then . /vm/experiment.sh; fi
     ;;
 demo)
     # A mixed ~WVZ_DEMO_SECS recording: ping-pong pairs, a fan-out group, an idle-ish tail.

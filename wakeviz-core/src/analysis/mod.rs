@@ -21,6 +21,11 @@ pub use snapshot::{
     SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
 };
 
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
+
 use self::{
     filter::FilterState,
     latency::Hist,
@@ -65,6 +70,12 @@ pub struct Analysis {
     pub(crate) stats: CaptureStats,
     pub(crate) placement: PlacementStats,
     pub(crate) ours: OurWakeCounts,
+    /// Wakeups before this time are left out of `ours`: the kernel's counters only run from
+    /// the schedstat start snapshot on, while the probes see events from their attach.
+    ours_from_ns: u64,
+    /// ... and after this one (`u64::MAX` until set): the end snapshot is taken when the live
+    /// capture stops, while the analysis is one of the driver's sinks, hence shared.
+    ours_until_ns: Arc<AtomicU64>,
     pub(crate) scan: ScanStats,
     pub(crate) wake: WakeLatency,
     pub(crate) win1: Rolling,
@@ -95,6 +106,8 @@ impl Analysis {
             stats: CaptureStats::default(),
             placement: PlacementStats::new(t),
             ours: OurWakeCounts::new(t.cpu_bound()),
+            ours_from_ns: 0,
+            ours_until_ns: Arc::new(AtomicU64::new(u64::MAX)),
             scan: ScanStats {
                 overall: Hist::fine(),
                 per_llc: (0..t.llcs.len()).map(|_| Hist::coarse()).collect(),
@@ -201,6 +214,20 @@ impl Analysis {
     /// Unfiltered per-waker-CPU counts, for [`schedstat::compare`].
     pub fn wake_counts(&self) -> &OurWakeCounts {
         &self.ours
+    }
+
+    /// Starts the counts [`Analysis::compare_schedstat`] uses at `ts_ns` (the probes' clock,
+    /// CLOCK_MONOTONIC): the time of the start snapshot, so both sides cover one window.
+    pub fn count_wakeups_from(&mut self, ts_ns: u64) {
+        self.ours_from_ns = ts_ns;
+        self.ours = OurWakeCounts::new(self.header.topology.cpu_bound());
+    }
+
+    /// Where the end snapshot's time goes (the probes' clock): wakeups after it are not
+    /// counted for [`Analysis::compare_schedstat`], though the probes still see them while
+    /// they detach (the fentry detach waits for RCU-tasks grace periods: kthread wakeups).
+    pub fn wakeup_count_end(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.ours_until_ns)
     }
 
     /// Runs the `/proc/schedstat` cross-check on two snapshots taken at the start and the end
@@ -314,7 +341,10 @@ impl Analysis {
 
     fn on_placement(&mut self, p: &Placement) {
         let c = classify(&self.levels, p.waker_cpu, p.prev_cpu, p.chosen_cpu);
-        if !p.new_task {
+        if !p.new_task
+            && p.wakeup_ts_ns >= self.ours_from_ns
+            && p.wakeup_ts_ns <= self.ours_until_ns.load(Ordering::Relaxed)
+        {
             self.ours.add(p.waker_cpu, &c);
         }
         let matches = self.filter.matches(p.pid, &self.tasks);

@@ -257,6 +257,16 @@ pub struct ComparisonRow {
     pub approximate: bool,
 }
 
+/// One CPU's `ttwu_count` and `ttwu_local` beside wakeviz's counts for that waker CPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuRow {
+    pub cpu: u32,
+    pub ttwu_count: u64,
+    pub wakeviz_count: u64,
+    pub ttwu_local: u64,
+    pub wakeviz_local: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SchedstatComparison {
     pub version: u32,
@@ -264,6 +274,9 @@ pub struct SchedstatComparison {
     pub threshold_pct: f64,
     pub flagged: usize,
     pub rows: Vec<ComparisonRow>,
+    /// The two per-runqueue counters CPU by CPU (the waker's CPU), where a sum could hide
+    /// CPUs that disagree in opposite directions.
+    pub per_cpu: Vec<CpuRow>,
     pub notes: Vec<&'static str>,
 }
 
@@ -311,6 +324,7 @@ pub fn compare(
         row("cpu".into(), vec![Level::SameCpu], "ttwu_local", true),
     ];
     let mut domain_rows: Vec<ComparisonRow> = Vec::new();
+    let mut per_cpu = Vec::with_capacity(d.cpus.len());
     for c in &d.cpus {
         let (Some(mine), Some(aff)) = (
             ours.by_waker.get(c.cpu as usize),
@@ -322,6 +336,13 @@ pub fn compare(
         rows[0].wakeviz += mine.total();
         rows[1].kernel += c.ttwu_local;
         rows[1].wakeviz += mine.get(Level::SameCpu);
+        per_cpu.push(CpuRow {
+            cpu: c.cpu,
+            ttwu_count: c.ttwu_count,
+            wakeviz_count: mine.total(),
+            ttwu_local: c.ttwu_local,
+            wakeviz_local: mine.get(Level::SameCpu),
+        });
         let mut seen: CpuSet = std::iter::once(c.cpu).collect();
         let mut assigned = [false; 6];
         for dom in &c.domains {
@@ -403,6 +424,7 @@ pub fn compare(
         threshold_pct: THRESHOLD_PCT,
         flagged,
         rows,
+        per_cpu,
         notes: vec![
             "the kernel also counts self-wakeups and wakeups whose sched_waking was dropped; wakeviz counts joined placements only",
             "ttwu_move_affine inside one LLC is not observable from the outcome (see the affine definition) and is not compared",

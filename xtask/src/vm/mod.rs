@@ -11,6 +11,7 @@
 //! Environment: `WAKEVIZ_VM_CACHE` (kernel cache, default `<workspace>/.vm-cache`),
 //! `WAKEVIZ_VM_KERNEL` (boot this vmlinuz instead of fetching Debian's).
 mod check;
+mod experiment;
 mod initramfs;
 mod kernel;
 mod qemu;
@@ -31,6 +32,7 @@ use self::{check::Findings, initramfs::Initramfs, topo::Spec};
 
 const INIT_SH: &str = include_str!("../../vm/init.sh");
 const SCENARIO_SH: &str = include_str!("../../vm/scenario.sh");
+const EXPERIMENT_SH: &str = include_str!("../../vm/experiment.sh");
 const DEMO_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 #[derive(clap::Args)]
@@ -227,6 +229,7 @@ fn base_initramfs(busybox: &Path, wakeviz: Option<&Path>, work: &Path) -> Result
     }
     ir.file("init", INIT_SH.as_bytes(), true);
     ir.file("vm/scenario.sh", SCENARIO_SH.as_bytes(), true);
+    ir.file("vm/experiment.sh", EXPERIMENT_SH.as_bytes(), true);
     if let Some(w) = wakeviz {
         ir.program(w, "bin/wakeviz", work)?;
     }
@@ -238,6 +241,8 @@ struct Settings<'a> {
     pairs: String,
     iterations: u32,
     fanout: &'a str,
+    /// "groups:receivers:loops" of the issue-13 experiment's workload ("": not run).
+    exp_fanout: &'a str,
     buf_kb: u32,
     duration_s: u32,
     demo_secs: u32,
@@ -247,7 +252,7 @@ fn env_file(s: &Settings) -> String {
     format!(
         "export WVZ_MODE={}\nexport WVZ_PAIRS=\"{}\"\nexport WVZ_ITER={}\nexport WVZ_FANOUT=\"{}\"\n\
          export WVZ_BUF_KB={}\nexport WVZ_DURATION={}\nexport WVZ_READY=\"{}\"\n\
-         export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\n",
+         export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\nexport WVZ_EXP_FANOUT=\"{}\"\n",
         s.mode,
         s.pairs,
         s.iterations,
@@ -255,7 +260,8 @@ fn env_file(s: &Settings) -> String {
         s.buf_kb,
         s.duration_s,
         "wakeviz: capturing",
-        s.demo_secs
+        s.demo_secs,
+        s.exp_fanout
     )
 }
 
@@ -330,6 +336,7 @@ fn run_topology(
         pairs,
         iterations: a.iterations,
         fanout: "wvz-fan:2:4:40",
+        exp_fanout: spec.experiment.unwrap_or(""),
         buf_kb: 2048,
         duration_s: 600,
         demo_secs: 10,
@@ -451,7 +458,15 @@ fn run_topology(
     // SMT pair do not (exit 0).
     check::diff_gate(&mut f, wakeviz, &results);
 
-    // 6. Shadow fidelity, from the replay report.
+    // 6. Issue 13 (the topology that runs it): live schedstat, --sched-feature, experiment.
+    if spec.experiment.is_some() {
+        experiment::schedstat(&mut f, guest_report.as_ref(), &results);
+        if experiment::features(&mut f, wakeviz, &results) {
+            experiment::experiment(&mut f, wakeviz, &results);
+        }
+    }
+
+    // 7. Shadow fidelity, from the replay report.
     match replay {
         Ok(r) => {
             fs::write(results.join("replay_report.json"), r.to_string())?;
@@ -493,6 +508,7 @@ fn demo(
         pairs: "wvz-pp-xpkg:1:14 wvz-pp-free:-:-".into(),
         iterations: 0,
         fanout: "wvz-fanout:2:4:1000000",
+        exp_fanout: "",
         buf_kb: 1024,
         duration_s: 60,
         demo_secs: 10,

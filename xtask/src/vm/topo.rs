@@ -36,6 +36,9 @@ pub struct Spec {
     pub nodes: Vec<(u32, u32)>,
     pub mem_mb: u32,
     pub pairs: Vec<Pair>,
+    /// Issue 13's runs (schedstat live, --sched-feature, experiment) on this topology, with
+    /// the experiment's fan-out "groups:receivers:loops"; one topology with several LLCs.
+    pub experiment: Option<&'static str>,
 }
 
 const fn pair(comm: &'static str, waker: u32, wakee: u32, level: Level) -> Pair {
@@ -67,6 +70,7 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-node", 1, 5, Level::SameNode),
                 pair("wvz-xpkg", 3, 12, Level::CrossPackage),
             ],
+            experiment: Some("8:3:150"),
         },
         Spec {
             name: "nps2",
@@ -86,6 +90,7 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-pkg", 2, 6, Level::SamePackage),
                 pair("wvz-xpkg", 1, 14, Level::CrossPackage),
             ],
+            experiment: None,
         },
         Spec {
             name: "nosmt",
@@ -102,6 +107,7 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-cpu", 1, 1, Level::SameCpu),
                 pair("wvz-llc", 0, 3, Level::SameLlc),
             ],
+            experiment: None,
         },
     ]
 }

@@ -1,0 +1,62 @@
+# Issue 13 on a real kernel, sourced by scenario.sh (test mode) after its other runs; results
+# under /out/exp, checked by the host (xtask/src/vm/experiment.rs).
+#
+#   1. schedstat: kernel.sched_schedstats once the main run is over (wakeviz switched it on
+#      for that run; it must be back to its boot value);
+#   2. --sched-feature NO_SIS_UTIL: the features file before, during (read by CMD itself) and
+#      after; a bad feature name;
+#   3. wakeviz experiment, default vs NO_SIS_UTIL, 3 runs each, on a loaded fan-out; each run's
+#      CMD notes which SIS_UTIL setting the kernel had while it ran.
+# Settings: WVZ_EXP_FANOUT "groups:receivers:loops" of the experiment's workload.
+EXP=/out/exp
+FEAT=/sys/kernel/debug/sched/features
+SSCTL=/proc/sys/kernel/sched_schedstats
+
+exp_features() {
+    cat $FEAT >$EXP/features_before.txt
+    # CMD reads the features file while wakeviz runs it, then makes some wakeups.
+    cat >/tmp/wvz-feat.sh <<EOF
+cat $FEAT >$EXP/features_during.txt
+exec /tmp/wvz-feat workload fanout --groups 2 --receivers 3 --loops 40 --comm wvz-feat
+EOF
+    link_comm wvz-feat
+    "$WVZ" --record $EXP/feature.wvz --headless --report json --sched-feature NO_SIS_UTIL -- \
+        sh /tmp/wvz-feat.sh >$EXP/feature_report.json 2>$EXP/feature.stderr
+    echo $? >$EXP/feature.rc
+    cat $FEAT >$EXP/features_after.txt
+    log "feature run done at $(now)"
+    "$WVZ" --record $EXP/bad.wvz --headless --sched-feature NO_SUCH_FEATURE -- true \
+        >$EXP/bad.stdout 2>$EXP/bad.stderr
+    echo $? >$EXP/bad.rc
+    cat $FEAT >$EXP/features_after_bad.txt
+    if [ -e $EXP/bad.wvz ]; then echo present >$EXP/bad_recording.txt; fi
+    log "bad-feature run done at $(now)"
+}
+
+exp_experiment() {
+    IFS=: read -r g r l <<EOF
+$WVZ_EXP_FANOUT
+EOF
+    cat >/tmp/wvz-exp.sh <<EOF
+echo "\$(tr ' ' '\n' <$FEAT | grep -x -e SIS_UTIL -e NO_SIS_UTIL)" >>$EXP/during_runs.txt
+exec /tmp/wvz-exp workload fanout --groups $g --receivers $r --loops $l --comm wvz-exp
+EOF
+    link_comm wvz-exp
+    t0=$(now)
+    "$WVZ" experiment --setting default --setting NO_SIS_UTIL --runs 3 --out $EXP/runs \
+        --report json -- sh /tmp/wvz-exp.sh >$EXP/experiment.stdout 2>$EXP/experiment.stderr
+    echo $? >$EXP/experiment.rc
+    cat $FEAT >$EXP/features_after_experiment.txt
+    log "experiment ($g groups x $r receivers x $l loops, 6 runs): $t0 .. $(now)"
+}
+
+mkdir -p $EXP
+cat $SSCTL >$EXP/schedstats_after_main.txt 2>/dev/null || echo missing >$EXP/schedstats_after_main.txt
+if [ ! -r $FEAT ]; then
+    echo "no $FEAT (debugfs)" >$EXP/skipped.txt
+elif ! "$WVZ" --help 2>/dev/null | grep -q -- --sched-feature; then
+    echo "wakeviz has no --sched-feature" >$EXP/skipped.txt
+else
+    exp_features
+    exp_experiment
+fi
