@@ -212,6 +212,12 @@ fn standalone_aggregate_mode_reports() {
     if !is_root() && skip("needs root to load BPF") {
         return;
     }
+    // Not beside the equality test: with this run's pinned workload competing on the same two
+    // CPUs, that test's aggregate programs counted 2.6 % fewer events than its streaming ones
+    // (cause not found yet; alone they agree within 0.15 %).
+    let _guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let out = Command::new(BIN)
         .args([
             "--aggregate",
