@@ -145,8 +145,10 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         header: header.clone(),
         stopped: false,
     };
+    // A first snapshot before the "capturing" line: a scrape from then on has figures.
+    publish(Arc::new(snapshot(&probes, &header)?));
     eprintln!(
-        "wakeviz: aggregating in the kernel (no event stream){}; Ctrl-C to stop",
+        "wakeviz: capturing in-kernel aggregates (no event stream){}; Ctrl-C to stop",
         cli.duration
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );

@@ -82,7 +82,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         let server = cli.serve.map(serve::Server::bind).transpose()?;
         if let Some(s) = &server {
             eprintln!(
-                "wakeviz: serving OpenMetrics at http://{}/metrics (in-kernel aggregate mode)",
+                "wakeviz: serving OpenMetrics at http://{}/metrics",
                 s.local_addr()
             );
         }
