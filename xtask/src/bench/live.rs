@@ -178,7 +178,7 @@ fn start_tracer(
                 .args(["--aggregate", "--headless"])
                 .args(extra);
             let bg = Background::start(&mut c)?;
-            bg.wait_line("aggregating", Duration::from_secs(60))?;
+            bg.wait_line("capturing in-kernel aggregates", Duration::from_secs(60))?;
             bg
         }
         Tracer::Wakeviz => {
