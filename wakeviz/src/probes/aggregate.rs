@@ -9,7 +9,6 @@ use anyhow::Context as _;
 use aya::{
     Btf, Ebpf, EbpfLoader, Pod,
     maps::{Array, MapData, PerCpuArray},
-    programs::{BtfTracePoint, RawTracePoint},
 };
 use wakeviz_common::{
     agg::{self, CpuCounts, CpuPlace, LogHist, PlaceCounts},
@@ -22,7 +21,8 @@ use wakeviz_core::{
 };
 
 use super::{
-    LoadError, btf, globals, load_object, raise_memlock, reason, recursion_misses, status,
+    LoadError, attach_raw_tp, attach_tp_btf, btf, globals, load_object, raise_memlock,
+    recursion_misses, status,
 };
 
 /// A map value as aya reads it. The types are `wakeviz_common`'s (plain `repr(C)` integers,
@@ -126,31 +126,19 @@ fn attach_one(
 ) -> ProbeStatus {
     let name = tp.name;
     let mut fallbacks = Vec::new();
-    if let Some(btf) = btf {
-        let prog: Option<&mut BtfTracePoint> =
-            ebpf.program_mut(tp.tp_btf).and_then(|p| p.try_into().ok());
-        match prog.map(|p| p.load(name, btf).and_then(|()| p.attach().map(|_| ()))) {
-            Some(Ok(())) => return status(name, ProbeMode::TpBtf, fallbacks),
-            Some(Err(e)) => fallbacks.push(format!("tp_btf: {}", reason(&e))),
-            None => fallbacks.push("tp_btf: program missing".into()),
-        }
-    } else {
-        fallbacks.push("tp_btf: no kernel BTF".into());
-    }
-    let prog: Option<&mut RawTracePoint> =
-        ebpf.program_mut(tp.raw_tp).and_then(|p| p.try_into().ok());
-    match prog.map(|p| p.load().and_then(|()| p.attach(name).map(|_| ()))) {
-        Some(Ok(())) => status(name, ProbeMode::RawTp, fallbacks),
-        Some(Err(e)) => ProbeStatus {
-            name: name.into(),
-            mode: None,
-            state: ProbeState::Failed(format!("raw_tp: {}", reason(&e))),
-            fallbacks,
+    match btf {
+        Some(btf) => match attach_tp_btf(ebpf, tp.tp_btf, name, btf) {
+            Ok(()) => return status(name, ProbeMode::TpBtf, fallbacks),
+            Err(why) => fallbacks.push(why),
         },
-        None => ProbeStatus {
+        None => fallbacks.push("tp_btf: no kernel BTF".into()),
+    }
+    match attach_raw_tp(ebpf, tp.raw_tp, name) {
+        Ok(()) => status(name, ProbeMode::RawTp, fallbacks),
+        Err(why) => ProbeStatus {
             name: name.into(),
             mode: None,
-            state: ProbeState::Failed("raw_tp program missing".into()),
+            state: ProbeState::Failed(why),
             fallbacks,
         },
     }

@@ -184,12 +184,9 @@ fn attach_tracepoint(
     if best > TracepointMode::Auto {
         fallbacks.push("tp_btf: skipped (--tracepoint-mode)".into());
     } else if let (Some(btf), true) = (btf, task_ok) {
-        let prog: Option<&mut BtfTracePoint> =
-            ebpf.program_mut(tp.tp_btf).and_then(|p| p.try_into().ok());
-        match prog.map(|p| p.load(name, btf).and_then(|()| p.attach().map(|_| ()))) {
-            Some(Ok(())) => return status(name, ProbeMode::TpBtf, fallbacks),
-            Some(Err(e)) => fallbacks.push(format!("tp_btf: {}", reason(&e))),
-            None => fallbacks.push("tp_btf: program missing".into()),
+        match attach_tp_btf(ebpf, tp.tp_btf, name, btf) {
+            Ok(()) => return status(name, ProbeMode::TpBtf, fallbacks),
+            Err(why) => fallbacks.push(why),
         }
     } else {
         fallbacks.push("tp_btf: no vmlinux BTF offsets".into());
@@ -197,12 +194,9 @@ fn attach_tracepoint(
     if best > TracepointMode::RawTp {
         fallbacks.push("raw_tp: skipped (--tracepoint-mode)".into());
     } else if task_ok {
-        let prog: Option<&mut RawTracePoint> =
-            ebpf.program_mut(tp.raw_tp).and_then(|p| p.try_into().ok());
-        match prog.map(|p| p.load().and_then(|()| p.attach(name).map(|_| ()))) {
-            Some(Ok(())) => return status(name, ProbeMode::RawTp, fallbacks),
-            Some(Err(e)) => fallbacks.push(format!("raw_tp: {}", reason(&e))),
-            None => fallbacks.push("raw_tp: program missing".into()),
+        match attach_raw_tp(ebpf, tp.raw_tp, name) {
+            Ok(()) => return status(name, ProbeMode::RawTp, fallbacks),
+            Err(why) => fallbacks.push(why),
         }
     }
     let prog: Option<&mut TracePoint> =
@@ -238,6 +232,31 @@ fn attach_calibration(ebpf: &mut Ebpf, btf: Option<&Btf>) -> Result<(), String> 
         prog.attach().map_err(|e| reason(&e))?;
     }
     Ok(())
+}
+
+/// Loads and attaches one tp_btf program; `Err` is the fallback line saying why not.
+pub(crate) fn attach_tp_btf(
+    ebpf: &mut Ebpf,
+    prog: &str,
+    tp: &str,
+    btf: &Btf,
+) -> Result<(), String> {
+    let p: Option<&mut BtfTracePoint> = ebpf.program_mut(prog).and_then(|p| p.try_into().ok());
+    match p.map(|p| p.load(tp, btf).and_then(|()| p.attach().map(|_| ()))) {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(format!("tp_btf: {}", reason(&e))),
+        None => Err("tp_btf: program missing".into()),
+    }
+}
+
+/// Loads and attaches one raw_tp program; `Err` is the fallback line saying why not.
+pub(crate) fn attach_raw_tp(ebpf: &mut Ebpf, prog: &str, tp: &str) -> Result<(), String> {
+    let p: Option<&mut RawTracePoint> = ebpf.program_mut(prog).and_then(|p| p.try_into().ok());
+    match p.map(|p| p.load().and_then(|()| p.attach(tp).map(|_| ()))) {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(format!("raw_tp: {}", reason(&e))),
+        None => Err("raw_tp: program missing".into()),
+    }
 }
 
 pub(crate) fn status(name: &str, mode: ProbeMode, fallbacks: Vec<String>) -> ProbeStatus {
