@@ -259,39 +259,6 @@ fn dashboard_in_tmux() {
     t.expect("help again", &["Help: keys"]);
     t.keys(&["Escape"]);
 
-    // A range: back to the start, 1 s on, `[`, 1 s on, `]`; then `s` saves it.
-    t.keys(&["1", "g", "j"]);
-    t.keys(&["-l", "["]);
-    t.expect("range started", &["range starts at"]);
-    t.keys(&["j"]);
-    t.keys(&["-l", "]"]);
-    let p = t.expect("range marked", &["range +", "views and s cover the range"]);
-    let label = p
-        .split("range +")
-        .nth(1)
-        .and_then(|r| r.split(" │").next())
-        .map(|r| format!("range +{}", r.trim_end()))
-        .expect("range label");
-    t.keys(&["s"]);
-    t.expect(
-        "saved",
-        &["saved fixture.report.txt, fixture.report.json, fixture.screen.txt"],
-    );
-    let text = std::fs::read_to_string(dir.path().join("fixture.report.txt")).expect("report");
-    assert!(text.starts_with(&format!("== {label}")), "{label}\n{text}");
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("fixture.report.json")).expect("json"),
-    )
-    .expect("valid JSON");
-    assert!(
-        json["range"]["to_ns"].as_u64() > json["range"]["from_ns"].as_u64(),
-        "{}",
-        json["range"]
-    );
-    let cap = std::fs::read_to_string(dir.path().join("fixture.screen.txt")).expect("screen");
-    assert!(cap.contains(&label) && cap.contains("1 Overview"), "{cap}");
-    t.keys(&["s"]);
-    t.expect("saved again", &["saved fixture-1.report.txt"]);
     t.keys(&["q"]);
     let p = t.expect("after q", &["EXITED=0"]);
     assert!(
@@ -306,6 +273,57 @@ fn dashboard_in_tmux() {
     t.keys(&["-l", "clear; echo still-$((1+1))-alive"]);
     t.keys(&["Enter"]);
     t.expect("shell works", &["still-2-alive"]);
+
+    // A range on a real 19.6 s recording (the built-in demo's file): back to the start, 1 s
+    // on, `[`, 1 s on, `]`; then `s` saves it next to the recording.
+    let long = dir.path().join("long.wvz");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.wvz"),
+        &long,
+    )
+    .expect("copy the demo recording");
+    let cmd = format!(
+        "clear; {} --replay {}; echo EXITED=$? long",
+        env!("CARGO_BIN_EXE_wakeviz"),
+        long.display()
+    );
+    t.keys(&["-l", &cmd]);
+    t.keys(&["Enter"]);
+    t.expect("long replay", &["REPLAY long.wvz", "Topology"]);
+    t.keys(&["g", "j"]);
+    t.keys(&["-l", "["]);
+    t.expect("range started", &["range starts at"]);
+    t.keys(&["j"]);
+    t.keys(&["-l", "]"]);
+    let p = t.expect("range marked", &["range +", "views and s cover the range"]);
+    let label = p
+        .split("range +")
+        .nth(1)
+        .and_then(|r| r.split(" │").next())
+        .map(|r| format!("range +{}", r.trim_end()))
+        .expect("range label");
+    t.keys(&["s"]);
+    t.expect(
+        "saved",
+        &["saved long.report.txt, long.report.json, long.screen.txt"],
+    );
+    let text = std::fs::read_to_string(dir.path().join("long.report.txt")).expect("report");
+    assert!(text.starts_with(&format!("== {label}")), "{label}\n{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("long.report.json")).expect("json"),
+    )
+    .expect("valid JSON");
+    assert!(
+        json["range"]["to_ns"].as_u64() > json["range"]["from_ns"].as_u64(),
+        "{}",
+        json["range"]
+    );
+    let cap = std::fs::read_to_string(dir.path().join("long.screen.txt")).expect("screen");
+    assert!(cap.contains(&label) && cap.contains("1 Overview"), "{cap}");
+    t.keys(&["s"]);
+    t.expect("saved again", &["saved long-1.report.txt"]);
+    t.keys(&["q"]);
+    t.expect("after q (long)", &["EXITED=0 long"]);
 
     // Ctrl-C (a key in raw mode) and SIGTERM restore the terminal too.
     for how in ["ctrl-c", "sigterm"] {

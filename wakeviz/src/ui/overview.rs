@@ -31,6 +31,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             h.kernel_release, h.hostname
         ),
     ));
+    // Before the topology: on a short terminal what is degraded must not be the line cut.
+    top.push(kv("Probes", probe_summary(h)));
     top.push(kv("Topology", s.topology.summary.clone()));
     let rows: Vec<&str> = s.topology.domain_rows.iter().map(|r| r.name).collect();
     top.push(kv(
@@ -58,7 +60,6 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     };
     top.push(kv("Recording", rec));
     top.extend(run_lines(&s.recording));
-    top.push(kv("Probes", probe_summary(h)));
     for w in &app.warnings {
         top.push(Line::from(Span::styled(
             format!("warning: {w}"),
