@@ -184,7 +184,7 @@ fn dashboard_in_tmux() {
             "Placement of wakeups",
             "same_llc",
             "wakeups landed",
-            "p1 n3",
+            "node3",
         ],
     );
     t.keys(&["/"]);
@@ -218,15 +218,37 @@ fn dashboard_in_tmux() {
         &["Help: keys", "quit", "filter by comm substring or pid"],
     );
     t.keys(&["Escape"]);
+    // Every size from 60x15 up draws the view (no "too small"), keys and status included.
+    for (w, h) in [(60, 15), (80, 24), (200, 60), (70, 20)] {
+        assert!(
+            t.run(&[
+                "resize-window",
+                "-t",
+                "wv",
+                "-x",
+                &w.to_string(),
+                "-y",
+                &h.to_string()
+            ])
+            .status
+            .success()
+        );
+        let p = t.expect(
+            &format!("at {w}x{h}"),
+            &["5 Latency", "q quit", "? help", "events"],
+        );
+        assert!(!p.contains("too small"), "{w}x{h}:\n{p}");
+        assert!(
+            p.lines().all(|l| l.chars().count() <= w),
+            "a line wider than the pane at {w}x{h}:\n{p}"
+        );
+    }
     assert!(
-        t.run(&["resize-window", "-t", "wv", "-x", "70", "-y", "20"])
+        t.run(&["resize-window", "-t", "wv", "-x", "30", "-y", "6"])
             .status
             .success()
     );
-    t.expect(
-        "too small",
-        &["terminal too small (need 80x24, have 70x20)"],
-    );
+    t.expect("tiny", &["too small (30x6; need 40x8)"]);
     assert!(
         t.run(&["resize-window", "-t", "wv", "-x", "120", "-y", "40"])
             .status
@@ -235,6 +257,8 @@ fn dashboard_in_tmux() {
     t.expect("resized back", &["Wakeup latency"]);
     t.keys(&["?"]);
     t.expect("help again", &["Help: keys"]);
+    t.keys(&["Escape"]);
+
     t.keys(&["q"]);
     let p = t.expect("after q", &["EXITED=0"]);
     assert!(
@@ -249,6 +273,57 @@ fn dashboard_in_tmux() {
     t.keys(&["-l", "clear; echo still-$((1+1))-alive"]);
     t.keys(&["Enter"]);
     t.expect("shell works", &["still-2-alive"]);
+
+    // A range on a real 19.6 s recording (the built-in demo's file): back to the start, 1 s
+    // on, `[`, 1 s on, `]`; then `s` saves it next to the recording.
+    let long = dir.path().join("long.wvz");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.wvz"),
+        &long,
+    )
+    .expect("copy the demo recording");
+    let cmd = format!(
+        "clear; {} --replay {}; echo EXITED=$? long",
+        env!("CARGO_BIN_EXE_wakeviz"),
+        long.display()
+    );
+    t.keys(&["-l", &cmd]);
+    t.keys(&["Enter"]);
+    t.expect("long replay", &["REPLAY long.wvz", "Topology"]);
+    t.keys(&["g", "j"]);
+    t.keys(&["-l", "["]);
+    t.expect("range started", &["range starts at"]);
+    t.keys(&["j"]);
+    t.keys(&["-l", "]"]);
+    let p = t.expect("range marked", &["range +", "views and s cover the range"]);
+    let label = p
+        .split("range +")
+        .nth(1)
+        .and_then(|r| r.split(" │").next())
+        .map(|r| format!("range +{}", r.trim_end()))
+        .expect("range label");
+    t.keys(&["s"]);
+    t.expect(
+        "saved",
+        &["saved long.report.txt, long.report.json, long.screen.txt"],
+    );
+    let text = std::fs::read_to_string(dir.path().join("long.report.txt")).expect("report");
+    assert!(text.starts_with(&format!("== {label}")), "{label}\n{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("long.report.json")).expect("json"),
+    )
+    .expect("valid JSON");
+    assert!(
+        json["range"]["to_ns"].as_u64() > json["range"]["from_ns"].as_u64(),
+        "{}",
+        json["range"]
+    );
+    let cap = std::fs::read_to_string(dir.path().join("long.screen.txt")).expect("screen");
+    assert!(cap.contains(&label) && cap.contains("1 Overview"), "{cap}");
+    t.keys(&["s"]);
+    t.expect("saved again", &["saved long-1.report.txt"]);
+    t.keys(&["q"]);
+    t.expect("after q (long)", &["EXITED=0 long"]);
 
     // Ctrl-C (a key in raw mode) and SIGTERM restore the terminal too.
     for how in ["ctrl-c", "sigterm"] {

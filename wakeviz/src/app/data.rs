@@ -55,6 +55,16 @@ impl Data {
         self.analysis.filter()
     }
 
+    /// The `--report text` of what is folded now.
+    pub fn report_text(&self) -> String {
+        self.analysis.report_text()
+    }
+
+    /// The `--report json` of what is folded now.
+    pub fn report_json(&self) -> serde_json::Value {
+        self.analysis.report_json()
+    }
+
     /// Folds one batch.
     pub fn on_batch(&mut self, b: &Batch) {
         self.analysis.on_batch(b);

@@ -2,11 +2,13 @@
 //! presses become messages through the [`keymap`] table), [`App::update`] the only place the
 //! model changes, and `crate::ui::draw` a pure function of the model. Kernel events never turn
 //! into messages: they are folded into [`data::Data`] by the run loops in [`run`].
+pub mod busy;
 pub mod data;
 pub mod keymap;
 pub mod map;
 pub mod replay;
 pub mod run;
+pub mod save;
 pub mod terminal;
 
 use std::path::PathBuf;
@@ -111,6 +113,13 @@ pub enum Msg {
     ToEnd,
     /// Replay: jump by `JUMP_NS`.
     Jump(i32),
+    /// Show / hide the legend lines of the current view.
+    ToggleLegend,
+    /// Write the report (text, JSON) and a screen capture next to the recording.
+    Save,
+    /// Replay: the range the views cover starts / ends here.
+    MarkStart,
+    MarkEnd,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,6 +149,18 @@ pub struct App {
     /// `--compare FILE`: every view shows these figures beside the current ones.
     pub baseline: Option<Baseline>,
     pub quit: bool,
+    /// The legend lines are shown (`l`).
+    pub legend: bool,
+    /// First line of the help overlay shown (it scrolls when the terminal is short).
+    pub help_scroll: u16,
+    /// Replay: stream time (from the first event) where the counted span starts (`[`, `r`)
+    /// and ends (`]`); events outside it are not folded.
+    pub range_from: Option<u64>,
+    pub range_to: Option<u64>,
+    /// `s` was pressed: the run loop saves after the next frame (the capture needs it).
+    pub save_wanted: bool,
+    /// Live: per-CPU busy % from `sysinfo` (replay: none, the views say n/a).
+    pub busy: Option<busy::Busy>,
 }
 
 /// Machines this large get the LLC-aggregated map by default.
@@ -148,6 +169,7 @@ pub const AGGREGATE_FROM_CPUS: usize = 256;
 impl App {
     pub fn new(header: &Header, source: SourceKind) -> Self {
         let pacer = matches!(source, SourceKind::Replay { .. }).then(Pacer::default);
+        let busy = pacer.is_none().then(busy::Busy::new);
         Self {
             view: View::Overview,
             mode: Mode::Normal,
@@ -163,6 +185,12 @@ impl App {
             warnings: Vec::new(),
             baseline: None,
             quit: false,
+            legend: false,
+            help_scroll: 0,
+            range_from: None,
+            range_to: None,
+            save_wanted: false,
+            busy,
         }
     }
 
@@ -197,6 +225,7 @@ impl App {
         match msg {
             Msg::Quit => self.quit = true,
             Msg::ToggleHelp => {
+                self.help_scroll = 0;
                 self.mode = if self.mode == Mode::Help {
                     Mode::Normal
                 } else {
@@ -238,16 +267,16 @@ impl App {
                     }
                 }
             }
-            Msg::Reset => {
-                self.data.reset();
-                self.notice = Some("counters reset".into());
-            }
+            Msg::Reset => self.reset(),
             Msg::CycleWindow => {
                 self.window = match self.window {
                     Window::Cumulative => Window::Last10s,
                     Window::Last10s => Window::Last1s,
                     Window::Last1s => Window::Cumulative,
                 }
+            }
+            Msg::Move(d) if self.mode == Mode::Help => {
+                self.help_scroll = self.help_scroll.saturating_add_signed(d as i16);
             }
             Msg::Move(d) => {
                 let n = self.list_len(self.view);
@@ -268,11 +297,23 @@ impl App {
                     p.seek_by(i64::from(n).saturating_mul(unit as i64));
                     self.paused = true;
                 }
+                self.after_seek();
             }
             Msg::Faster => self.pacer.as_mut().into_iter().for_each(Pacer::faster),
             Msg::Slower => self.pacer.as_mut().into_iter().for_each(Pacer::slower),
-            Msg::ToStart => self.pacer.as_mut().into_iter().for_each(|p| p.seek_to(0)),
+            Msg::ToStart => {
+                if let Some(p) = self.pacer.as_mut() {
+                    p.seek_to(0);
+                    if self.range_from.take().is_some() | self.range_to.take().is_some() {
+                        self.notice = Some("range cleared".into());
+                    }
+                }
+            }
             Msg::ToEnd => self.pacer.as_mut().into_iter().for_each(Pacer::seek_end),
+            Msg::ToggleLegend => self.legend = !self.legend,
+            Msg::Save => self.save_wanted = true,
+            Msg::MarkStart => self.mark_start(),
+            Msg::MarkEnd => self.mark_end(),
         }
     }
 }
@@ -294,6 +335,113 @@ impl App {
             self.notice = Some(format!("{n}: figures restart from zero"));
         }
     }
+}
+
+/// Reset and range marks. In replay, the fold covers one span of stream time: from
+/// `range_from` (`[`, or `r`: "count from here") to `range_to` (`]`, where the replay then
+/// pauses). The fold never runs backwards, so a seek before the start moves the start there
+/// (the figures restart empty, and the status says from where); `g` clears the range.
+impl App {
+    /// Where the replay is, in stream time from the first event.
+    fn here(&self) -> u64 {
+        self.pacer.as_ref().map_or(0, replay::Pacer::shown_ns)
+    }
+
+    fn reset(&mut self) {
+        self.data.reset();
+        if self.is_replay() {
+            let at = self.here();
+            self.range_from = Some(at);
+            self.range_to = None;
+            self.notice = Some(format!("counters reset: counting from {}", fmt_secs(at)));
+        } else {
+            self.notice = Some("counters reset".into());
+        }
+    }
+
+    fn mark_start(&mut self) {
+        if !self.is_replay() {
+            return;
+        }
+        let at = self.here();
+        self.data.reset();
+        self.range_from = Some(at);
+        if self.range_to.is_some_and(|t| t <= at) {
+            self.range_to = None;
+        }
+        self.notice = Some(format!("range starts at {} (] ends it)", fmt_secs(at)));
+    }
+
+    fn mark_end(&mut self) {
+        if !self.is_replay() {
+            return;
+        }
+        let at = self.here();
+        let from = self.range_from.unwrap_or(0);
+        if at <= from {
+            self.notice = Some(format!("] must be after the start {}", fmt_secs(from)));
+            return;
+        }
+        self.range_from = Some(from);
+        self.range_to = Some(at);
+        self.paused = true;
+        if let Some(p) = self.pacer.as_mut() {
+            p.seek_to(at);
+        }
+        self.notice = Some("views and s cover the range".into());
+    }
+
+    /// After a seek: before the range start, the start follows (nothing before it is folded).
+    fn after_seek(&mut self) {
+        let Some(to) = self.pacer.as_ref().map(|p| p.cursor) else {
+            return;
+        };
+        if self.range_from.is_some_and(|f| to < f) {
+            self.range_from = Some(to);
+            if self.range_to.is_some_and(|t| t <= to) {
+                self.range_to = None;
+            }
+            self.notice = Some(format!(
+                "before the range start: counting from {}",
+                fmt_secs(to)
+            ));
+        }
+    }
+
+    /// The span the figures cover, for the status and the saved report; `None`: everything
+    /// folded so far.
+    pub fn range_ns(&self) -> Option<(u64, u64)> {
+        if self.range_from.is_none() && self.range_to.is_none() {
+            return None;
+        }
+        let here = self.here();
+        let from = self.range_from.unwrap_or(0);
+        Some((from, self.range_to.map_or(here, |t| t.min(here)).max(from)))
+    }
+
+    /// `range +1.000–+3.000 s` once `]` is set, else `from +1.000 s`.
+    pub fn range_label(&self) -> Option<String> {
+        let (a, b) = self.range_ns()?;
+        Some(if self.range_to.is_some() {
+            format!("range {}–{}", fmt_secs(a), fmt_secs(b))
+        } else {
+            format!("from {}", fmt_secs(a))
+        })
+    }
+
+    /// Whether an event at stream time `ts_ns` is inside the range (replay with marks only).
+    pub fn in_range(&self, ts_ns: u64) -> bool {
+        let Some(o) = self.pacer.as_ref().and_then(|p| p.origin) else {
+            return true;
+        };
+        let rel = ts_ns.saturating_sub(o);
+        self.range_from.is_none_or(|f| rel >= f) && self.range_to.is_none_or(|t| rel <= t)
+    }
+}
+
+/// `+1.234 s`.
+fn fmt_secs(ns: u64) -> String {
+    format!("+{:.3} s", ns as f64 / 1e9)
 }
 
 /// A filter as the user types it back (`pid:1`, or the bare comm substring).

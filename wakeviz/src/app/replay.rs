@@ -41,6 +41,10 @@ pub struct Pacer {
     pub ended: bool,
     /// A backward seek: the driver must reopen the recording and restart the fold.
     pub reopen: bool,
+    /// Stream time from the first to the last event, once the replay reached the end.
+    pub length_ns: Option<u64>,
+    /// The next event waiting to be folded (the driver asks `limit_ns` with it).
+    next_ts: Option<u64>,
     last_tick: Option<Instant>,
 }
 
@@ -53,6 +57,8 @@ impl Default for Pacer {
             fed_ts: None,
             ended: false,
             reopen: false,
+            length_ns: None,
+            next_ts: None,
             last_tick: None,
         }
     }
@@ -90,18 +96,41 @@ impl Pacer {
         }
     }
 
+    /// The position the status shows: the cursor (events up to it are folded, so a step moves
+    /// it by exactly [`STEP_NS`]), or the last event once the cursor is past the end.
+    pub fn shown_ns(&self) -> u64 {
+        let end = self.length_ns.unwrap_or(u64::MAX);
+        if self.cursor == u64::MAX || (self.ended && self.cursor >= end) {
+            self.position_ns()
+        } else if self.ended {
+            self.cursor.max(self.position_ns())
+        } else {
+            self.cursor
+        }
+    }
+
+    /// The source said End: the length is now known.
+    pub fn end_reached(&mut self) {
+        let pos = self.position_ns();
+        self.length_ns = Some(self.length_ns.map_or(pos, |l| l.max(pos)));
+    }
+
     /// Folding is behind the cursor by more than a frame's worth (after a seek).
+    /// (Events are waiting at or before the cursor: a sparse stretch of the recording, where
+    /// the last event folded is far behind the cursor, is not "seeking".)
     pub fn seeking(&self) -> bool {
-        !self.ended && self.cursor != u64::MAX && self.position_ns() + STEP_NS < self.cursor
+        let (Some(o), Some(n)) = (self.origin, self.next_ts) else {
+            return false;
+        };
+        !self.ended
+            && self.cursor != u64::MAX
+            && n <= o.saturating_add(self.cursor)
+            && self.position_ns() + STEP_NS < self.cursor
     }
 
     /// Moves the cursor by `delta_ns` (negative: back).
     pub fn seek_by(&mut self, delta_ns: i64) {
-        let base = if self.cursor == u64::MAX || self.ended {
-            self.position_ns()
-        } else {
-            self.cursor
-        };
+        let base = self.shown_ns();
         let to = base.saturating_add_signed(delta_ns);
         self.seek_to(to);
     }
@@ -121,6 +150,7 @@ impl Pacer {
     pub fn reopened(&mut self) {
         self.reopen = false;
         self.fed_ts = None;
+        self.next_ts = None;
         self.ended = false;
     }
 
@@ -147,6 +177,7 @@ impl Pacer {
     /// first event seen sets the origin.
     pub fn limit_ns(&mut self, next_ts_ns: u64) -> u64 {
         let origin = *self.origin.get_or_insert(next_ts_ns);
+        self.next_ts = Some(next_ts_ns);
         origin.saturating_add(self.cursor)
     }
 
@@ -181,5 +212,33 @@ mod tests {
         assert_eq!((p.cursor, p.reopen), (400_000_000, true));
         p.seek_by(-(10 * JUMP_NS as i64));
         assert_eq!(p.cursor, 0);
+    }
+
+    /// A step moves the shown position by exactly 100 ms, even when the last event folded is
+    /// short of the cursor.
+    #[test]
+    fn steps_are_exactly_100_ms() {
+        let mut p = Pacer {
+            origin: Some(1_000),
+            fed_ts: Some(1_000 + 1_187_000_000),
+            cursor: 1_200_000_000,
+            ..Pacer::default()
+        };
+        assert_eq!(p.shown_ns(), 1_200_000_000);
+        p.seek_by(STEP_NS as i64);
+        assert_eq!(p.shown_ns(), 1_300_000_000);
+        p.seek_by(-(STEP_NS as i64));
+        p.seek_by(-(STEP_NS as i64));
+        assert_eq!(p.shown_ns(), 1_100_000_000);
+        assert!(p.reopen, "back past the fold reopens");
+        // At the end, the position is the last event, and the length is known.
+        p.ended = true;
+        p.fed_ts = Some(1_000 + 2_500_000_000);
+        p.end_reached();
+        p.seek_end();
+        assert_eq!(
+            (p.shown_ns(), p.length_ns),
+            (2_500_000_000, Some(2_500_000_000))
+        );
     }
 }

@@ -33,13 +33,31 @@ impl Sink for App {
         if let Some(p) = self.pacer.as_mut() {
             p.fed(b);
         }
-        self.data.on_batch(b);
+        if self.range_from.is_some() || self.range_to.is_some() {
+            // Marks set: only the events inside the range are folded (task names all are).
+            let inside = Batch {
+                tasks: b.tasks.clone(),
+                events: b
+                    .events
+                    .iter()
+                    .filter(|e| self.in_range(e.ts_ns()))
+                    .cloned()
+                    .collect(),
+                stats: b.stats.clone(),
+            };
+            self.data.on_batch(&inside);
+        } else {
+            self.data.on_batch(b);
+        }
         Ok(())
     }
 
     fn on_turn(&mut self, src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
         if let Some(p) = self.pacer.as_mut() {
             p.ended = t.ended;
+            if t.ended {
+                p.end_reached();
+            }
         }
         if self.warnings.len() != src.warnings().len() {
             self.warnings = src.warnings().to_vec();
@@ -99,12 +117,29 @@ impl Dashboard {
 
     fn draw(&mut self) -> anyhow::Result<()> {
         self.app.refresh();
+        if let Some(b) = self.app.busy.as_mut() {
+            b.refresh(Instant::now());
+        }
         let app = &self.app;
-        self.guard
+        let frame = self
+            .guard
             .term
             .draw(|f| ui::draw(f, app))
             .context("drawing on the terminal")?;
+        let screen = self
+            .app
+            .save_wanted
+            .then(|| super::save::buffer_text(frame.buffer));
         self.last_draw = Some(Instant::now());
+        if let Some(screen) = screen {
+            self.app.save(&screen);
+            // Draw again so the notice with the paths shows at once.
+            let app = &self.app;
+            self.guard
+                .term
+                .draw(|f| ui::draw(f, app))
+                .context("drawing on the terminal")?;
+        }
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! Number formatting and small drawing helpers shared by the views.
 use ratatui::{
     style::{Color, Modifier, Style},
-    text::Span,
+    text::{Line, Span},
 };
 
 /// `1234` -> `1234`, `12345` -> `12.3k`, `1234567` -> `1.23M`.
@@ -99,6 +99,68 @@ pub fn key(s: &str) -> Span<'_> {
     )
 }
 
+/// `s` in at most `w` characters; a cut is marked with a trailing `…`, never silent.
+pub fn ellipsis(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        s.to_string()
+    } else if w == 0 {
+        String::new()
+    } else {
+        let mut t: String = s.chars().take(w - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Word-wraps `s` to lines of at most `w` characters (a word longer than a line is split), so
+/// a panel knows how many rows a text takes before it decides what to cut.
+pub fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in s.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = cur.chars().count();
+            let sep = usize::from(used > 0);
+            if used + sep + word.len() <= w {
+                if sep == 1 {
+                    cur.push(' ');
+                }
+                cur.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                out.push(std::mem::take(&mut cur));
+                continue;
+            }
+            // A word longer than the line: split it.
+            let rest = word.split_off(w);
+            out.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// At most `h` of `lines`; when some are cut, the last row kept says how many (`… 3 more ↓`).
+pub fn cut_lines<'a>(mut lines: Vec<Line<'a>>, h: usize) -> Vec<Line<'a>> {
+    if lines.len() <= h {
+        return lines;
+    }
+    if h == 0 {
+        return Vec::new();
+    }
+    let more = lines.len() - (h - 1);
+    lines.truncate(h - 1);
+    lines.push(Line::from(Span::styled(format!("… {more} more ↓"), dim())));
+    lines
+}
+
 /// Pads or cuts `s` to exactly `w` characters.
 pub fn fit(s: &str, w: usize) -> String {
     let n = s.chars().count();
@@ -124,5 +186,13 @@ mod tests {
         assert_eq!(shade(9, 9), '█');
         assert_eq!(shade(1, 9), '░');
         assert_eq!(fit("abcdef", 3), "abc");
+        assert_eq!(ellipsis("abcdef", 4), "abc…");
+        assert_eq!(ellipsis("abc", 4), "abc");
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
+        let l: Vec<Line> = (0..5).map(|i| Line::raw(i.to_string())).collect();
+        let c = cut_lines(l, 3);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[2].to_string(), "… 3 more ↓");
     }
 }

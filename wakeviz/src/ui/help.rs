@@ -1,9 +1,11 @@
-//! The `?` overlay: every binding of the keymap table, grouped by where it applies.
+//! The `?` overlay: every binding of the keymap table, grouped by where it applies. A line too
+//! long is ellipsised; a list too long for the terminal scrolls (↑↓ PgUp PgDn) and the title
+//! says how much is above and below.
 use ratatui::{
     Frame,
     layout::Rect,
     text::{Line, Span},
-    widgets::{Block, Borders, Clear, Paragraph, Wrap},
+    widgets::{Block, Borders, Clear, Paragraph},
 };
 
 use super::fmt;
@@ -49,7 +51,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         "Ctrl-C also quits. ? or Esc closes this help.",
         fmt::dim(),
     )));
-    let w = area.width.saturating_sub(4).min(90);
+    let w = area.width.saturating_sub(2).min(90);
     let h = (lines.len() as u16 + 2).min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
@@ -57,11 +59,34 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         width: w,
         height: h,
     };
+    let inner_w = usize::from(w.saturating_sub(2));
+    let rows = usize::from(h.saturating_sub(2));
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| {
+            let t = l.to_string();
+            if t.chars().count() > inner_w {
+                Line::raw(fmt::ellipsis(&t, inner_w))
+            } else {
+                l
+            }
+        })
+        .collect();
+    let top = usize::from(app.help_scroll).min(lines.len().saturating_sub(rows));
+    let below = lines.len().saturating_sub(top + rows);
+    let title = if top == 0 && below == 0 {
+        " Help: keys ".to_string()
+    } else {
+        format!(" Help: keys · {top} above, {below} more ↓ (↑↓ scroll) ")
+    };
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(rows).collect();
     f.render_widget(Clear, r);
     f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).title(" Help: keys ")),
+        Paragraph::new(shown).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(fmt::ellipsis(&title, usize::from(w).saturating_sub(2))),
+        ),
         r,
     );
 }

@@ -3,30 +3,33 @@
 //! ```text
 //! ┌──────────────────────────────────────────────────────────────────────────────┐
 //! │ wakeviz  1 Overview  2 Scan  3 Placement  4 Shadow  5 Latency   REPLAY file  │ tabs
-//! │ events 1.2M 45k/s │ drops 0 │ +1.234 s 1x │ filter: -                        │ status
+//! │ +1.200 / 9.870 s 1x │ events 1.2M 45k/s │ drops 0 │ filter: - │ recorded …   │ status
 //! ├ <view title> ────────────────────────────────────────────────────────────────┤
 //! │                                                                              │
 //! │   body: overview.rs | scan.rs | placement.rs (+ topomap.rs) | shadow.rs |    │
 //! │         latency.rs                                                           │
 //! │                                                                              │
-//! ├──────────────────────────────────────────────────────────────────────────────┤
+//! │ legend (l): one or more lines of what the view's columns and marks mean       │ legend.rs
 //! │ q quit  ? help  space pause  1-5 views  Tab next  / filter  ...              │ footer.rs
 //! └──────────────────────────────────────────────────────────────────────────────┘
 //!   `?` draws help.rs over the body; `/` turns the footer into the filter prompt.
 //! ```
 //!
-//! Drops are on the status line of every view. Below [`MIN_W`] x [`MIN_H`] only a "terminal
-//! too small" message is drawn, so no panel ever has to cope with less.
+//! Drops are on the status line of every view. Any size from about 60x15 draws: the status
+//! takes a second line when there is room, panels shrink or drop by priority and say what they
+//! cut (`…`, `3 more ↓`); below [`TINY_W`] x [`TINY_H`] one line says the terminal is too small.
 pub mod compare;
 pub mod delta;
 pub mod fmt;
 mod footer;
 mod help;
 mod latency;
+pub mod legend;
 mod overview;
 mod placement;
 mod scan;
 mod shadow;
+pub mod status;
 mod topomap;
 
 use ratatui::{
@@ -37,29 +40,46 @@ use ratatui::{
     widgets::{Block, Borders, Paragraph, Wrap},
 };
 
-use crate::app::{App, SourceKind, View};
+use crate::app::{App, View};
 
-pub const MIN_W: u16 = 80;
-pub const MIN_H: u16 = 24;
+/// Below this, one line says the terminal is too small: no view shows its main figure there.
+pub const TINY_W: u16 = 40;
+pub const TINY_H: u16 = 8;
 
 pub fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
-    if area.width < MIN_W || area.height < MIN_H {
+    if area.width < TINY_W || area.height < TINY_H {
         too_small(f, area);
         return;
     }
-    let [tabs, status, body, foot] = Layout::vertical([
+    // The status wraps to a second line on terminals tall enough to spare it.
+    let status_rows = if area.height >= 24 { 2 } else { 1 };
+    let status = status::lines(app, area.width, status_rows);
+    let legend = if app.legend {
+        legend::lines(app.view, area.width, (area.height / 4).max(1))
+    } else {
+        Vec::new()
+    };
+    let [tabs, status_area, body, legend_area, foot] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Length(1),
+        Constraint::Length(status.len() as u16),
         Constraint::Min(0),
+        Constraint::Length(legend.len() as u16),
         Constraint::Length(1),
     ])
     .areas(area);
-    f.render_widget(Paragraph::new(tab_line(app)), tabs);
-    f.render_widget(Paragraph::new(status_line(app)), status);
+    f.render_widget(Paragraph::new(tab_line(app, area.width)), tabs);
+    f.render_widget(Paragraph::new(status), status_area);
+    f.render_widget(Paragraph::new(legend), legend_area);
     let block = Block::default()
         .borders(Borders::TOP | Borders::BOTTOM)
-        .title(Span::styled(format!(" {} ", title(app)), fmt::bold()));
+        .title(Span::styled(
+            format!(
+                " {} ",
+                fmt::ellipsis(&title(app), usize::from(area.width).saturating_sub(4))
+            ),
+            fmt::bold(),
+        ));
     let inner = block.inner(body);
     f.render_widget(block, body);
     if app.baseline.is_some() {
@@ -81,7 +101,7 @@ pub fn draw(f: &mut Frame, app: &App) {
 
 fn too_small(f: &mut Frame, area: Rect) {
     let msg = format!(
-        "terminal too small (need {MIN_W}x{MIN_H}, have {}x{}); q quits",
+        "too small ({}x{}; need {TINY_W}x{TINY_H}) q quits",
         area.width, area.height
     );
     let y = area.height / 2;
@@ -114,10 +134,32 @@ fn title(app: &App) -> String {
     }
 }
 
-fn tab_line(app: &App) -> Line<'_> {
-    let mut spans = vec![Span::styled("wakeviz ", fmt::bold())];
+/// Tabs and the source badge in `width`: full tab names when they fit, else the current
+/// view's name and the others' numbers; the badge is ellipsised last.
+fn tab_line(app: &App, width: u16) -> Line<'static> {
+    let width = usize::from(width);
+    let badge = status::source_badge(app);
+    let full = |v: View| format!(" {} {} ", v.index() + 1, v.tab());
+    let label = |v: View, compact: bool| {
+        if compact && v != app.view {
+            format!(" {} ", v.index() + 1)
+        } else {
+            full(v)
+        }
+    };
+    let brand = "wakeviz ";
+    let tabs_w = |compact: bool| -> usize {
+        View::ALL
+            .iter()
+            .map(|&v| label(v, compact).chars().count())
+            .sum()
+    };
+    // Compact tabs when the full ones leave the badge less than its first word and a bit.
+    let compact = brand.len() + tabs_w(false) + 2 + badge.chars().count().min(16) > width;
+    let mut spans = vec![Span::styled(brand, fmt::bold())];
+    let mut used = brand.len();
     for v in View::ALL {
-        let label = format!(" {} {} ", v.index() + 1, v.tab());
+        let text = label(v, compact);
         let style = if v == app.view {
             Style::default()
                 .fg(Color::Black)
@@ -126,22 +168,17 @@ fn tab_line(app: &App) -> Line<'_> {
         } else {
             Style::default()
         };
-        spans.push(Span::styled(label, style));
+        used += text.chars().count();
+        spans.push(Span::styled(text, style));
     }
-    let src = match (&app.source, &app.baseline) {
-        (_, Some(b)) => format!("  COMPARE vs {}", file_name(&b.path)),
-        (src, None) => source_label(src),
-    };
-    spans.push(Span::styled(src, fmt::warn()));
+    let left = width.saturating_sub(used + 2);
+    if left > 0 {
+        spans.push(Span::styled(
+            format!("  {}", fmt::ellipsis(&badge, left)),
+            fmt::warn(),
+        ));
+    }
     Line::from(spans)
-}
-
-fn source_label(src: &SourceKind) -> String {
-    match src {
-        SourceKind::Live { recording: None } => "  LIVE".to_string(),
-        SourceKind::Live { recording: Some(p) } => format!("  LIVE, recording {}", file_name(p)),
-        SourceKind::Replay { path } => format!("  REPLAY {}", file_name(path)),
-    }
 }
 
 pub fn file_name(p: &std::path::Path) -> String {
@@ -149,64 +186,6 @@ pub fn file_name(p: &std::path::Path) -> String {
         || p.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
-}
-
-fn status_line(app: &App) -> Line<'_> {
-    let s = &app.data.snap;
-    let total_rate: f64 = app.data.rates.iter().sum();
-    let mut spans = vec![
-        Span::raw(format!(
-            "events {} {}/s",
-            fmt::count(s.events.total()),
-            fmt::rate(total_rate)
-        )),
-        Span::styled(" │ ", fmt::dim()),
-    ];
-    let d = &s.drops;
-    let drops = if d.total == 0 {
-        "drops 0".to_string()
-    } else {
-        format!(
-            "drops {} (kernel {}, user {})",
-            fmt::count(d.total),
-            fmt::count(d.kernel_drops),
-            fmt::count(d.user_drops)
-        )
-    };
-    spans.push(Span::styled(
-        drops,
-        if d.total > 0 {
-            fmt::bad()
-        } else {
-            Style::default()
-        },
-    ));
-    spans.push(Span::styled(" │ ", fmt::dim()));
-    if let Some(p) = &app.pacer {
-        let mut t = format!("{} {}", fmt::secs(p.position_ns()), p.speed_label());
-        if p.seeking() {
-            t.push_str(&format!(" seeking {}", fmt::secs(p.cursor)));
-        } else if p.ended {
-            t.push_str(" end");
-        }
-        spans.push(Span::raw(t));
-        spans.push(Span::styled(" │ ", fmt::dim()));
-    }
-    let filter = app
-        .data
-        .filter()
-        .map_or_else(|| "-".to_string(), ToString::to_string);
-    spans.push(Span::raw(format!("filter: {filter}")));
-    if app.paused {
-        spans.push(Span::styled(
-            " │ PAUSED",
-            fmt::warn().add_modifier(Modifier::BOLD),
-        ));
-    }
-    if let Some(n) = &app.notice {
-        spans.push(Span::styled(format!(" │ {n}"), fmt::dim()));
-    }
-    Line::from(spans)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use ratatui::{
     layout::{Constraint, Layout, Rect},
     style::Style,
     text::{Line, Span},
-    widgets::{Paragraph, Wrap},
+    widgets::Paragraph,
 };
 use wakeviz_core::{
     event::Kind,
@@ -31,6 +31,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             h.kernel_release, h.hostname
         ),
     ));
+    // Before the topology: on a short terminal what is degraded must not be the line cut.
+    top.push(kv("Probes", probe_summary(h)));
     top.push(kv("Topology", s.topology.summary.clone()));
     let rows: Vec<&str> = s.topology.domain_rows.iter().map(|r| r.name).collect();
     top.push(kv(
@@ -64,21 +66,78 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             fmt::warn(),
         )));
     }
-    // Rows the header takes once wrapped (a long command line wraps).
-    let n: u16 = top
-        .iter()
-        .map(|l| (l.width().max(1) as u16).div_ceil(area.width.max(1)))
-        .sum();
+    // The header lines, wrapped here so the rows they take are known; on a short terminal
+    // they get at most half the rows, and the cut is marked.
+    let wrapped = wrap_lines(top, usize::from(area.width));
+    let half = usize::from(area.height / 2).max(3);
+    let top = fmt::cut_lines(wrapped, half);
+    let n = top.len() as u16;
     let [head, cols] =
         Layout::vertical([Constraint::Length(n + 1), Constraint::Min(0)]).areas(area);
-    f.render_widget(Paragraph::new(top).wrap(Wrap { trim: true }), head);
-    let [left, right] =
-        Layout::horizontal([Constraint::Length(39), Constraint::Min(0)]).areas(cols);
-    f.render_widget(Paragraph::new(events(app)), left);
-    f.render_widget(
-        Paragraph::new(probes(app)).wrap(Wrap { trim: false }),
-        right,
-    );
+    f.render_widget(Paragraph::new(top), head);
+    let rows = usize::from(cols.height);
+    // The probe table needs ~36 columns beside the 39 of the counts; narrower, the Probes
+    // line above says what matters and the table is left out.
+    if area.width >= 39 + 36 {
+        let [left, right] =
+            Layout::horizontal([Constraint::Length(39), Constraint::Min(0)]).areas(cols);
+        f.render_widget(Paragraph::new(fmt::cut_lines(events(app), rows)), left);
+        let probes = wrap_lines(probes(app), usize::from(right.width));
+        f.render_widget(Paragraph::new(fmt::cut_lines(probes, rows)), right);
+    } else {
+        f.render_widget(Paragraph::new(fmt::cut_lines(events(app), rows)), cols);
+    }
+}
+
+/// Lines wrapped at word boundaries to `width`, so heights are known before layout. A line
+/// that starts with a short label span (`Source    `) keeps it and indents the rest under it;
+/// the wrapped text takes the style of the line's last span.
+fn wrap_lines(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for l in lines {
+        if l.width() <= width {
+            out.push(l);
+            continue;
+        }
+        let style = l.spans.last().map_or_else(Style::default, |s| s.style);
+        let label = (l.spans.len() >= 2 && l.spans[0].width() <= 12).then(|| l.spans[0].clone());
+        let indent = label.as_ref().map_or(0, Span::width);
+        let rest: String = l
+            .spans
+            .iter()
+            .skip(usize::from(label.is_some()))
+            .map(|s| s.content.as_ref())
+            .collect();
+        for (i, row) in fmt::wrap(&rest, width.saturating_sub(indent))
+            .into_iter()
+            .enumerate()
+        {
+            let head = match (&label, i) {
+                (Some(lb), 0) => lb.clone(),
+                _ => Span::raw(" ".repeat(indent)),
+            };
+            out.push(Line::from(vec![head, Span::styled(row, style)]));
+        }
+    }
+    out
+}
+
+/// One line on the probes: all attached, or DEGRADED with what is lost (the same phrases as
+/// the header's badge); an inlined `select_idle_cpu` is said as the note it is.
+fn probe_summary(h: &wakeviz_core::format::Header) -> String {
+    let degraded = super::status::degradations(h);
+    let attached = h.probes.iter().filter(|p| p.attached()).count();
+    let mut s = if degraded.is_empty() {
+        format!("{attached}/{} attached, nothing degraded", h.probes.len())
+    } else {
+        format!("DEGRADED: {}", degraded.join("; "))
+    };
+    if h.scan_source == ScanSource::SelectTaskRqFair
+        && h.probe("select_idle_cpu").is_some_and(|p| !p.attached())
+    {
+        s.push_str(" · scan timed on select_task_rq_fair (select_idle_cpu inlined)");
+    }
+    s
 }
 
 /// The conditions of the run and the workload's figures, for telling recordings apart; nothing
@@ -204,22 +263,20 @@ fn probes(app: &App) -> Vec<Line<'static>> {
         ]));
     }
     l.push(Line::raw(""));
-    let degraded = h.degraded();
-    if h.scan_source == ScanSource::None {
-        l.push(Line::from(Span::styled(
-            "DEGRADED: tracepoint-only mode",
-            fmt::warn().add_modifier(ratatui::style::Modifier::BOLD),
-        )));
-        l.push(Line::raw("no scan latency; shadow decides at sched_waking"));
-    } else if degraded.is_empty() {
-        l.push(Line::raw("all probes attached"));
+    let degraded = super::status::degradations(h);
+    if degraded.is_empty() {
+        l.push(Line::raw("nothing degraded"));
     } else {
         l.push(Line::from(Span::styled(
-            "DEGRADED",
+            format!("DEGRADED: {}", degraded.join("; ")),
             fmt::warn().add_modifier(ratatui::style::Modifier::BOLD),
         )));
     }
-    for p in degraded {
+    if h.scan_source == ScanSource::None {
+        l.push(Line::raw("no scan latency; shadow decides at sched_waking"));
+    }
+    // Every probe not attached, with its whole reason (wrapped, never cut mid-sentence).
+    for p in h.probes.iter().filter(|p| !p.attached()) {
         l.push(Line::from(Span::styled(
             format!("{}: {}", p.name, p.state.reason().unwrap_or("?")),
             fmt::dim(),

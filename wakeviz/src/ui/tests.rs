@@ -40,6 +40,117 @@ fn every_view_at_80x24() {
     }
 }
 
+/// The three sizes the issue names: the smallest supported, the classic, a big screen.
+const SIZES: [(u16, u16); 3] = [(60, 15), (80, 24), (200, 60)];
+
+#[test]
+fn every_view_at_every_size() {
+    let (_dir, mut app) = fixture();
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        for (w, h) in SIZES {
+            let s = screen(&app, w, h);
+            assert!(!s.contains("too small"), "{v:?} {w}x{h}:\n{s}");
+            insta::assert_snapshot!(format!("size_{}_{w}x{h}", v.tab().to_lowercase()), s);
+        }
+    }
+}
+
+/// A 256-CPU machine (2 x 64C Zen3, SMT, NPS4) at every size: the map aggregates by LLC.
+#[test]
+fn every_view_on_256_cpus_nps4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = topo_of(&SysfsSpec::zen3(4));
+    assert_eq!(t.nr_cpus(), 256);
+    let path = recording(dir.path(), &t, 40_000);
+    let mut app = replayed(&path);
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        for (w, h) in SIZES {
+            insta::assert_snapshot!(
+                format!("nps4_{}_{w}x{h}", v.tab().to_lowercase()),
+                screen(&app, w, h)
+            );
+        }
+    }
+}
+
+/// Lines of the screen that are not blank.
+fn rows(s: &str) -> Vec<&str> {
+    s.lines()
+        .filter(|l| !l.trim_matches(['"', ' ']).is_empty())
+        .collect()
+}
+
+#[test]
+fn legend_toggles_with_l() {
+    let (_dir, mut app) = fixture();
+    app.update(Msg::Show(View::Placement));
+    let before = screen(&app, 80, 24);
+    assert!(!before.contains("legend "), "{before}");
+    app.update(
+        crate::app::keymap::lookup(
+            crate::app::Mode::Normal,
+            View::Placement,
+            true,
+            ratatui::crossterm::event::KeyEvent::from(ratatui::crossterm::event::KeyCode::Char(
+                'l',
+            )),
+        )
+        .expect("l is bound"),
+    );
+    let after = screen(&app, 80, 24);
+    assert!(after.contains("legend "), "{after}");
+    assert!(after.contains("vs waker / vs prev"), "{after}");
+    insta::assert_snapshot!("legend_placement_80x24", after);
+    app.update(Msg::ToggleLegend);
+    assert_eq!(rows(&screen(&app, 80, 24)), rows(&before));
+}
+
+#[test]
+fn help_scrolls_and_marks_its_cut() {
+    let (_dir, mut app) = fixture();
+    app.update(Msg::ToggleHelp);
+    let s = screen(&app, 60, 15);
+    assert!(s.contains("more ↓ (↑↓ scroll)"), "{s}");
+    app.update(Msg::Move(100));
+    let end = screen(&app, 60, 15);
+    assert!(end.contains(" 0 more ↓"), "{end}");
+    assert!(end.contains("Ctrl-C also quits"), "{end}");
+    insta::assert_snapshot!("help_60x15_scrolled", end);
+}
+
+#[test]
+fn small_and_tiny_terminals() {
+    let (_dir, mut app) = fixture();
+    let s = screen(&app, 79, 24);
+    assert!(!s.contains("too small"), "{s}");
+    let s = screen(&app, 39, 8);
+    assert!(s.contains("too small (39x8; need 40x8) q quits"), "{s}");
+    // Every view at odd sizes: no panic, the footer keeps q and ?.
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        for (w, h) in [
+            (1, 1),
+            (20, 5),
+            (40, 8),
+            (60, 15),
+            (79, 40),
+            (160, 20),
+            (61, 16),
+        ] {
+            let s = screen(&app, w, h);
+            if w >= 40 && h >= 8 {
+                let last = s.lines().last().unwrap_or_default();
+                assert!(
+                    last.contains("q quit") && last.contains("? help"),
+                    "{v:?} {w}x{h}: {last}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn every_view_at_120x40() {
     let (_dir, mut app) = fixture();
@@ -90,23 +201,6 @@ fn overlays_windows_and_selection() {
     insta::assert_snapshot!("scan_last1s_80x24", screen(&app, 80, 24));
 }
 
-#[test]
-fn too_small_is_a_message_not_a_panic() {
-    let (_dir, mut app) = fixture();
-    let s = screen(&app, 79, 24);
-    assert!(
-        s.contains("terminal too small (need 80x24, have 79x24)"),
-        "{s}"
-    );
-    for v in View::ALL {
-        app.update(Msg::Show(v));
-        for (w, h) in [(1, 1), (20, 5), (80, 23), (79, 40), (80, 24), (200, 60)] {
-            let _ = screen(&app, w, h);
-        }
-    }
-    insta::assert_snapshot!("too_small_60x20", screen(&app, 60, 20));
-}
-
 /// A 2 x 64C Zen3 in NPS4: the map aggregates by LLC, four node lines per package.
 #[test]
 fn large_machine_map_is_aggregated() {
@@ -148,6 +242,11 @@ fn tracepoint_only_mode_is_labelled() {
         });
     }
     app.refresh();
+    let s = screen(&app, 160, 24);
+    assert!(
+        s.contains("LIVE · tracepoints only: fentry not permitted by this kernel"),
+        "{s}"
+    );
     insta::assert_snapshot!("overview_tracepoint_only_80x24", screen(&app, 80, 24));
     app.update(Msg::Show(View::Scan));
     let s = screen(&app, 80, 24);
@@ -400,4 +499,222 @@ fn a_different_topology_compares_shares_only() {
         "compare_other_topology_placement_80x24",
         screen(&app, 80, 24)
     );
+}
+
+/// The built-in demo (a real 19.6 s VM recording) as `dir/fixture.wvz`, replayed to its end:
+/// long enough for 100 ms steps and 1 s jumps (the synthetic fixture lasts 15 ms).
+fn long_fixture() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("fixture.wvz");
+    std::fs::write(&path, include_bytes!("../../assets/demo.wvz")).expect("write demo");
+    let app = replayed(&path);
+    (dir, app)
+}
+
+/// What the replay loop does after a seek, up to the pacer's cursor (paused): reopen, restart,
+/// fold the events up to the cursor through the app's own `on_batch` (which applies the range).
+fn fold_to_cursor(app: &mut App, path: &std::path::Path) {
+    use crate::driver::Sink as _;
+    let mut src = ReplaySource::open(path).expect("reopen");
+    app.restart();
+    app.paused = true;
+    while let Ok(Poll::Batch(b)) = src.poll(std::time::Duration::ZERO) {
+        let Some(first) = b.events.first().map(Event::ts_ns) else {
+            continue;
+        };
+        let limit = app.limit_ns(first).expect("a replay paces");
+        let events: Vec<Event> = b
+            .events
+            .iter()
+            .filter(|e| e.ts_ns() <= limit)
+            .cloned()
+            .collect();
+        let held = b.events.get(events.len()).map(Event::ts_ns);
+        app.on_batch(&Batch {
+            tasks: b.tasks,
+            events,
+            stats: b.stats,
+        })
+        .expect("fold");
+        if let Some(next) = held {
+            // The driver asks again with the first event held back: caught up.
+            let _ = app.limit_ns(next);
+            break;
+        }
+    }
+    app.refresh();
+}
+
+/// Events of the recording whose stream time from the first event is in `[a, b]`: the
+/// independent count the range must give.
+fn events_between(path: &std::path::Path, a: u64, b: u64) -> u64 {
+    let mut src = ReplaySource::open(path).expect("open");
+    let mut origin = None;
+    let mut n = 0;
+    while let Ok(Poll::Batch(batch)) = src.poll(std::time::Duration::ZERO) {
+        for e in &batch.events {
+            let o = *origin.get_or_insert(e.ts_ns());
+            let rel = e.ts_ns().saturating_sub(o);
+            n += u64::from(rel >= a && rel <= b);
+        }
+    }
+    n
+}
+
+#[test]
+fn steps_are_100_ms_and_the_status_says_so() {
+    let (dir, mut app) = long_fixture();
+    let path = dir.path().join("fixture.wvz");
+    let len = app
+        .pacer
+        .as_ref()
+        .and_then(|p| p.length_ns)
+        .expect("length known at end");
+    assert!(len > 1_000_000_000, "the fixture is long enough: {len}");
+    app.update(Msg::ToStart);
+    fold_to_cursor(&mut app, &path);
+    for _ in 0..7 {
+        app.update(Msg::Step(1));
+    }
+    app.update(Msg::Step(-1));
+    fold_to_cursor(&mut app, &path);
+    let s = screen(&app, 80, 24);
+    assert!(
+        s.contains(&format!("+0.600 / {:.3} s", len as f64 / 1e9)),
+        "{s}"
+    );
+    assert_eq!(
+        app.data.snap.events.total(),
+        events_between(&path, 0, 600_000_000)
+    );
+}
+
+/// `r` in replay counts from here; a jump back before that point does not bring the old
+/// counts back: the start follows the jump, and the status says from where.
+#[test]
+fn reset_then_jump_back_does_not_resurrect_counts() {
+    let (dir, mut app) = long_fixture();
+    let path = dir.path().join("fixture.wvz");
+    app.update(Msg::ToStart);
+    fold_to_cursor(&mut app, &path);
+    for _ in 0..3 {
+        app.update(Msg::Jump(1));
+    }
+    fold_to_cursor(&mut app, &path);
+    assert!(app.data.snap.events.total() > 0);
+    app.update(Msg::Reset);
+    app.refresh();
+    assert_eq!(app.data.snap.events.total(), 0);
+    assert!(screen(&app, 80, 24).contains("from +3.000 s"));
+    app.update(Msg::Jump(-1));
+    assert!(
+        app.pacer.as_ref().is_some_and(|p| p.reopen),
+        "back: a refold"
+    );
+    fold_to_cursor(&mut app, &path);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("from +2.000 s"), "{s}");
+    assert_eq!(
+        app.data.snap.events.total(),
+        events_between(&path, 2_000_000_000, 2_000_000_000)
+    );
+    // Forward again from there: only what lies after the new start.
+    app.update(Msg::Step(5));
+    fold_to_cursor(&mut app, &path);
+    assert_eq!(
+        app.data.snap.events.total(),
+        events_between(&path, 2_000_000_000, 2_500_000_000)
+    );
+}
+
+/// `[` and `]` mark a range; the views and the saved report cover exactly it; `s` writes the
+/// three files next to the recording, never over an earlier save.
+#[test]
+fn range_marks_and_save() {
+    let (dir, mut app) = long_fixture();
+    let path = dir.path().join("fixture.wvz");
+    app.update(Msg::ToStart);
+    fold_to_cursor(&mut app, &path);
+    app.update(Msg::Jump(1));
+    fold_to_cursor(&mut app, &path);
+    app.update(Msg::MarkStart);
+    for _ in 0..5 {
+        app.update(Msg::Step(1));
+    }
+    app.update(Msg::MarkEnd);
+    fold_to_cursor(&mut app, &path);
+    let want = events_between(&path, 1_000_000_000, 1_500_000_000);
+    assert!(want > 0);
+    assert_eq!(app.data.snap.events.total(), want);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("range +1.000 s–+1.500 s"), "{s}");
+    insta::assert_snapshot!("range_overview_80x24", s.clone());
+    // Playing on past `]` folds nothing more.
+    app.update(Msg::Jump(1));
+    fold_to_cursor(&mut app, &path);
+    assert_eq!(app.data.snap.events.total(), want);
+
+    app.update(Msg::Save);
+    assert!(app.save_wanted);
+    app.save(&s);
+    assert!(!app.save_wanted);
+    let notice = app.notice.clone().unwrap_or_default();
+    assert!(notice.contains("fixture.report.txt"), "{notice}");
+    let text = std::fs::read_to_string(dir.path().join("fixture.report.txt")).expect("text");
+    assert!(text.starts_with("== range +1.000 s–+1.500 s"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fixture.report.json")).expect("json"),
+    )
+    .expect("valid JSON");
+    assert_eq!(json["range"]["from_ns"], 1_000_000_000u64);
+    assert_eq!(json["range"]["to_ns"], 1_500_000_000u64);
+    let total = json["events"]["total"].as_u64().expect("events total");
+    assert_eq!(total, want, "{}", json["events"]);
+    let cap = std::fs::read_to_string(dir.path().join("fixture.screen.txt")).expect("screen");
+    assert_eq!(cap, s);
+    // A second save does not overwrite the first.
+    app.save("second");
+    assert!(dir.path().join("fixture-1.screen.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("fixture.screen.txt")).expect("screen"),
+        s
+    );
+    // g clears the range.
+    app.update(Msg::ToStart);
+    assert!(app.range_ns().is_none());
+}
+
+/// The header says what the capture lost, and nothing when only the inlined select_idle_cpu
+/// is missing (the demo's case).
+#[test]
+fn honest_status_badges() {
+    let (_dir, app) = fixture();
+    let h = app.data.header();
+    let s = screen(&app, 120, 40);
+    if super::status::degradations(h).is_empty() {
+        assert!(!s.contains("DEGRADED"), "{s}");
+    }
+    let demo = ReplaySource::new(
+        wakeviz_core::format::Reader::new(
+            std::io::Cursor::new(include_bytes!("../../assets/demo.wvz").as_slice()),
+            std::path::Path::new("demo.wvz"),
+        )
+        .expect("demo"),
+    );
+    let dh = demo.header();
+    assert!(
+        dh.probe("select_idle_cpu").is_some_and(|p| !p.attached()),
+        "the demo has the inlined select_idle_cpu this test is about"
+    );
+    assert!(
+        super::status::degradations(dh).is_empty(),
+        "{:?}",
+        super::status::degradations(dh)
+    );
+    let mut live = App::new(dh, SourceKind::Live { recording: None });
+    live.refresh();
+    let s = screen(&live, 80, 24);
+    assert!(s.contains("LIVE"), "{s}");
+    assert!(s.contains("elapsed"), "{s}");
+    assert!(!s.contains("DEGRADED"), "{s}");
 }

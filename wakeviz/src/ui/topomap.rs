@@ -1,7 +1,9 @@
-//! The topology map: one line per NUMA node (`p<package> n<node>` and its share of wakeups),
-//! LLCs as runs of cells, each cell a CPU (or a whole LLC on large machines) shaded by how many
-//! wakeups landed there, relative to the busiest cell. NPS1/2/4 layouts show as one, two or
-//! four lines per package. The selected cell is reversed; its detail is drawn next to the map.
+//! The topology map: one line per NUMA node (`node<N>` and its share of wakeups), LLCs as runs
+//! of cells, each cell a CPU (or a whole LLC, `llc<N>`, on large machines) shaded by how many
+//! wakeups landed there, relative to the busiest cell. Above each node line, the number of the
+//! first CPU of each LLC (the axis). NPS1/2/4 layouts show as one, two or four lines per
+//! package. The selected cell is reversed; its detail, with the CPU's busy % (live), is drawn
+//! next to the map. Rows that do not fit scroll with the selection and the header says so.
 use ratatui::{
     Frame,
     layout::Rect,
@@ -26,6 +28,16 @@ fn landed(pc: &PlacementSection, u: &Unit) -> u64 {
         .sum()
 }
 
+/// Busy % of a unit for the map header and detail: live from sysinfo, `n/a` on replay.
+fn busy_text(app: &App, cpus: &[u32]) -> String {
+    match &app.busy {
+        None => "busy n/a (replay: not recorded)".into(),
+        Some(b) => b
+            .mean(cpus)
+            .map_or_else(|| "busy …".into(), |p| format!("busy {p:.0}%")),
+    }
+}
+
 pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
     let pc = &app.data.snap.placement;
     let total = pc.landed_total();
@@ -38,22 +50,41 @@ pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
     for r in &map.rows {
         let node_n: u64 = r.groups.iter().flatten().map(|&i| counts[i]).sum();
         let label = fmt::fit(
-            &format!("p{} n{} {:>4}", r.package, r.node, short_pct(node_n, total)),
+            &format!("node{} {:>4}", r.node, short_pct(node_n, total)),
             LABEL,
         );
+        let mut axis = " ".repeat(LABEL);
         let mut spans = vec![Span::styled(label, fmt::bold())];
         let mut used = LABEL;
+        let flush = |lines: &mut Vec<Line>, axis: &mut String, spans: &mut Vec<Span<'static>>| {
+            if per_cpu {
+                lines.push(Line::from(Span::styled(
+                    std::mem::replace(axis, " ".repeat(LABEL)),
+                    fmt::dim(),
+                )));
+            }
+            lines.push(Line::from(std::mem::take(spans)));
+            spans.push(Span::raw(" ".repeat(LABEL)));
+        };
         for g in &r.groups {
             let glen = if per_cpu { g.len() + 1 } else { 9 };
             if used + glen > width && used > LABEL {
-                lines.push(Line::from(std::mem::take(&mut spans)));
-                spans.push(Span::raw(" ".repeat(LABEL)));
+                flush(&mut lines, &mut axis, &mut spans);
                 used = LABEL;
             }
             spans.push(Span::styled("▕", fmt::dim()));
+            // The axis: this LLC's first CPU number, where its cells start.
+            if let Some(c) = g.first().and_then(|&i| map.units[i].cpus.first()) {
+                let num = c.to_string();
+                let at = used + 1;
+                if axis.chars().count() <= at && num.len() <= glen.saturating_sub(1).max(1) {
+                    axis.push_str(&" ".repeat(at - axis.chars().count()));
+                    axis.push_str(&num);
+                }
+            }
             for &i in g {
                 if i == sel {
-                    sel_line = lines.len();
+                    sel_line = lines.len() + usize::from(per_cpu);
                 }
                 let style = if i == sel {
                     Style::default().add_modifier(Modifier::REVERSED)
@@ -64,11 +95,10 @@ pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
                 let text = if per_cpu {
                     sh.to_string()
                 } else {
-                    format!("L{:<4}{sh}{sh}", llc_id(app, map.units[i].llc))
+                    format!("llc{:<3}{sh}{sh}", map.units[i].llc)
                 };
                 if per_cpu && used + 2 > width {
-                    lines.push(Line::from(std::mem::take(&mut spans)));
-                    spans.push(Span::raw(" ".repeat(LABEL)));
+                    flush(&mut lines, &mut axis, &mut spans);
                     used = LABEL;
                 }
                 used += text.chars().count();
@@ -76,26 +106,43 @@ pub fn render_map(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize) {
             }
             used += 1;
         }
+        if per_cpu {
+            lines.push(Line::from(Span::styled(axis, fmt::dim())));
+        }
         lines.push(Line::from(spans));
     }
     let rows = usize::from(area.height).saturating_sub(1);
     let first = sel_line.saturating_sub(rows.saturating_sub(1));
+    // Keep an axis line with its cells.
+    let first = if per_cpu && first % 2 == 1 {
+        first - 1
+    } else {
+        first
+    };
+    let shown = lines.len().saturating_sub(first).min(rows);
+    let all: Vec<u32> = map
+        .units
+        .iter()
+        .flat_map(|u| u.cpus.iter().copied())
+        .collect();
+    let mut head = format!(
+        "wakeups landed: · none, ░▒▓█ quarters of {max} · {}",
+        busy_text(app, &all)
+    );
+    if first > 0 || first + shown < lines.len() {
+        head.push_str(&format!(
+            " · rows {}–{} of {} ↕",
+            first + 1,
+            first + shown,
+            lines.len()
+        ));
+    }
     let mut out = vec![Line::from(Span::styled(
-        format!("wakeups landed: · none, ░▒▓█ quarters of {max}"),
+        fmt::ellipsis(&head, usize::from(area.width)),
         fmt::dim(),
     ))];
     out.extend(lines.into_iter().skip(first).take(rows));
     f.render_widget(Paragraph::new(out), area);
-}
-
-/// The kernel's cache id of LLC index `i` (what sysfs and the scan view show).
-fn llc_id(app: &App, i: u32) -> u32 {
-    app.data
-        .header()
-        .topology
-        .llcs
-        .get(i as usize)
-        .map_or(i, |g| g.id)
 }
 
 fn short_pct(n: u64, d: u64) -> String {
@@ -127,15 +174,15 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
     };
     let title = match single {
         Some(c) => format!(
-            "CPU {c} · p{} n{} LLC {} core {}",
+            "CPU {c} · pkg{} node{} llc{} core {}",
             u.package,
             u.node,
-            llc_id(app, u.llc),
+            u.llc,
             t.cpu(c).map_or(0, |x| x.core)
         ),
         None => format!(
-            "LLC {} · p{} n{} · {} CPUs",
-            llc_id(app, u.llc),
+            "llc{} · pkg{} node{} · {} CPUs",
+            u.llc,
             u.package,
             u.node,
             u.cpus.len()
@@ -143,9 +190,10 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
     };
     lines.push(Line::from(Span::styled(title, fmt::bold())));
     lines.push(Line::raw(format!(
-        "landed {} ({})",
+        "landed {} ({}) · {}",
         fmt::count(n),
-        fmt::pct(n, pc.landed_total())
+        fmt::pct(n, pc.landed_total()),
+        busy_text(app, &u.cpus)
     )));
     lines.push(Line::raw(format!("woke from here {}", fmt::count(woke))));
     if single.is_some() {
@@ -196,7 +244,21 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
             )));
         }
     }
-    f.render_widget(Paragraph::new(lines), area);
+    let w = usize::from(area.width);
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| {
+            if l.width() > w {
+                Line::raw(fmt::ellipsis(&l.to_string(), w))
+            } else {
+                l
+            }
+        })
+        .collect();
+    f.render_widget(
+        Paragraph::new(fmt::cut_lines(lines, usize::from(area.height))),
+        area,
+    );
 }
 
 fn sel_cpu(u: &Unit) -> Option<u32> {
