@@ -97,6 +97,14 @@ impl<V> PidMap<V> {
         self.cur.insert(k, v)
     }
 
+    /// `k`'s entry in one lookup when admitting it can neither move nor drop anything (no old
+    /// generation, room in the current one), as on every map below half its budget; `None`
+    /// otherwise, and the caller takes the general path.
+    #[inline]
+    pub fn entry_if_no_eviction(&mut self, k: u32) -> Option<Entry<'_, u32, V>> {
+        (self.old.is_empty() && self.cur.len() < GENERATION).then(|| self.cur.entry(k))
+    }
+
     #[inline]
     pub fn entry(&mut self, k: u32) -> Entry<'_, u32, V> {
         self.admit(k, |_, _| {});

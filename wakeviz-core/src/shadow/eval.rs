@@ -246,9 +246,8 @@ impl ShadowEval {
                     // task known to take that path is claimed by its select record instead;
                     // claiming here would mark its old CPU busy for the whole select, which
                     // under emulation (TCG) can last milliseconds.
-                    if !self.state.takes_select_path(w.pid)
-                        && !matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_))
-                    {
+                    let (select_path, run) = self.state.select_path_and_run(w.pid);
+                    if !select_path && !matches!(run, Run::Queued(_) | Run::Running(_)) {
                         self.state.claim(&self.topo, w.pid, w.target_cpu);
                     }
                     return;
@@ -279,8 +278,7 @@ impl ShadowEval {
                 let ttwu =
                     s.wake_flags & wf::TTWU != 0 && s.wake_flags & (wf::FORK | wf::EXEC) == 0;
                 if ttwu && self.topo.valid(s.cpu) && self.topo.valid(s.prev_cpu) {
-                    self.state.set_select_path(s.pid);
-                    self.state.release(&self.topo, s.pid);
+                    self.state.set_select_path_and_release(&self.topo, s.pid);
                     self.decide(select_ctx(s));
                 }
                 // Only a wakeup leaves the task in flight towards its CPU (`ttwu_pending`

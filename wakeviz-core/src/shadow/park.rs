@@ -3,6 +3,8 @@
 //! [`Outcome`], a copy of the idle map (the baseline's idle state is read from it) and what
 //! the fidelity classifier needs. Slots are recycled, so steady state allocates nothing.
 use super::{metrics::Outcome, policy::Front};
+use std::collections::hash_map::Entry;
+
 use crate::{horizons::PARKED_DECISION_NS, pidmap::PidMap};
 
 /// A parked decision.
@@ -23,6 +25,26 @@ pub(super) struct Record {
     pub waker_pid: u32,
     /// The wakee's `recent_used_cpu` as known before this wakeup (for the fidelity buckets).
     pub recent_used: u32,
+}
+
+/// A free slot from the pool, or a new one (`np` outcomes and `nw` snapshot words each).
+fn take_slot(
+    free: &mut Vec<u32>,
+    slots: &mut Vec<Record>,
+    outcomes: &mut Vec<Outcome>,
+    snaps: &mut Vec<u64>,
+    np: usize,
+    nw: usize,
+) -> u32 {
+    match free.pop() {
+        Some(s) => s,
+        None => {
+            slots.push(Record::default());
+            outcomes.resize(outcomes.len() + np, Outcome::default());
+            snaps.resize(snaps.len() + nw, 0);
+            (slots.len() - 1) as u32
+        }
+    }
 }
 
 /// Parked decisions, one slot per wakee in flight.
@@ -52,19 +74,35 @@ impl Parking {
 
     /// The slot parked for `pid`, or a fresh one.
     pub fn slot_for(&mut self, pid: u32) -> u32 {
+        // One lookup while the map is small (the general path below costs two).
+        if let Some(e) = self.pending.entry_if_no_eviction(pid) {
+            return match e {
+                Entry::Occupied(o) => *o.get(),
+                Entry::Vacant(v) => {
+                    let s = take_slot(
+                        &mut self.free,
+                        &mut self.slots,
+                        &mut self.outcomes,
+                        &mut self.snaps,
+                        self.np,
+                        self.nw,
+                    );
+                    v.insert(s);
+                    s
+                }
+            };
+        }
         if let Some(&s) = self.pending.get(&pid) {
             return s;
         }
-        let s = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.slots.push(Record::default());
-                self.outcomes
-                    .resize(self.outcomes.len() + self.np, Outcome::default());
-                self.snaps.resize(self.snaps.len() + self.nw, 0);
-                (self.slots.len() - 1) as u32
-            }
-        };
+        let s = take_slot(
+            &mut self.free,
+            &mut self.slots,
+            &mut self.outcomes,
+            &mut self.snaps,
+            self.np,
+            self.nw,
+        );
         // Slots of pids dropped from the (bounded) map go back to the pool.
         let free = &mut self.free;
         self.pending

@@ -277,15 +277,19 @@ impl State {
     /// Marks `cpu` busy for everybody else until `pid`'s `sched_wakeup` (`ttwu_pending`).
     /// A second claim by the same task replaces the first.
     pub fn claim(&mut self, t: &ShadowTopo, pid: u32, cpu: u32) {
-        self.release(t, pid);
         if !t.valid(cpu) {
+            self.release(t, pid);
             return;
         }
-        self.claims[cpu as usize] += 1;
+        // One lookup for the release of the old claim and the new one; the counters and idle
+        // bits change in the same order as a `release` followed by the new claim.
+        let now = self.now_ns;
         let task = self.tasks.entry(pid).or_default();
-        task.claim = cpu;
-        task.claim_ns = self.now_ns;
-        self.claim_log.push_back((self.now_ns, pid));
+        let old = std::mem::replace(&mut task.claim, cpu);
+        task.claim_ns = now;
+        self.drop_claim(t, old);
+        self.claims[cpu as usize] += 1;
+        self.claim_log.push_back((now, pid));
         self.refresh(t, cpu);
     }
 
@@ -316,12 +320,33 @@ impl State {
             return;
         };
         let c = std::mem::replace(&mut task.claim, NONE);
+        self.drop_claim(t, c);
+    }
+
+    /// The counter side of a release: claim `c` (taken from its task, or `NONE`) ends.
+    #[inline]
+    fn drop_claim(&mut self, t: &ShadowTopo, c: u32) {
         if c != NONE
             && let Some(n) = self.claims.get_mut(c as usize)
         {
             *n = n.saturating_sub(1);
             self.refresh(t, c);
         }
+    }
+
+    /// `set_select_path` then `release`, with one lookup.
+    pub fn set_select_path_and_release(&mut self, t: &ShadowTopo, pid: u32) {
+        let task = self.tasks.entry(pid).or_default();
+        task.select_path = true;
+        let c = std::mem::replace(&mut task.claim, NONE);
+        self.drop_claim(t, c);
+    }
+
+    /// `(takes_select_path(pid), run_of(pid))` with one lookup.
+    pub fn select_path_and_run(&self, pid: u32) -> (bool, Run) {
+        self.tasks.get(&pid).map_or((false, Run::Unknown), |t| {
+            (t.select_path, live_run(t, &self.q_epoch))
+        })
     }
 
     /// Moves an in-flight claim (tracepoint-only mode learns the destination from
@@ -477,29 +502,40 @@ impl State {
     /// `sched_wakeup` / `sched_wakeup_new`: the task is enqueued on `target_cpu`.
     pub fn on_wakeup(&mut self, t: &ShadowTopo, w: &crate::event::Wake) {
         self.now_ns = self.now_ns.max(w.ts_ns);
-        self.release(t, w.pid);
         let c = w.target_cpu;
         if !t.valid(c) {
+            self.release(t, w.pid);
             return;
         }
         let ci = c as usize;
+        // One lookup: the task's claim and run state change together; the counters and idle
+        // bits then change in the order of a `release` followed by the enqueue.
         let task = self.tasks.entry(w.pid).or_default();
-        match live_run(task, &self.q_epoch) {
+        let claim = std::mem::replace(&mut task.claim, NONE);
+        let from = match live_run(task, &self.q_epoch) {
             Run::Queued(x) if x != c => {
                 task.run = Run::Queued(c);
                 task.q_epoch = self.q_epoch[ci];
+                Some(Some(x))
+            }
+            Run::Queued(_) | Run::Running(_) => None,
+            Run::Unknown | Run::Sleeping => {
+                task.run = Run::Queued(c);
+                task.q_epoch = self.q_epoch[ci];
+                Some(None)
+            }
+        };
+        self.drop_claim(t, claim);
+        match from {
+            Some(Some(x)) => {
                 if let Some(q) = self.queued.get_mut(x as usize) {
                     *q = q.saturating_sub(1);
                 }
                 self.queued[ci] += 1;
                 self.refresh(t, x);
             }
-            Run::Queued(_) | Run::Running(_) => {}
-            Run::Unknown | Run::Sleeping => {
-                task.run = Run::Queued(c);
-                task.q_epoch = self.q_epoch[ci];
-                self.queued[ci] += 1;
-            }
+            Some(None) => self.queued[ci] += 1,
+            None => {}
         }
         self.refresh(t, c);
     }

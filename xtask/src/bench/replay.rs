@@ -250,8 +250,8 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
             mega(dec_b)
         ),
         mega(dec),
-        ">= 20 M events/s",
-        Some(dec >= 20e6),
+        ">= 30 M events/s",
+        Some(dec >= 30e6),
     );
     let an = med(small, "analysis", &|r| r.events / r.stage_cpu);
     let an_b = med(big, "analysis", &|r| r.events / r.stage_cpu);
@@ -283,8 +283,8 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
             mega(sh_b)
         ),
         format!("{} placements", mega(sh)),
-        ">= 1 M placements/s",
-        Some(sh >= 1e6),
+        ">= 2 M placements/s",
+        Some(sh >= 2e6),
     );
     println!("  shadow policies evaluated: {names}");
     let full = med(small, "full", &|r| r.events / r.stage_cpu);
