@@ -255,7 +255,8 @@ pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow:
     println!(
         "\n[16] hackbench: {rounds} rounds of `perf bench sched messaging` (10 groups of 20+20 processes, 100 loops) alone and under `wakeviz --record --headless`, order rotated each round"
     );
-    let mut v: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    // [config] -> (reported s, CPU s of the benchmark's processes) per round
+    let mut v: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
     let mut drops = Vec::new();
     for r in 0..rounds {
         for (ci, cfg) in rotated(&cfgs, r) {
@@ -270,37 +271,53 @@ pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow:
                     .map(str::trim)
                     .map(String::from)
             });
+            let cpu = b.cpu.as_secs_f64();
             println!(
-                "  round {} {:<18} {secs:>7.3} s{}",
+                "  round {} {:<18} {secs:>7.3} s  {cpu:>7.3} s CPU{}",
                 r + 1,
                 cfg.name(),
                 said.as_ref().map_or(String::new(), |d| format!("  ({d})"))
             );
             drops.extend(said);
-            v[ci].push(secs);
+            v[ci].push((secs, cpu));
         }
     }
-    let slow: Vec<f64> = v[0]
+    if let Some(d) = drops
         .iter()
-        .zip(&v[1])
-        .map(|(a, t)| (t / a - 1.0) * 100.0)
-        .collect();
-    let med = median(&slow);
-    println!(
-        "  medians: alone {:.3} s, wakeviz {:.3} s; per-round slowdown [{}]%",
-        median(&v[0]),
-        median(&v[1]),
-        slow.iter()
-            .map(|x| format!("{x:+.1}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    sum.add(
-        "16",
-        "perf bench sched messaging slowdown under wakeviz --record",
-        format!("{med:+.2}% (ratio {:.3})", 1.0 + med / 100.0),
-        "<= 2%",
-        Some(med <= 2.0),
-    );
+        .find(|d| !d.starts_with("drops: 0 in the kernel"))
+    {
+        sum.note(format!("messaging under wakeviz lost events: {d}"));
+    }
+    for (metric, pick) in [
+        (
+            "reported time",
+            (|x: &(f64, f64)| x.0) as fn(&(f64, f64)) -> f64,
+        ),
+        ("CPU time", |x| x.1),
+    ] {
+        let slow: Vec<f64> = v[0]
+            .iter()
+            .zip(&v[1])
+            .map(|(a, t)| (pick(t) / pick(a) - 1.0) * 100.0)
+            .collect();
+        let med = median(&slow);
+        let col = |ci: usize| median(&v[ci].iter().map(pick).collect::<Vec<_>>());
+        println!(
+            "  {metric} medians: alone {:.3} s, wakeviz {:.3} s; per-round slowdown [{}]%",
+            col(0),
+            col(1),
+            slow.iter()
+                .map(|x| format!("{x:+.1}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        sum.add(
+            "16",
+            format!("perf bench sched messaging slowdown under wakeviz ({metric})"),
+            format!("{med:+.2}% (ratio {:.3})", 1.0 + med / 100.0),
+            "<= 2%",
+            Some(med <= 2.0),
+        );
+    }
     Ok(())
 }
