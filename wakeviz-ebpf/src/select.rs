@@ -41,7 +41,10 @@ pub struct Entry {
 #[map]
 static SELECT_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
 
-/// cpu -> `struct rq *`, learnt from `sched_switch` (a task's `se.cfs_rq->rq` is its CPU's rq).
+/// cpu -> `struct rq *`, learnt at `select_task_rq_fair` entry from the waker (a task's
+/// `se.cfs_rq->rq` is its CPU's rq), which the entry reads anyway for the waker's inputs. It was
+/// learnt in `sched_switch` before, which cost every switch a CPU lookup and a map access though
+/// no input of a switch needs the rq (measured: `cargo xtask bench --only floor`, README).
 #[map]
 static RQ_OF_CPU: Array<u64> = Array::with_max_entries(MAX_CPUS, 0);
 
@@ -54,8 +57,8 @@ fn rq_of_task(task: u64) -> u64 {
 
 /// Records the running CPU's rq, once.
 #[inline(always)]
-pub fn remember_rq(task: u64) {
-    if READ_RQ.load() == 0 {
+fn remember_rq(rq: u64) {
+    if rq == 0 {
         return;
     }
     // SAFETY: helper without preconditions.
@@ -64,7 +67,7 @@ pub fn remember_rq(task: u64) {
         // SAFETY: valid map value pointer; a racing writer would store the same value.
         unsafe {
             if *slot == 0 {
-                *slot = rq_of_task(task);
+                *slot = rq;
             }
         }
     }
@@ -126,6 +129,7 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
         // SAFETY: helper without preconditions.
         let cur = unsafe { bpf_get_current_task() };
         let rq = rq_of_task(cur);
+        remember_rq(rq);
         if let Some(n) = at::<u32>(rq, OFF_RQ_NR_RUNNING.load()) {
             v.waker_nr_running = n;
             v.exact_mask |= exact::NR_RUNNING;

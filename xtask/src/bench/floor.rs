@@ -284,7 +284,7 @@ pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow:
     }
     if let Some(d) = drops
         .iter()
-        .find(|d| !d.starts_with("drops: 0 in the kernel"))
+        .find(|d| !(d.contains("drops: 0 in the kernel") && d.contains(" 0 in userspace")))
     {
         sum.note(format!("messaging under wakeviz lost events: {d}"));
     }
