@@ -218,21 +218,31 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
             line += &format!(", wakeviz-B {:+.3}", added(b));
         }
         println!("{line}");
+        // The CPU figure is the one judged: the wall figure also holds other tenants' use of
+        // CPU 0 (see the module doc), so on a shared machine it is printed for information.
+        let judged = metric.starts_with("CPU");
+        let target = |t: &str| {
+            if judged {
+                t.to_string()
+            } else {
+                format!("(info) {t}")
+            }
+        };
         let (txt, x) = ratio(a_wv, a_fl);
         sum.add(
             "16",
             format!("pipe-1cpu {metric}: wakeviz added / floor added"),
             format!("{txt} ({a_wv:+.3} / {a_fl:+.3})"),
-            "<= 1.5x",
-            x.map(|x| x <= 1.5),
+            target("<= 1.5x"),
+            x.filter(|_| judged).map(|x| x <= 1.5),
         );
         let (txt, x) = ratio(a_wv, a_pf);
         sum.add(
             "16",
             format!("pipe-1cpu {metric}: wakeviz added / perf sched record's"),
             format!("{txt} ({a_wv:+.3} / {a_pf:+.3})"),
-            "<= 0.33x",
-            x.map(|x| x <= 1.0 / 3.0),
+            target("<= 0.33x"),
+            x.filter(|_| judged).map(|x| x <= 1.0 / 3.0),
         );
         if let Some(b) = wb {
             let a_b = added(b);
@@ -311,12 +321,13 @@ pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow:
                 .collect::<Vec<_>>()
                 .join(" ")
         );
+        let judged = metric.starts_with("CPU");
         sum.add(
             "16",
             format!("perf bench sched messaging slowdown under wakeviz ({metric})"),
             format!("{med:+.2}% (ratio {:.3})", 1.0 + med / 100.0),
-            "<= 2%",
-            Some(med <= 2.0),
+            if judged { "<= 2%" } else { "(info) <= 2%" },
+            judged.then_some(med <= 2.0),
         );
     }
     Ok(())
