@@ -16,7 +16,10 @@ fn is_root() -> bool {
 /// `prog_type` of every BPF program file descriptor `pid` holds.
 fn prog_types(pid: u32) -> Vec<u32> {
     let mut v = Vec::new();
-    for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
+    for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .flatten()
+    {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
         if let Some(t) = text
             .lines()
