@@ -95,6 +95,21 @@ macro_rules! for_each_aggregate_program {
     };
 }
 
+/// The cost floor's empty tp_btf programs (`wakeviz --floor-probes`), one per tracepoint of
+/// [`for_each_program`]. Calls `$cb! { point: program; ... }`.
+#[macro_export]
+macro_rules! for_each_floor_program {
+    ($cb:ident) => {
+        $cb! {
+            sched_waking: floor_sched_waking;
+            sched_wakeup: floor_sched_wakeup;
+            sched_wakeup_new: floor_sched_wakeup_new;
+            sched_switch: floor_sched_switch;
+            sched_migrate_task: floor_sched_migrate_task;
+        }
+    };
+}
+
 /// The aggregate mode's maps (sized and read only by that mode). Calls `$cb! { NAME, ... }`.
 #[macro_export]
 macro_rules! for_each_aggregate_map {
@@ -171,6 +186,17 @@ pub mod aggregate_program {
         };
     }
     crate::for_each_aggregate_program!(consts);
+}
+
+/// The cost floor's program names: (tracepoint, empty tp_btf program), in the order of
+/// [`program::TRACEPOINTS`].
+pub mod floor_program {
+    macro_rules! consts {
+        ($($tp:ident: $prog:ident;)*) => {
+            pub const ALL: &[(&str, &str)] = &[$((stringify!($tp), stringify!($prog))),*];
+        };
+    }
+    crate::for_each_floor_program!(consts);
 }
 
 /// Program names, grouped by probe point.
@@ -255,6 +281,12 @@ mod tests {
             .map(|t| t.name)
             .collect();
         assert_eq!(agg, tps(program::TRACEPOINTS), "same points, same order");
+        let floor: Vec<_> = floor_program::ALL.iter().map(|t| t.0).collect();
+        assert_eq!(
+            floor,
+            tps(program::TRACEPOINTS),
+            "the floor covers every point"
+        );
         for list in [
             global::ALL,
             map::ALL,

@@ -132,7 +132,6 @@ pub fn wake_from_record(kind: EventKind, ctx: &TracePointContext) -> i32 {
 
 #[inline(always)]
 pub fn switch_from_tasks(how: Access, prev: u64, next: u64, prev_state: u64) -> i32 {
-    crate::select::remember_rq(prev);
     send(
         EventKind::Switch,
         SwitchEvent {

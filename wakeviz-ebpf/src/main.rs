@@ -9,6 +9,7 @@
 
 mod aggregate;
 mod emit;
+mod floor;
 mod globals;
 mod kread;
 mod select;
@@ -244,6 +245,15 @@ macro_rules! check_aggregate_maps {
     };
 }
 wakeviz_common::for_each_aggregate_map!(check_aggregate_maps);
+
+macro_rules! check_floor_programs {
+    ($($tp:ident: $prog:ident;)*) => {
+        fn _floor_programs_exist() {
+            $( let _ = floor::$prog; )*
+        }
+    };
+}
+wakeviz_common::for_each_floor_program!(check_floor_programs);
 
 #[cfg(not(test))]
 #[panic_handler]

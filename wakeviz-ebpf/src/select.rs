@@ -41,9 +41,28 @@ pub struct Entry {
 #[map]
 static SELECT_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
 
-/// cpu -> `struct rq *`, learnt from `sched_switch` (a task's `se.cfs_rq->rq` is its CPU's rq).
+/// cpu -> `struct rq *`, learnt at `select_task_rq_fair` entry from the waker (a task's
+/// `se.cfs_rq->rq` is its CPU's rq) the first time that CPU wakes a task. It was
+/// learnt in `sched_switch` before, which cost every switch a CPU lookup and a map access though
+/// no input of a switch needs the rq (measured: `cargo xtask bench --only floor`, README).
 #[map]
 static RQ_OF_CPU: Array<u64> = Array::with_max_entries(MAX_CPUS, 0);
+
+/// A CPU's base `sched_domain` and the LLC `sched_domain_shared` found by walking up from it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LlcOfCpu {
+    sd: u64,
+    shared: u64,
+}
+
+/// cpu -> its LLC's shared state, so a wakeup reads `rq->sd` and compares instead of walking
+/// the domains (two reads a level) for both LLCs on every call: measured in the VM guest
+/// (`cargo xtask vm-test`, fentry cost), where the function probes cost more than the five
+/// tracepoint probes together. A domain rebuild (hotplug, cpusets) gives the rq a newly
+/// allocated base domain, so a changed `rq->sd` makes the entry walk again.
+#[map]
+static LLC_OF_CPU: Array<LlcOfCpu> = Array::with_max_entries(MAX_CPUS, 0);
 
 #[inline(always)]
 fn rq_of_task(task: u64) -> u64 {
@@ -54,28 +73,56 @@ fn rq_of_task(task: u64) -> u64 {
 
 /// Records the running CPU's rq, once.
 #[inline(always)]
-pub fn remember_rq(task: u64) {
-    if READ_RQ.load() == 0 {
+fn remember_rq(cpu: u32, rq: u64) {
+    if rq == 0 {
         return;
     }
-    // SAFETY: helper without preconditions.
-    let cpu = unsafe { bpf_get_smp_processor_id() };
     if let Some(slot) = RQ_OF_CPU.get_ptr_mut(cpu) {
         // SAFETY: valid map value pointer; a racing writer would store the same value.
         unsafe {
             if *slot == 0 {
-                *slot = rq_of_task(task);
+                *slot = rq;
             }
         }
     }
 }
 
-/// The LLC's `sched_domain_shared`: the highest domain, walking up from the rq's base domain,
+/// The LLC's `sched_domain_shared` of `cpu` (whose rq is `rq`), from [`LLC_OF_CPU`] while the
+/// rq's base domain is the one it was found from.
+#[inline(always)]
+fn llc_shared(cpu: u32, rq: u64) -> u64 {
+    let sd = at::<u64>(rq, OFF_RQ_SD.load()).unwrap_or(0);
+    if sd == 0 {
+        return 0;
+    }
+    let slot = LLC_OF_CPU.get_ptr_mut(cpu);
+    if let Some(c) = slot {
+        // SAFETY: valid map value pointer; see the store below for concurrent writers.
+        let c = unsafe { *c };
+        if c.sd == sd && c.shared != 0 {
+            return c.shared;
+        }
+    }
+    let shared = walk_llc_shared(sd);
+    if let Some(c) = slot {
+        // SAFETY: valid map value pointer. Writers of one CPU's slot store the values they
+        // found for the same base domain; `sd` is cleared first and set last, so with x86's
+        // ordered stores a reader that sees the new `sd` also sees its `shared` (a weakly
+        // ordered CPU racing a domain rebuild could pair them wrongly for that one read).
+        unsafe {
+            (*c).sd = 0;
+            (*c).shared = shared;
+            (*c).sd = sd;
+        }
+    }
+    shared
+}
+
+/// The LLC's `sched_domain_shared`: the highest domain, walking up from the base domain `sd`,
 /// of the unbroken run that has `shared` set (SMT and MC have one each before 7.1; only the LLC
 /// domain has one from 7.1 on).
 #[inline(always)]
-fn llc_shared(rq: u64) -> u64 {
-    let mut sd = at::<u64>(rq, OFF_RQ_SD.load()).unwrap_or(0);
+fn walk_llc_shared(mut sd: u64) -> u64 {
     let mut last = 0u64;
     for _ in 0..6 {
         if sd == 0 {
@@ -94,8 +141,8 @@ fn llc_shared(rq: u64) -> u64 {
 
 /// (nr_idle_scan, has_idle_cores) of an LLC's shared state, when readable.
 #[inline(always)]
-fn llc_inputs(rq: u64) -> Option<(u32, u32)> {
-    let sh = llc_shared(rq);
+fn llc_inputs(cpu: u32, rq: u64) -> Option<(u32, u32)> {
+    let sh = llc_shared(cpu, rq);
     let scan = at::<u32>(sh, OFF_SDS_NR_IDLE_SCAN.load())?;
     let cores = at::<u32>(sh, OFF_SDS_HAS_IDLE_CORES.load())?;
     Some((scan, cores))
@@ -124,19 +171,27 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
     };
     if READ_RQ.load() != 0 {
         // SAFETY: helper without preconditions.
-        let cur = unsafe { bpf_get_current_task() };
-        let rq = rq_of_task(cur);
+        let cpu = unsafe { bpf_get_smp_processor_id() };
+        let known = RQ_OF_CPU.get(cpu).copied().unwrap_or(0);
+        let rq = if known != 0 {
+            known
+        } else {
+            // SAFETY: helper without preconditions.
+            let rq = rq_of_task(unsafe { bpf_get_current_task() });
+            remember_rq(cpu, rq);
+            rq
+        };
         if let Some(n) = at::<u32>(rq, OFF_RQ_NR_RUNNING.load()) {
             v.waker_nr_running = n;
             v.exact_mask |= exact::NR_RUNNING;
         }
-        if let Some((scan, cores)) = llc_inputs(rq) {
+        if let Some((scan, cores)) = llc_inputs(cpu, rq) {
             v.nr_idle_scan = scan;
             v.has_idle_cores = cores;
             v.exact_mask |= exact::NR_IDLE_SCAN | exact::HAS_IDLE_CORES;
         }
         let prev_rq = RQ_OF_CPU.get(prev_cpu as u32).copied().unwrap_or(0);
-        if let Some((scan, cores)) = llc_inputs(prev_rq) {
+        if let Some((scan, cores)) = llc_inputs(prev_cpu as u32, prev_rq) {
             v.prev_nr_idle_scan = scan;
             v.prev_has_idle_cores = cores;
             v.exact_mask |= exact::PREV_NR_IDLE_SCAN | exact::PREV_HAS_IDLE_CORES;

@@ -105,6 +105,10 @@ pub struct Cli {
     /// aggregate's snapshot (as `--report json`) to FILE at the end.
     #[arg(long, hide = true, value_name = "FILE", conflicts_with_all = LIVE_ONLY)]
     pub aggregate_beside: Option<PathBuf>,
+    /// For the benchmark: attach empty tp_btf programs on the sched tracepoints and nothing
+    /// else until SIGINT (the cost floor of any tracer on these hooks).
+    #[arg(long, hide = true, conflicts_with_all = ["replay", "demo", "record", "aggregate", "serve"])]
+    pub floor_probes: bool,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }

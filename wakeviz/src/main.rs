@@ -69,6 +69,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Experiment(x)) = &cli.workload {
         return experiment::run(x);
     }
+    if cli.floor_probes {
+        probes::floor::run()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if cli.demo {
         return replay(cli, Path::new("demo.wvz"), &mut || {
             Ok(Box::new(demo_source()?))

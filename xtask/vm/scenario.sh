@@ -305,6 +305,7 @@ test)
     trace_count
     diff_runs
     if [ -n "${WVZ_EXP_FANOUT:-}" ]; then . /vm/experiment.sh; fi
+    if [ -n "${WVZ_FENTRY_COST:-}" ]; then . /vm/fentry.sh; fi
     ;;
 demo)
     # A mixed ~WVZ_DEMO_SECS recording: ping-pong pairs, a fan-out group, an idle-ish tail.

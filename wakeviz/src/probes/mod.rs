@@ -5,6 +5,7 @@
 //! kernel allows and says exactly what is degraded.
 pub mod aggregate;
 pub mod btf;
+pub mod floor;
 pub mod tracefs;
 
 use std::{fmt::Write as _, path::Path};

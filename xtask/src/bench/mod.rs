@@ -10,7 +10,9 @@
 //!
 //! Sections (`--only`): `overhead` (item 1), `bpf` (2), `drops` (3, live), `ingest` (3,
 //! synthetic 256-CPU userspace path), `size` (4; uses the overhead rounds' files), `replay` (5),
-//! `frame` (6), `aggregate` (issue 14: the in-kernel aggregate mode vs streaming, live).
+//! `frame` (6), `aggregate` (issue 14: the in-kernel aggregate mode vs streaming, live),
+//! `floor` (issue 16: the pinned pipe against empty tp_btf programs and perf, live),
+//! `messaging` (issue 16: `perf bench sched messaging` under wakeviz, live).
 use std::{
     fmt::Write as _,
     io::{BufRead as _, BufReader},
@@ -22,6 +24,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
+mod floor;
 mod frame;
 mod ingest;
 mod live;
@@ -33,9 +36,12 @@ pub struct Args {
     #[arg(long)]
     pub quick: bool,
     /// Only these sections (comma separated): overhead, bpf, drops, ingest, size, replay, frame,
-    /// aggregate.
+    /// aggregate, floor, messaging.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Rounds of the floor and messaging sections (default 9, 5 with --quick).
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// Use target/release/wakeviz as it is instead of running `cargo build --release -p wakeviz`.
     #[arg(long)]
     pub no_build: bool,
@@ -47,7 +53,7 @@ pub struct Args {
     pub stage: String,
 }
 
-pub const SECTIONS: [&str; 8] = [
+pub const SECTIONS: [&str; 10] = [
     "overhead",
     "bpf",
     "drops",
@@ -56,6 +62,8 @@ pub const SECTIONS: [&str; 8] = [
     "replay",
     "frame",
     "aggregate",
+    "floor",
+    "messaging",
 ];
 
 /// One figure against its target.
@@ -170,9 +178,17 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         utc_now()
     );
     let mut sum = Summary::default();
-    let live_wanted = ["overhead", "bpf", "drops", "size", "aggregate"]
-        .iter()
-        .any(|s| want(s));
+    let live_wanted = [
+        "overhead",
+        "bpf",
+        "drops",
+        "size",
+        "aggregate",
+        "floor",
+        "messaging",
+    ]
+    .iter()
+    .any(|s| want(s));
     let mut live_ok = false;
     if live_wanted {
         match live::preflight(&ctx, a.no_build) {
@@ -198,6 +214,12 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         }
         if want("aggregate") {
             live::aggregate(&ctx, &mut sum)?;
+        }
+        if want("floor") {
+            floor::floor(&ctx, &mut sum, a.rounds)?;
+        }
+        if want("messaging") {
+            floor::messaging(&ctx, &mut sum, a.rounds)?;
         }
         if want("size")
             && let Some(f) = &files

@@ -12,6 +12,7 @@
 //! `WAKEVIZ_VM_KERNEL` (boot this vmlinuz instead of fetching Debian's).
 mod check;
 mod experiment;
+mod fentry;
 mod initramfs;
 mod kernel;
 mod qemu;
@@ -33,6 +34,7 @@ use self::{check::Findings, initramfs::Initramfs, topo::Spec};
 const INIT_SH: &str = include_str!("../../vm/init.sh");
 const SCENARIO_SH: &str = include_str!("../../vm/scenario.sh");
 const EXPERIMENT_SH: &str = include_str!("../../vm/experiment.sh");
+const FENTRY_SH: &str = include_str!("../../vm/fentry.sh");
 const DEMO_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 #[derive(clap::Args)]
@@ -230,6 +232,7 @@ fn base_initramfs(busybox: &Path, wakeviz: Option<&Path>, work: &Path) -> Result
     ir.file("init", INIT_SH.as_bytes(), true);
     ir.file("vm/scenario.sh", SCENARIO_SH.as_bytes(), true);
     ir.file("vm/experiment.sh", EXPERIMENT_SH.as_bytes(), true);
+    ir.file("vm/fentry.sh", FENTRY_SH.as_bytes(), true);
     if let Some(w) = wakeviz {
         ir.program(w, "bin/wakeviz", work)?;
     }
@@ -246,13 +249,16 @@ struct Settings<'a> {
     buf_kb: u32,
     duration_s: u32,
     demo_secs: u32,
+    /// "rounds:iterations" of the fentry-cost runs (`xtask/vm/fentry.sh`; "": not run).
+    fentry_cost: &'a str,
 }
 
 fn env_file(s: &Settings) -> String {
     format!(
         "export WVZ_MODE={}\nexport WVZ_PAIRS=\"{}\"\nexport WVZ_ITER={}\nexport WVZ_FANOUT=\"{}\"\n\
          export WVZ_BUF_KB={}\nexport WVZ_DURATION={}\nexport WVZ_READY=\"{}\"\n\
-         export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\nexport WVZ_EXP_FANOUT=\"{}\"\n",
+         export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\nexport WVZ_EXP_FANOUT=\"{}\"\n\
+         export WVZ_FENTRY_COST=\"{}\"\n",
         s.mode,
         s.pairs,
         s.iterations,
@@ -261,7 +267,8 @@ fn env_file(s: &Settings) -> String {
         s.duration_s,
         "wakeviz: capturing",
         s.demo_secs,
-        s.exp_fanout
+        s.exp_fanout,
+        s.fentry_cost
     )
 }
 
@@ -340,6 +347,12 @@ fn run_topology(
         buf_kb: 2048,
         duration_s: 600,
         demo_secs: 10,
+        // One small guest is enough for a ratio, and the runs take minutes under TCG.
+        fentry_cost: if spec.name == "nosmt" && wakeviz.is_some() {
+            fentry::SETTING
+        } else {
+            ""
+        },
     };
     let out = boot(a, spec, kernel, base, &settings, &work, &results)?;
     let mut f = Findings::default();
@@ -466,7 +479,14 @@ fn run_topology(
         }
     }
 
-    // 7. Shadow fidelity, from the replay report.
+    // 7. Issue 16: the function probes' cost (one topology runs it).
+    if let Some(iter) = settings.fentry_cost.split(':').nth(1)
+        && let Ok(iter) = iter.parse::<f64>()
+    {
+        fentry::report(&mut f, &results, iter);
+    }
+
+    // 8. Shadow fidelity, from the replay report.
     match replay {
         Ok(r) => {
             fs::write(results.join("replay_report.json"), r.to_string())?;
@@ -512,6 +532,7 @@ fn demo(
         buf_kb: 1024,
         duration_s: 60,
         demo_secs: 10,
+        fentry_cost: "",
     };
     let o = boot(a, spec, kernel, base, &settings, &work, &results)?;
     let errs = fs::read_to_string(results.join("guest_errors.txt")).unwrap_or_default();

@@ -1,0 +1,82 @@
+//! `wakeviz --floor-probes` (the benchmark's cost floor) on the running kernel (needs root).
+//! The programs it holds are read back from the kernel's side: the process's BPF program file
+//! descriptors (`/proc/PID/fdinfo`), not wakeviz's own word.
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Command, Stdio},
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `prog_type` of every BPF program file descriptor `pid` holds.
+fn prog_types(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        if let Some(t) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("prog_type:"))
+            .and_then(|t| t.trim().parse().ok())
+        {
+            v.push(t);
+        }
+    }
+    v
+}
+
+#[test]
+fn floor_probes_hold_five_empty_tracing_programs_until_sigint() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let mut child = Command::new(BIN)
+        .arg("--floor-probes")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    if line.contains("refused") || line.contains("BTF") {
+        // A kernel without tp_btf (no BTF, or BPF tracing forbidden) cannot hold the floor.
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!("skipped: {line}");
+        return;
+    }
+    assert!(line.contains("floor probes attached"), "{line}");
+    for tp in [
+        "sched_waking",
+        "sched_wakeup",
+        "sched_wakeup_new",
+        "sched_switch",
+        "sched_migrate_task",
+    ] {
+        assert!(line.contains(tp), "{tp} missing: {line}");
+    }
+    // BPF_PROG_TYPE_TRACING (26) is what tp_btf programs load as; the probe object's other
+    // programs are never loaded in this mode.
+    let types = prog_types(child.id());
+    assert_eq!(
+        types.iter().filter(|t| **t == 26).count(),
+        5,
+        "program types held: {types:?}"
+    );
+    assert_eq!(types.len(), 5, "program types held: {types:?}");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{st}: {rest}");
+    assert!(rest.contains("floor probes detached"), "{rest}");
+}

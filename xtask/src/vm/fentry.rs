@@ -1,0 +1,115 @@
+//! Issue 16: what wakeviz's function probes (fentry/fexit on `select_task_rq_fair`) add to a
+//! wakeup, measured in the guest (the development machine refuses fentry). The guest
+//! (`xtask/vm/fentry.sh`) runs a ping-pong on CPUs 1-2 alone, under `wakeviz --record
+//! --no-function-probes` and under `wakeviz --record`, rotated; this reads its timings.
+//! A benchmark, not a test: the figures are printed, never judged.
+use std::{collections::BTreeMap, path::Path};
+
+use super::check::Findings;
+
+/// "rounds:iterations" for the guest.
+pub const SETTING: &str = "5:20000";
+
+const CONFIGS: [&str; 3] = ["alone", "nofunc", "func"];
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Per round, µs per round trip of each configuration, from `round config t0 t1` lines.
+fn parse(text: &str, iterations: f64) -> BTreeMap<u32, BTreeMap<String, f64>> {
+    let mut m: BTreeMap<u32, BTreeMap<String, f64>> = BTreeMap::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if let [r, cfg, t0, t1] = f[..]
+            && let (Ok(r), Ok(t0), Ok(t1)) = (r.parse(), t0.parse::<f64>(), t1.parse::<f64>())
+        {
+            m.entry(r)
+                .or_default()
+                .insert(cfg.to_string(), (t1 - t0) * 1e6 / iterations);
+        }
+    }
+    m
+}
+
+/// The summary lines: medians per configuration, the paired added cost of each traced
+/// configuration, and the function probes' share.
+pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
+    let m = parse(text, iterations);
+    let full: Vec<&BTreeMap<String, f64>> = m
+        .values()
+        .filter(|c| CONFIGS.iter().all(|k| c.contains_key(*k)))
+        .collect();
+    if full.is_empty() {
+        return Err("no complete round (alone, nofunc, func) in fentry/times.txt".into());
+    }
+    let col = |k: &str| full.iter().map(|c| c[k]).collect::<Vec<f64>>();
+    let added = |k: &str| {
+        let mut d: Vec<f64> = full.iter().map(|c| c[k] - c["alone"]).collect();
+        median(&mut d)
+    };
+    let mut fp: Vec<f64> = full.iter().map(|c| c["func"] - c["nofunc"]).collect();
+    let (a_no, a_fn, a_fp) = (added("nofunc"), added("func"), median(&mut fp));
+    let mut ratio: Vec<f64> = full.iter().map(|c| c["func"] / c["nofunc"]).collect();
+    let ratio = median(&mut ratio);
+    Ok(vec![
+        format!(
+            "  fentry cost ({} rounds x {iterations} round trips on CPUs 1-2, medians): alone {:.1} us/rt; added by wakeviz --record --no-function-probes {a_no:+.1} us/rt, by wakeviz --record {a_fn:+.1} us/rt",
+            full.len(),
+            median(&mut col("alone")),
+        ),
+        format!(
+            "  fentry cost: the function probes add {a_fp:+.1} us per round trip (paired: with minus without); with/without ratio {ratio:.3}; share of wakeviz's added cost {}",
+            if a_fn > 0.0 {
+                format!("{:.0}%", a_fp / a_fn * 100.0)
+            } else {
+                "n/a (noise)".into()
+            }
+        ),
+    ])
+}
+
+/// Adds the guest's fentry-cost figures to the findings; a missing result is a failure (the
+/// run was asked for).
+pub fn report(f: &mut Findings, results: &Path, iterations: f64) {
+    let path = results.join("fentry/times.txt");
+    match std::fs::read_to_string(&path) {
+        Ok(t) => match summarise(&t, iterations) {
+            Ok(lines) => lines.into_iter().for_each(|l| f.line(l)),
+            Err(e) => f.fail(format!("fentry cost: {e}")),
+        },
+        Err(e) => f.fail(format!("fentry cost: {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paired_medians_and_ratio() {
+        // 1000 round trips: 1 s = 1000 us/rt.
+        let t = "0 alone 10.0 11.0\n0 nofunc 12.0 13.2\n0 func 14.0 15.5\n\
+                 1 nofunc 20.0 21.1\n1 func 22.0 23.4\n1 alone 24.0 24.9\n\
+                 2 func 30.0 31.0\n2 alone 32.0 33.0\n";
+        let l = summarise(t, 1000.0).unwrap();
+        // Rounds 0 and 1 are complete; round 2 lacks nofunc and is left out.
+        assert!(l[0].contains("2 rounds"), "{l:?}");
+        assert!(l[0].contains("alone 950.0 us/rt"), "{l:?}");
+        // nofunc - alone: +200, +200; func - alone: +500, +500; func - nofunc: +300, +300.
+        assert!(l[0].contains("--no-function-probes +200.0"), "{l:?}");
+        assert!(l[0].contains("wakeviz --record +500.0"), "{l:?}");
+        assert!(l[1].contains("add +300.0 us"), "{l:?}");
+        assert!(l[1].contains("share of wakeviz's added cost 60%"), "{l:?}");
+    }
+
+    #[test]
+    fn no_complete_round_is_an_error() {
+        assert!(summarise("0 alone 1 2\n", 10.0).is_err());
+    }
+}

@@ -1,0 +1,64 @@
+# Issue 16: the cost of wakeviz's function probes (fentry/fexit on select_task_rq_fair), which
+# this project's development machine refuses. Sourced by scenario.sh (test mode) when
+# WVZ_FENTRY_COST is "rounds:iterations"; results in /out/fentry/times.txt, one line per run:
+#   round config start_uptime end_uptime
+# Configs, order rotated each round: alone; under `wakeviz --record --no-function-probes`;
+# under `wakeviz --record` (the same plus fentry/fexit). The ping-pong pair shares CPUs 1-2
+# (taskset): a task pinned to one CPU never reaches select_task_rq_fair (the kernel skips the
+# class's select for nr_cpus_allowed == 1), so a pinned pair would not exercise the probes.
+FC=/out/fentry
+
+fc_one() {
+    round=$1 cfg=$2
+    pid=
+    case $cfg in
+    nofunc) set -- --no-function-probes ;;
+    func) set -- ;;
+    esac
+    if [ "$cfg" != alone ]; then
+        "$WVZ" --record "$FC/$cfg.wvz" --headless "$@" 2>"$FC/$cfg-$round.stderr" &
+        pid=$!
+        t=0
+        while ! grep -q "$WVZ_READY" "$FC/$cfg-$round.stderr" 2>/dev/null; do
+            t=$((t + 1))
+            if [ $t -gt 240 ] || ! kill -0 "$pid" 2>/dev/null; then
+                fail "fentry cost: wakeviz ($cfg) not ready, see fentry/$cfg-$round.stderr"
+                return 1
+            fi
+            sleep 0.5
+        done
+        sleep 1
+    fi
+    t0=$(now)
+    taskset -c 1,2 /tmp/wvz-fc workload pingpong --iterations "$FC_ITER" --comm wvz-fc \
+        >/dev/null || fail "fentry cost: ping-pong failed ($cfg, round $round)"
+    t1=$(now)
+    if [ -n "$pid" ]; then
+        kill -INT "$pid"
+        wait "$pid"
+        rm -f "$FC/$cfg.wvz"
+    fi
+    echo "$round $cfg $t0 $t1" >>$FC/times.txt
+}
+
+fentry_cost() {
+    mkdir -p $FC
+    IFS=: read -r rounds FC_ITER <<EOF
+$WVZ_FENTRY_COST
+EOF
+    link_comm wvz-fc
+    r=0
+    while [ $r -lt "$rounds" ]; do
+        case $((r % 3)) in
+        0) order="alone nofunc func" ;;
+        1) order="nofunc func alone" ;;
+        *) order="func alone nofunc" ;;
+        esac
+        for c in $order; do
+            fc_one "$r" "$c" || return 1
+        done
+        r=$((r + 1))
+    done
+    log "fentry cost: $rounds rounds x 3 configs of $FC_ITER round trips done at $(now)"
+}
+fentry_cost
