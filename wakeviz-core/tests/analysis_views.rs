@@ -26,7 +26,9 @@ fn zen3_stream() -> Vec<W> {
         // packages (0 -> 64), then in LLC 8 (from its own CPU 8).
         w(50 * MS, 0, 400, 500, 129, 129).runs_after(10_000),
         w(60 * MS, 0, 400, 500, 129, 64).runs_after(30_000),
-        w(150 * MS, 8, 400, 500, 64, 136).select(900).runs_after(2_000),
+        w(150 * MS, 8, 400, 500, 64, 136)
+            .select(900)
+            .runs_after(2_000),
         // pid 501 woken by 500 on CPU 200 (LLC 72): to CPU 72, 200's SMT sibling.
         w(350 * MS, 200, 500, 501, 72, 72).select(300),
     ]
@@ -47,7 +49,10 @@ fn zen3_nps4_matrix_is_llc_by_llc() {
     assert_eq!(m.counts[at(8)][at(8)], 1, "8 -> 136");
     assert_eq!(m.counts[at(72)][at(72)], 1, "200 -> 72");
     assert_eq!((m.total, m.outside), (4, 0));
-    assert_eq!(m.total, s.placement.wakeups.count, "one truth: the Placement count");
+    assert_eq!(
+        m.total, s.placement.wakeups.count,
+        "one truth: the Placement count"
+    );
 }
 
 #[test]
@@ -57,29 +62,39 @@ fn series_intervals_and_mix() {
     a.on_batch(&batch(&zen3_stream()));
     let s = a.snapshot();
     let sr = &s.series;
-    assert_eq!(sr.interval_ns, 100 * MS);
-    let got: Vec<(u64, u64)> = sr.points.iter().map(|p| (p.start_ns, p.wakeups)).collect();
-    assert_eq!(got, [(0, 2), (100 * MS, 1), (200 * MS, 0), (300 * MS, 1)]);
-    let p0 = &sr.points[0];
-    assert_eq!(p0.vs_waker.get(Level::SameLlc), 1);
-    assert_eq!(p0.vs_waker.get(Level::CrossPackage), 1);
-    assert_eq!(p0.wakeups_per_s, 20.0, "2 wakeups in 100 ms");
-    // Latencies land where the wakee ran: 10 us and 30 us in [0, 100 ms).
-    assert_eq!(p0.wakeup_latency_n, 2);
-    assert_eq!(p0.wakeup_latency_p99_ns, Some(30_000));
-    assert_eq!(p0.scan_p99_ns, None);
-    let p1 = &sr.points[1];
-    assert_eq!((p1.scan_n, p1.scan_p99_ns), (1, Some(900)));
-    assert_eq!(p1.vs_waker.get(Level::SmtSibling), 1, "8 -> 136");
-    assert_eq!(sr.points[2].wakeup_latency_p99_ns, None);
-    assert_eq!(sr.points[3].vs_waker.get(Level::SmtSibling), 1, "200 -> 72");
+    // 350 ms of 1 ms intervals do not fit in 256 points: one doubling, 2 ms each, from 50 ms
+    // (the first event) rounded down to 1 ms.
+    assert_eq!(sr.interval_ns, 2 * MS);
+    assert_eq!(sr.points[0].start_ns, 50 * MS);
+    assert_eq!(sr.points.len(), 151, "50 ms .. 350.0005 ms in 2 ms steps");
+    let at = |ms: u64| &sr.points[((ms - 50) / 2) as usize];
+    let busy: Vec<(u64, u64)> = sr
+        .points
+        .iter()
+        .filter(|p| p.wakeups > 0)
+        .map(|p| (p.start_ns / MS, p.wakeups))
+        .collect();
+    assert_eq!(busy, [(50, 1), (60, 1), (150, 1), (350, 1)]);
+    assert_eq!(at(50).vs_waker.get(Level::SameLlc), 1, "0 -> 129");
+    assert_eq!(at(60).vs_waker.get(Level::CrossPackage), 1, "0 -> 64");
+    assert_eq!(at(50).wakeups_per_s, 500.0, "1 wakeup in 2 ms");
+    // Latencies land where the wakee ran (10 us and 30 us after its wakeup).
+    assert_eq!(at(50).wakeup_latency_n, 1);
+    assert_eq!(at(60).wakeup_latency_p99_ns, Some(30_000));
+    assert_eq!(at(50).scan_p99_ns, None, "no scan sample: null, not 0");
+    let p150 = at(150);
+    assert_eq!((p150.scan_n, p150.scan_p99_ns), (1, Some(900)));
+    assert_eq!(p150.vs_waker.get(Level::SmtSibling), 1, "8 -> 136");
+    assert_eq!(at(100).wakeup_latency_p99_ns, None);
+    assert_eq!(at(350).vs_waker.get(Level::SmtSibling), 1, "200 -> 72");
     let total: u64 = sr.points.iter().map(|p| p.wakeups).sum();
     assert_eq!(total, s.placement.wakeups.count);
-    // The last 100 ms (to 350.0005 ms) overlap [200, 300) and [300, 400); 50 ms only the last.
+    // The last 3 ms (to 350.0005 ms) overlap [346, 348), [348, 350) and [350, 352).
     let to = s.placement.last_ts_ns;
     assert_eq!(to, 350 * MS + 500);
-    assert_eq!(sr.last(Some(100 * MS), to).len(), 2);
-    assert_eq!(sr.last(Some(50 * MS), to).len(), 1);
+    assert_eq!(sr.last(Some(3 * MS), to).len(), 3);
+    assert_eq!(sr.last(Some(400), to).len(), 1);
+    assert_eq!(sr.last(None, to).len(), 151);
 }
 
 #[test]
@@ -101,7 +116,11 @@ fn tasks_wakers_and_wakees_follow_the_filter() {
     let r400 = row(400);
     assert_eq!((r400.wakeups, r400.wakes, r400.wakes_cross_llc), (0, 3, 1));
     assert_eq!(row(501).wakeup_latency_p99_ns, None, "never ran: n/a");
-    let worker = t.by_comm.iter().find(|r| r.comm == "worker").expect("worker");
+    let worker = t
+        .by_comm
+        .iter()
+        .find(|r| r.comm == "worker")
+        .expect("worker");
     assert_eq!((worker.tasks, worker.wakeups), (2, 4));
     let order: Vec<_> = t.sorted(TaskSort::Wakes).iter().map(|r| r.pid).collect();
     assert_eq!(order, [Some(400), Some(500), Some(501)]);
@@ -112,7 +131,12 @@ fn tasks_wakers_and_wakees_follow_the_filter() {
     again.tasks = b.tasks.clone();
     a.on_batch(&again);
     let s = a.snapshot();
-    let pids: Vec<_> = s.tasks.rows.iter().map(|r| (r.pid, r.wakeups, r.wakes)).collect();
+    let pids: Vec<_> = s
+        .tasks
+        .rows
+        .iter()
+        .map(|r| (r.pid, r.wakeups, r.wakes))
+        .collect();
     assert_eq!(pids, [(Some(501), 1, 0), (Some(500), 0, 1)]);
     assert_eq!(s.matrix.total, 1);
     assert_eq!(s.series.points.iter().map(|p| p.wakeups).sum::<u64>(), 1);
@@ -131,7 +155,10 @@ fn json_has_the_new_sections_with_null_for_not_measured() {
     assert!(j["series"]["points"][0]["scan_p99_ns"].is_null());
     assert_eq!(j["series"]["points"][0]["wakeup_latency_p99_ns"], 5_000);
     assert_eq!(j["tasks"]["rows"][0]["pid"], 7);
-    assert_eq!(j["tasks"]["rows"][0]["cross_llc"], 1, "CPU 0 -> 12: the other socket");
+    assert_eq!(
+        j["tasks"]["rows"][0]["cross_llc"], 1,
+        "CPU 0 -> 12: the other socket"
+    );
     assert!(j["tasks"]["other"]["pid"].is_null());
     let empty = Analysis::new(&h).report_json();
     assert_eq!(empty["series"]["points"].as_array().map(Vec::len), Some(0));

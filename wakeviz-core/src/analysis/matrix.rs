@@ -134,7 +134,10 @@ mod tests {
         assert_eq!(s.labels, (0..48).collect::<Vec<_>>());
         assert_eq!(s.counts.len(), 48);
         assert_eq!(s.counts[0][5], 2);
-        assert_eq!((s.counts[0][0], s.counts[3][1], s.counts[47][47]), (1, 1, 1));
+        assert_eq!(
+            (s.counts[0][0], s.counts[3][1], s.counts[47][47]),
+            (1, 1, 1)
+        );
         assert_eq!(s.total, 5);
         assert_eq!(s.outside, 2, "CPU 48 and 200 are not in the topology");
         assert_eq!(s.max(), 2);
