@@ -1,6 +1,7 @@
 //! The waker x chosen heat map: rows are the waker CPU (or LLC past 64 CPUs), columns where
-//! the wakee was put; the shade is the cell's count against the busiest cell, the colour the
-//! level between row and column, so the diagonal (same CPU) and the LLC blocks stand out.
+//! the wakee was put; the shade is the cell's count against the busiest cell (log scale), the
+//! colour the level between row and column, so the diagonal (same CPU) and the LLC blocks
+//! stand out.
 //! Cumulative (the title says so). ↑↓ move the selected row, whose top destinations are
 //! listed under the map.
 use ratatui::{
@@ -91,7 +92,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
                 .and_then(|row| row.get(c))
                 .copied()
                 .unwrap_or(0);
-            let ch = fmt::shade(v, max);
+            let ch = log_shade(v, max);
             let cell: String = if cw == 1 {
                 ch.to_string()
             } else {
@@ -133,6 +134,21 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         ));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// Shade of a cell on a log scale to the busiest cell: a few hot pairs (a pinned pipe) would
+/// otherwise leave every other cell at the lowest shade and the block structure invisible.
+fn log_shade(n: u64, max: u64) -> char {
+    if n == 0 || max == 0 {
+        return '·';
+    }
+    let q = ((n as f64).ln_1p() / (max as f64).ln_1p() * 4.0).ceil() as u32;
+    match q {
+        0 | 1 => '░',
+        2 => '▒',
+        3 => '▓',
+        _ => '█',
+    }
 }
 
 /// First row and number of rows to show so that `sel` is visible.
@@ -207,7 +223,7 @@ fn detail(m: &MatrixSection, sel: usize, unit: &str) -> Line<'static> {
 
 /// Shades and colours, as one line.
 fn legend(t: &Topology) -> Line<'static> {
-    let mut spans = vec![Span::styled("·0 ░▒▓█ of busiest  ", fmt::dim())];
+    let mut spans = vec![Span::styled("·0 ░▒▓█ log to busiest  ", fmt::dim())];
     for l in Level::ALL {
         if t.level_exists(l) {
             spans.push(Span::styled(
@@ -221,7 +237,17 @@ fn legend(t: &Topology) -> Line<'static> {
 
 #[cfg(test)]
 mod tests {
-    use super::window;
+    use super::{log_shade, window};
+
+    #[test]
+    fn shades_are_logarithmic() {
+        assert_eq!(log_shade(0, 1_000), '·');
+        assert_eq!(log_shade(1, 1_000), '░');
+        assert_eq!(log_shade(30, 1_000), '▒');
+        assert_eq!(log_shade(150, 1_000), '▓');
+        assert_eq!(log_shade(1_000, 1_000), '█');
+        assert_eq!(log_shade(5, 0), '·');
+    }
 
     #[test]
     fn the_selected_row_stays_visible() {
