@@ -30,13 +30,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         return;
     }
     if m.total == 0 {
-        f.render_widget(
-            Paragraph::new(Line::from(Span::styled(
-                "no placed wakeups yet",
-                fmt::dim(),
-            ))),
-            area,
-        );
+        super::timeline::empty(f, area, app);
         return;
     }
     let unit = match m.axis {

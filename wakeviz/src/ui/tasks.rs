@@ -90,13 +90,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.data.snap.tasks;
     let rows = t.sorted(app.task_sort);
     if rows.is_empty() {
-        f.render_widget(
-            Paragraph::new(Line::from(Span::styled(
-                "no placed wakeups yet",
-                fmt::dim(),
-            ))),
-            area,
-        );
+        super::timeline::empty(f, area, app);
         return;
     }
     // Columns that fit, dropped from the right (a column takes its width + 1 of spacing).

@@ -129,3 +129,21 @@ fn zen3_nps4_matrix_is_llc_by_llc() {
     insta::assert_snapshot!("matrix_zen3_nps4_200x60", screen(&app, 200, 60));
     insta::assert_snapshot!("matrix_zen3_nps4_body_60x10", body(&app, 60, 10));
 }
+
+/// Before any event (live, just started) the views say so instead of drawing empty axes.
+#[test]
+fn empty_views_say_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = recording(dir.path(), &topo(), 2_000);
+    let src = wakeviz_core::source::ReplaySource::open(&path).expect("open");
+    let mut app = App::new(
+        wakeviz_core::source::EventSource::header(&src),
+        crate::app::SourceKind::Live { recording: None },
+    );
+    app.refresh();
+    for v in NEW_VIEWS {
+        app.update(Msg::Show(v));
+        let s = body(&app, 60, 10);
+        assert!(s.contains("no placed wakeups yet"), "{v:?}: {s}");
+    }
+}

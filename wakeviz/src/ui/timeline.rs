@@ -112,15 +112,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         return;
     }
     if points.is_empty() {
-        let why = if s.recording.notes.iter().any(|n| n.contains("aggregate")) {
-            "no time series in aggregate mode (the kernel keeps only totals)"
-        } else {
-            "no placed wakeups yet"
-        };
-        f.render_widget(
-            Paragraph::new(Line::from(Span::styled(why, fmt::dim()))),
-            area,
-        );
+        empty(f, area, app);
         return;
     }
     let width = usize::from(area.width);
@@ -193,6 +185,26 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     } else {
         short(f, area, head, strips);
     }
+}
+
+/// What an empty picture view says: aggregate mode has no per-event stream to draw from.
+pub(crate) fn empty(f: &mut Frame, area: Rect, app: &App) {
+    let agg = app
+        .data
+        .snap
+        .recording
+        .notes
+        .iter()
+        .any(|n| n == wakeviz_core::analysis::aggregate::NOTE);
+    let why = if agg {
+        "n/a in aggregate mode: the kernel keeps totals only, no event stream"
+    } else {
+        "no placed wakeups yet"
+    };
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(why, fmt::dim()))),
+        area,
+    );
 }
 
 fn label(name: &str, value: String) -> Line<'static> {
