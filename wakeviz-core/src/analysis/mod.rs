@@ -7,11 +7,14 @@
 pub mod aggregate;
 pub mod filter;
 pub mod latency;
+pub mod matrix;
 pub mod placement;
 pub mod records;
 pub mod report;
 pub mod schedstat;
+pub mod series;
 mod snapshot;
+pub mod tasks;
 pub mod window;
 
 pub use filter::{Filter, FilterError};
@@ -80,6 +83,11 @@ pub struct Analysis {
     pub(crate) wake: WakeLatency,
     pub(crate) win1: Rolling,
     pub(crate) win10: Rolling,
+    /// The session as a time series, the waker x chosen matrix and the per-task table (all
+    /// under the filter, like the placement figures).
+    pub(crate) series: series::Series,
+    pub(crate) matrix: matrix::Matrix,
+    pub(crate) task_stats: tasks::TaskStats,
     pub(crate) schedstat: Option<SchedstatComparison>,
     pub(crate) shadow: Option<crate::shadow::ShadowEval>,
     /// The shadow's figures over the filtered wakees (empty without a filter).
@@ -121,6 +129,9 @@ impl Analysis {
             win1: Rolling::new(100_000_000, 10),
             // Fed by win1's expiring slots: together they cover the last 10 s.
             win10: Rolling::new(1_000_000_000, 9),
+            series: series::Series::default(),
+            matrix: matrix::Matrix::new(t),
+            task_stats: tasks::TaskStats::default(),
             schedstat: None,
             shadow: Some(crate::shadow::ShadowEval::new(header)),
             shadow_subset: crate::shadow::Tally::default(),
@@ -164,6 +175,9 @@ impl Analysis {
         }
         self.win1.reset();
         self.win10.reset();
+        self.series = series::Series::default();
+        self.matrix = matrix::Matrix::new(t);
+        self.task_stats = tasks::TaskStats::default();
         self.shadow_subset = crate::shadow::Tally::default();
     }
 
@@ -295,6 +309,7 @@ impl Analysis {
                     h.record(v);
                 }
                 self.win1.head().scan.record(v);
+                self.series.scan(ts, v);
             }
             Event::Switch(sw) => {
                 // A task switching out was running: a wakeup recorded for it meanwhile (the
@@ -320,6 +335,8 @@ impl Analysis {
                             h.record(v);
                         }
                         self.win1.head().wakeup_latency.record(v);
+                        self.series.wakeup_latency(sw.ts_ns, v);
+                        self.task_stats.wakeup_latency(sw.next_pid, v);
                     }
                 }
             }
@@ -380,6 +397,9 @@ impl Analysis {
             NEW_TASK
         } else {
             self.win1.head().placement.add(&c);
+            self.series.placement(p.wakeup_ts_ns, &c);
+            self.matrix.add(p.waker_cpu, p.chosen_cpu);
+            self.task_stats.placement(p.waker_pid, p.pid, &c);
             c.vs_waker.map_or(NO_LEVEL, |l| l.index() as u8)
         };
         self.wake.pending.insert(p.pid, (p.wakeup_ts_ns, lvl));

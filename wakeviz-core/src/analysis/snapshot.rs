@@ -20,7 +20,8 @@ use crate::{
 /// renamed, removed or changes meaning; adding keys bumps it too, so a consumer can pin it.
 /// 2: `schema_version`, `recording`, `placement.per_cpu`, exact `min`/`max`.
 /// 3: `shadow.policies.*.probes_p50`.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `series`, `matrix`, `tasks`.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.
@@ -259,6 +260,12 @@ pub struct Snapshot {
     pub wakeup_latency: LatencySection,
     pub schedstat: Option<SchedstatComparison>,
     pub shadow: Option<crate::shadow::ShadowReport>,
+    /// The session per interval (follows the filter).
+    pub series: super::series::SeriesSection,
+    /// Waker x chosen, per CPU or per LLC (cumulative, follows the filter).
+    pub matrix: super::matrix::MatrixSection,
+    /// Wakers and wakees (cumulative, follows the filter).
+    pub tasks: super::tasks::TaskSection,
 }
 
 pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu shares an LLC with waker_cpu but not with prev_cpu \
@@ -441,6 +448,9 @@ impl Analysis {
                 .shadow
                 .as_ref()
                 .map(|s| s.report(self.filter().is_some().then_some(&self.shadow_subset))),
+            series: self.series.section(self.last_ts),
+            matrix: self.matrix.section(),
+            tasks: self.task_stats.section(&self.tasks),
         }
     }
 }

@@ -32,8 +32,15 @@ pub struct Binding {
 const NONE: KeyModifiers = KeyModifiers::NONE;
 const SHIFT: KeyModifiers = KeyModifiers::SHIFT;
 const CTRL: KeyModifiers = KeyModifiers::CONTROL;
-const LISTS: &[View] = &[View::Scan, View::Placement, View::Shadow];
-const WINDOWED: &[View] = &[View::Scan, View::Placement, View::Latency];
+const LISTS: &[View] = &[
+    View::Scan,
+    View::Placement,
+    View::Shadow,
+    View::Matrix,
+    View::Tasks,
+];
+const WINDOWED: &[View] = &[View::Scan, View::Placement, View::Latency, View::Timeline];
+const TASKS: &[View] = &[View::Tasks];
 const MAP: &[View] = &[View::Placement];
 
 /// `text`: the key as shown, its footer word, its help line.
@@ -71,11 +78,14 @@ pub const BINDINGS: &[Binding] = &[
     b(Help, Char('?'), NONE, Msg::ToggleHelp, All, ("", "", "")),
     b(Help, Esc, NONE, Msg::ToggleHelp, All, ("", "", "")),
     b(Normal, Char(' '), NONE, Msg::TogglePause, All, ("space", "pause", "pause (live: the display freezes, capture goes on)")),
-    b(Normal, Char('1'), NONE, Msg::Show(View::Overview), All, ("1-5/Tab", "views", "views; Tab / Shift-Tab: next / previous")),
+    b(Normal, Char('1'), NONE, Msg::Show(View::Overview), All, ("1-8/Tab", "views", "views; Tab / Shift-Tab: next / previous")),
     b(Normal, Char('2'), NONE, Msg::Show(View::Scan), All, ("", "", "")),
     b(Normal, Char('3'), NONE, Msg::Show(View::Placement), All, ("", "", "")),
     b(Normal, Char('4'), NONE, Msg::Show(View::Shadow), All, ("", "", "")),
     b(Normal, Char('5'), NONE, Msg::Show(View::Latency), All, ("", "", "")),
+    b(Normal, Char('6'), NONE, Msg::Show(View::Timeline), All, ("", "", "")),
+    b(Normal, Char('7'), NONE, Msg::Show(View::Matrix), All, ("", "", "")),
+    b(Normal, Char('8'), NONE, Msg::Show(View::Tasks), All, ("", "", "")),
     b(Normal, Tab, NONE, Msg::NextView, All, ("", "", "")),
     b(Normal, BackTab, SHIFT, Msg::PrevView, All, ("", "", "")),
     b(Normal, BackTab, NONE, Msg::PrevView, All, ("", "", "")),
@@ -87,6 +97,9 @@ pub const BINDINGS: &[Binding] = &[
     b(Normal, PageUp, NONE, Msg::Move(-16), Views(LISTS), ("", "", "")),
     b(Normal, PageDown, NONE, Msg::Move(16), Views(LISTS), ("", "", "")),
     b(Normal, Char('a'), NONE, Msg::ToggleAggregate, Views(MAP), ("a", "map", "map: per CPU / per LLC")),
+    b(Normal, Char('o'), NONE, Msg::CycleSort, Views(TASKS), ("o", "sort", "tasks: sort by the next column")),
+    b(Normal, Enter, NONE, Msg::FilterSelected, Views(TASKS), ("Enter/Esc", "task/all", "tasks: every view to the selected task (pid:N) / clear")),
+    b(Normal, Esc, NONE, Msg::ClearFilter, Views(TASKS), ("", "", "")),
     b(Normal, Left, NONE, Msg::Step(-1), Replay, ("←→", "step", "step 100 ms back / forward (pauses)")),
     b(Normal, Right, NONE, Msg::Step(1), Replay, ("", "", "")),
     b(Normal, Char('+'), NONE, Msg::Faster, Replay, ("+/-", "speed", "speed up / down")),

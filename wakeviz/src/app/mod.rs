@@ -13,7 +13,10 @@ pub mod terminal;
 
 use std::path::PathBuf;
 
-use wakeviz_core::{analysis::Filter, format::Header};
+use wakeviz_core::{
+    analysis::{Filter, tasks::TaskSort},
+    format::Header,
+};
 
 use self::{
     data::{Baseline, Data},
@@ -27,15 +30,21 @@ pub enum View {
     Placement,
     Shadow,
     Latency,
+    Timeline,
+    Matrix,
+    Tasks,
 }
 
 impl View {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 8] = [
         Self::Overview,
         Self::Scan,
         Self::Placement,
         Self::Shadow,
         Self::Latency,
+        Self::Timeline,
+        Self::Matrix,
+        Self::Tasks,
     ];
 
     pub const fn index(self) -> usize {
@@ -49,6 +58,9 @@ impl View {
             Self::Placement => "Placement",
             Self::Shadow => "Shadow",
             Self::Latency => "Latency",
+            Self::Timeline => "Timeline",
+            Self::Matrix => "Matrix",
+            Self::Tasks => "Tasks",
         }
     }
 
@@ -120,6 +132,12 @@ pub enum Msg {
     /// Replay: the range the views cover starts / ends here.
     MarkStart,
     MarkEnd,
+    /// Tasks view: sort by the next column.
+    CycleSort,
+    /// Tasks view: filter every view to the selected task.
+    FilterSelected,
+    /// Drop the filter (as `/` with an empty line does).
+    ClearFilter,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +158,9 @@ pub struct App {
     /// One-line message for the status bar (bad filter, counters reset).
     pub notice: Option<String>,
     /// Selected row per view (LLC rows, map cells, policies).
-    pub sel: [usize; 5],
+    pub sel: [usize; View::ALL.len()],
+    /// The Tasks view's sort column (`o`).
+    pub task_sort: TaskSort,
     /// Topology map: one cell per CPU (else one per LLC).
     pub per_cpu_map: bool,
     pub pacer: Option<Pacer>,
@@ -179,7 +199,8 @@ impl App {
             window: Window::Cumulative,
             filter_input: String::new(),
             notice: None,
-            sel: [0; 5],
+            sel: [0; View::ALL.len()],
+            task_sort: TaskSort::default(),
             per_cpu_map: header.topology.nr_cpus() < AGGREGATE_FROM_CPUS,
             pacer,
             warnings: Vec::new(),
@@ -209,7 +230,10 @@ impl App {
     pub fn list_len(&self, view: View) -> usize {
         let t = &self.data.header().topology;
         match view {
-            View::Scan => t.llcs.len(),
+            // Row 0 is "all LLCs", then one row per LLC.
+            View::Scan => t.llcs.len() + 1,
+            View::Matrix => self.data.snap.matrix.labels.len(),
+            View::Tasks => self.data.snap.tasks.rows.len(),
             View::Placement => map::Map::new(t, self.per_cpu_map).units.len(),
             View::Shadow => self
                 .data
@@ -217,7 +241,7 @@ impl App {
                 .shadow
                 .as_ref()
                 .map_or(0, |s| s.policies.len()),
-            View::Overview | View::Latency => 0,
+            View::Overview | View::Latency | View::Timeline => 0,
         }
     }
 
@@ -253,9 +277,7 @@ impl App {
                 self.mode = Mode::Normal;
                 let text = self.filter_input.trim();
                 if text.is_empty() {
-                    self.data.set_filter(None);
-                    self.notice = Some("filter cleared".into());
-                    self.refold();
+                    self.update(Msg::ClearFilter);
                 } else {
                     match text.parse::<Filter>() {
                         Ok(f) => {
@@ -268,6 +290,28 @@ impl App {
                 }
             }
             Msg::Reset => self.reset(),
+            Msg::ClearFilter => {
+                let had = self.data.filter().is_some();
+                self.data.set_filter(None);
+                self.notice = Some("filter cleared".into());
+                if had {
+                    self.refold();
+                }
+            }
+            Msg::CycleSort => {
+                self.task_sort = self.task_sort.next();
+                self.sel[View::Tasks.index()] = 0;
+            }
+            Msg::FilterSelected => {
+                let rows = self.data.snap.tasks.sorted(self.task_sort);
+                let sel = self.sel[View::Tasks.index()].min(rows.len().saturating_sub(1));
+                if let Some(pid) = rows.get(sel).and_then(|r| r.pid) {
+                    self.notice = None;
+                    self.data.set_filter(Some(Filter::Pid(pid)));
+                    self.sel[View::Tasks.index()] = 0;
+                    self.refold();
+                }
+            }
             Msg::CycleWindow => {
                 self.window = match self.window {
                     Window::Cumulative => Window::Last10s,
@@ -457,3 +501,5 @@ fn filter_text(f: &Filter) -> String {
 
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod tests_views;

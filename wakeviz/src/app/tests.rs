@@ -177,7 +177,7 @@ fn views_switch_with_numbers_and_tab() {
     let mut app = live_app();
     press(&mut app, KeyCode::Char('2'));
     assert_eq!(app.view, View::Scan);
-    press(&mut app, KeyCode::Char('5'));
+    press(&mut app, KeyCode::Char('8'));
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.view, View::Overview);
     app.update(
@@ -189,7 +189,7 @@ fn views_switch_with_numbers_and_tab() {
         )
         .expect("backtab"),
     );
-    assert_eq!(app.view, View::Latency);
+    assert_eq!(app.view, View::Tasks);
 }
 
 #[test]
@@ -272,13 +272,13 @@ fn view_keys_are_scoped() {
     press(&mut app, KeyCode::Char('2'));
     press(&mut app, KeyCode::Char('w'));
     assert_eq!(app.window, Window::Last10s);
-    // The selection stops at the last LLC.
+    // The selection stops at the last LLC (row 0 is every LLC).
     for _ in 0..20 {
         press(&mut app, KeyCode::Down);
     }
     assert_eq!(
         app.sel[View::Scan.index()],
-        app.data.header().topology.llcs.len() - 1
+        app.data.header().topology.llcs.len()
     );
     press(&mut app, KeyCode::Char('3'));
     press(&mut app, KeyCode::PageDown);

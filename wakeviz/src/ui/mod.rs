@@ -25,11 +25,14 @@ mod footer;
 mod help;
 mod latency;
 pub mod legend;
+mod matrix;
 mod overview;
 mod placement;
 mod scan;
 mod shadow;
 pub mod status;
+mod tasks;
+mod timeline;
 mod topomap;
 
 use ratatui::{
@@ -85,17 +88,26 @@ pub fn draw(f: &mut Frame, app: &App) {
     if app.baseline.is_some() {
         compare::render(f, inner, app);
     } else {
-        match app.view {
-            View::Overview => overview::render(f, inner, app),
-            View::Scan => scan::render(f, inner, app),
-            View::Placement => placement::render(f, inner, app),
-            View::Shadow => shadow::render(f, inner, app),
-            View::Latency => latency::render(f, inner, app),
-        }
+        view_body(f, inner, app);
     }
     footer::render(f, foot, app);
     if app.mode == crate::app::Mode::Help {
         help::render(f, body, app);
+    }
+}
+
+/// The current view's body, without a baseline (compare mode draws the views that have no
+/// compare form through this too).
+pub(crate) fn view_body(f: &mut Frame, area: Rect, app: &App) {
+    match app.view {
+        View::Overview => overview::render(f, area, app),
+        View::Scan => scan::render(f, area, app),
+        View::Placement => placement::render(f, area, app),
+        View::Shadow => shadow::render(f, area, app),
+        View::Latency => latency::render(f, area, app),
+        View::Timeline => timeline::render(f, area, app),
+        View::Matrix => matrix::render(f, area, app),
+        View::Tasks => tasks::render(f, area, app),
     }
 }
 
@@ -131,6 +143,29 @@ fn title(app: &App) -> String {
         View::Placement => format!("Placement of wakeups [{w}]"),
         View::Shadow => "Shadow policies (open loop)".into(),
         View::Latency => format!("Wakeup latency: sched_wakeup -> running [{w}]"),
+        View::Timeline => format!("Timeline of placed wakeups [{}]", own(app)),
+        View::Matrix => format!("Waker CPU -> chosen CPU [{}]", own_cumulative(app)),
+        View::Tasks => format!("Wakers and wakees [{}]", own_cumulative(app)),
+    }
+}
+
+/// The window of the views that have no compare form: in compare mode they show the
+/// current run alone, and say so.
+fn own(app: &App) -> String {
+    let w = app.window.label();
+    if app.baseline.is_some() {
+        format!("{w}, current run only")
+    } else {
+        w.to_string()
+    }
+}
+
+/// Those of them that are always cumulative.
+fn own_cumulative(app: &App) -> &'static str {
+    if app.baseline.is_some() {
+        "cumulative, current run only"
+    } else {
+        "cumulative"
     }
 }
 
@@ -190,3 +225,5 @@ pub fn file_name(p: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_views;

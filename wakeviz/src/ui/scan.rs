@@ -56,7 +56,23 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     );
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(0)]).areas(body);
-    histogram(f, left, sum, sc.log2_unit);
+    // The histogram follows the selection: row 0 is every LLC (in the chosen window), the
+    // others one LLC each (cumulative: the windows keep no per-LLC histograms).
+    let sel = app.sel[View::Scan.index()].min(sc.per_llc.len());
+    match sel.checked_sub(1).and_then(|i| sc.per_llc.get(i)) {
+        Some(l) => {
+            let [t, h] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(left);
+            f.render_widget(
+                Paragraph::new(Line::from(Span::styled(
+                    format!("LLC {} (CPUs {}), cumulative", l.id, l.cpus),
+                    fmt::bold(),
+                ))),
+                t,
+            );
+            histogram(f, h, &l.latency, sc.log2_unit);
+        }
+        None => histogram(f, left, sum, sc.log2_unit),
+    }
     per_llc(f, right, app);
 }
 
@@ -106,7 +122,7 @@ pub fn histogram(f: &mut Frame, area: Rect, s: &LatencySummary, unit: &str) {
 
 fn per_llc(f: &mut Frame, area: Rect, app: &App) {
     let sc = &app.data.snap.scan_latency;
-    let sel = app.sel[View::Scan.index()].min(sc.per_llc.len().saturating_sub(1));
+    let sel = app.sel[View::Scan.index()].min(sc.per_llc.len());
     let mut lines = vec![
         Line::from(Span::styled(
             "per LLC (chosen CPU), cumulative",
@@ -122,11 +138,13 @@ fn per_llc(f: &mut Frame, area: Rect, app: &App) {
     ];
     let rows = usize::from(area.height).saturating_sub(3);
     let first = sel.saturating_sub(rows.saturating_sub(1));
-    for (i, l) in sc.per_llc.iter().enumerate().skip(first).take(rows) {
-        let q = &l.latency.quantiles;
+    let list = std::iter::once(("all".to_string(), &sc.overall))
+        .chain(sc.per_llc.iter().map(|l| (l.id.to_string(), &l.latency)));
+    for (i, (name, lat)) in list.enumerate().skip(first).take(rows) {
+        let q = &lat.quantiles;
         let text = format!(
             "{:<4} {:>6} {:>7} {:>7} {:>7}",
-            l.id,
+            name,
             fmt::count(q.count),
             fmt::ns(q.p50),
             fmt::ns(q.p99),
@@ -139,7 +157,7 @@ fn per_llc(f: &mut Frame, area: Rect, app: &App) {
         };
         lines.push(Line::from(Span::styled(text, style)));
     }
-    if let Some(l) = sc.per_llc.get(sel) {
+    if let Some(l) = sel.checked_sub(1).and_then(|i| sc.per_llc.get(i)) {
         lines.push(Line::from(Span::styled(
             format!("LLC {} = CPUs {}", l.id, l.cpus),
             fmt::dim(),

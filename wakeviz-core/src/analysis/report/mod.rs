@@ -16,7 +16,7 @@ use super::{
 use crate::{event::Kind, format::ProbeState, topology::Level};
 
 /// The top-level keys of [`json`], in order: the fields of [`Snapshot`].
-pub const JSON_KEYS: [&str; 11] = [
+pub const JSON_KEYS: [&str; 14] = [
     "schema_version",
     "recording",
     "events",
@@ -28,6 +28,9 @@ pub const JSON_KEYS: [&str; 11] = [
     "wakeup_latency",
     "schedstat",
     "shadow",
+    "series",
+    "matrix",
+    "tasks",
 ];
 
 /// Width of log2 histogram bars, as bpftrace's.

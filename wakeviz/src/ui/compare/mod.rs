@@ -103,6 +103,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         View::Placement => placement::render(f, body, &c),
         View::Shadow => shadow::render(f, body, app, &c),
         View::Latency => latency::render(f, body, &c),
+        View::Timeline | View::Matrix | View::Tasks => super::view_body(f, body, app),
     }
 }
 
