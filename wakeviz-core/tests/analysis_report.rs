@@ -239,7 +239,10 @@ fn json_schema_is_pinned() {
         ])
     );
     assert_eq!(
-        (p["coverage"]["wakeups"].as_u64(), p["coverage"]["placed"].as_u64()),
+        (
+            p["coverage"]["wakeups"].as_u64(),
+            p["coverage"]["placed"].as_u64()
+        ),
         (Some(7), Some(6)),
         "one sched_wakeup lost its sched_waking"
     );

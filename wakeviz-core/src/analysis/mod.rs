@@ -320,7 +320,8 @@ impl Analysis {
         if !self.own.is_empty() {
             let own = match e {
                 Event::Waking(w) | Event::WakeupNew(w) => self.own(w.pid) || self.own(w.waker_pid),
-                Event::Wakeup(w) => self.own(w.pid),
+                // Counted where its placement is left out: its waker is known only there.
+                Event::Wakeup(_) => false,
                 Event::Select(s) => self.own(s.pid) || self.own(s.waker_pid),
                 _ => false,
             };
@@ -383,6 +384,7 @@ impl Analysis {
             && self.own(w.pid)
         {
             self.own_wakeups += 1;
+            self.own_events += 1;
         } else if let Event::Wakeup(w) = e
             && self.filter.matches(w.pid, &self.tasks)
         {
@@ -411,6 +413,7 @@ impl Analysis {
         let matches = self.wanted(p.pid, p.waker_pid);
         if !matches && !p.new_task && (self.own(p.pid) || self.own(p.waker_pid)) {
             self.own_wakeups += 1;
+            self.own_events += 1;
         }
         let subset_on = self.shadow_subset_on();
         let mut shadow = Vec::new();
