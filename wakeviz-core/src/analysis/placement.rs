@@ -265,6 +265,16 @@ impl ShadowCoverage {
         self.no_select + self.runnable_at_waking + self.fork_exec + self.invalid_cpu
     }
 
+    /// The exclusion reasons with short names for narrow views, in report order.
+    pub fn short_reasons(&self) -> [(&'static str, u64); 4] {
+        [
+            ("no select", self.no_select),
+            ("runnable", self.runnable_at_waking),
+            ("fork/exec", self.fork_exec),
+            ("bad CPU", self.invalid_cpu),
+        ]
+    }
+
     /// The exclusion reasons with their names, in report order.
     pub fn reasons(&self) -> [(&'static str, u64); 4] {
         [

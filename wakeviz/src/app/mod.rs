@@ -189,7 +189,9 @@ impl App {
                 .shadow
                 .as_ref()
                 .map_or(0, |s| s.policies.len()),
-            View::Overview | View::Latency => 0,
+            // `all`, the six levels, new tasks (ui::latency::rows).
+            View::Latency => 2 + wakeviz_core::topology::Level::ALL.len(),
+            View::Overview => 0,
         }
     }
 
