@@ -165,8 +165,15 @@ fn json_schema_is_pinned() {
             "memory_only_nodes",
             "llcs",
             "distances",
-            "domain_rows"
+            "domain_rows",
+            "levels"
         ])
+    );
+    assert_eq!(keys(&j["topology"]["levels"]), levels());
+    assert_eq!(j["topology"]["levels"]["same_package"], false);
+    assert_eq!(
+        keys(&j["own_threads"]),
+        set(&["tids", "left_out", "events", "wakeups"])
     );
     assert_eq!(j["topology"]["nps_mode"], "NPS1");
     assert_eq!(j["topology"]["nodes"][1]["cpus"], "12-23,36-47");
@@ -180,6 +187,7 @@ fn json_schema_is_pinned() {
             "affine_definition",
             "first_ts_ns",
             "last_ts_ns",
+            "coverage",
             "wakeups",
             "new_tasks",
             "per_node",
@@ -208,6 +216,37 @@ fn json_schema_is_pinned() {
         "migrations_by_level",
         "unclassified",
     ]);
+    assert_eq!(
+        keys(&p["coverage"]),
+        set(&[
+            "wakeups",
+            "placed",
+            "classified",
+            "unclassified",
+            "self_wakeups",
+            "no_sched_waking",
+            "shadow"
+        ])
+    );
+    assert_eq!(
+        keys(&p["coverage"]["shadow"]),
+        set(&[
+            "compared",
+            "no_select",
+            "runnable_at_waking",
+            "fork_exec",
+            "invalid_cpu"
+        ])
+    );
+    assert_eq!(
+        (
+            p["coverage"]["wakeups"].as_u64(),
+            p["coverage"]["placed"].as_u64()
+        ),
+        (Some(7), Some(6)),
+        "one sched_wakeup lost its sched_waking"
+    );
+    assert_eq!(p["coverage"]["no_sched_waking"], 1);
     assert_eq!(keys(&p["wakeups"]), counts);
     assert_eq!(keys(&p["new_tasks"]), counts);
     for k in [

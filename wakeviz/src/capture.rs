@@ -69,7 +69,7 @@ pub struct LiveSource {
 }
 
 impl LiveSource {
-    pub fn start(mut probes: Probes, header: Header) -> anyhow::Result<Self> {
+    pub fn start(mut probes: Probes, mut header: Header) -> anyhow::Result<Self> {
         let events = probes
             .ebpf
             .take_map(map::EVENTS)
@@ -101,6 +101,8 @@ impl LiveSource {
                 }
             })
             .context("spawning the ring-buffer drain thread")?;
+        // The drain thread exists from its spawn: recorded with the others as wakeviz's own.
+        header.run.own_tids = crate::meta::own_tids();
         Ok(Self {
             header,
             rx,

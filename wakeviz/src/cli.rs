@@ -62,6 +62,10 @@ pub struct Cli {
     /// Do not try fentry/fexit on select_task_rq_fair / select_idle_cpu.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub no_function_probes: bool,
+    /// Keep wakeviz's own threads (`wakeviz`, `wakeviz-drain`) in the figures: by default
+    /// their wakeups are left out, live and in replays of recordings that name them.
+    #[arg(long)]
+    pub include_self: bool,
     /// Replace task names with stable hashes in the recording.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub redact_comm: bool,

@@ -147,6 +147,14 @@ fn print_report(a: &Analysis, fmt: ReportFormat) -> anyhow::Result<()> {
     print_stdout(&text)
 }
 
+/// The header the analyses fold with: the recording's, with `--include-self` applied (the
+/// choice is the reader's, never recorded).
+fn analysis_header(h: &wakeviz_core::format::Header, cli: &Cli) -> wakeviz_core::format::Header {
+    let mut h = h.clone();
+    h.run.include_own = cli.include_self;
+    h
+}
+
 /// Prints to stdout; a reader that went away (`| head`) is not an error.
 fn print_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -171,7 +179,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         let baseline = cli.compare.as_deref().map(baseline).transpose()?;
         signals::install();
         let mut app = app::App::new(
-            src.header(),
+            &analysis_header(src.header(), cli),
             app::SourceKind::Replay {
                 path: path.to_path_buf(),
             },
@@ -192,7 +200,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         }
         out.error.map_or(Ok(()), Err)?;
     } else if let Some(fmt) = cli.report {
-        let mut a = Analysis::new(src.header());
+        let mut a = Analysis::new(&analysis_header(src.header(), cli));
         let out = driver::run(src.as_mut(), &mut [&mut a], &opts, None);
         out.error.map_or(Ok(()), Err)?;
         print_report(&a, fmt)?;
@@ -368,7 +376,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     );
     let mut dash = if dashboard_wanted(cli) {
         let app = app::App::new(
-            src.header(),
+            &analysis_header(src.header(), cli),
             app::SourceKind::Live {
                 recording: cli.record.clone(),
             },
@@ -394,7 +402,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     };
     // Headless report: the same fold the dashboard runs, printed at the end.
-    let mut analysis = cli.report.map(|_| Analysis::new(src.header()));
+    let mut analysis = cli
+        .report
+        .map(|_| Analysis::new(&analysis_header(src.header(), cli)));
     let mut schedstat = analysis.as_mut().map(schedstat::Session::start);
     let opts = driver::Options {
         deadline: cli.duration,

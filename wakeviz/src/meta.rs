@@ -166,7 +166,22 @@ pub fn run_meta(label: Option<String>, command: Option<Vec<String>>) -> RunMeta 
         sysctls: sched_sysctls(Path::new("/proc/sys/kernel")),
         cpu_model: cpuinfo.and_then(|t| cpuinfo_field(&t, "model name")),
         command,
+        own_tids: own_tids(),
+        include_own: false,
     }
+}
+
+/// Thread ids of this process now (`/proc/self/task`), ascending: what the analyses leave out
+/// as wakeviz's own. Empty where `/proc` cannot be read (nothing is left out then).
+pub fn own_tids() -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
 }
 
 pub fn header(

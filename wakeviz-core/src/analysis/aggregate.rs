@@ -172,6 +172,16 @@ pub fn snapshot(header: &Header, k: &KernelCounters, now_ns: u64) -> Snapshot {
     }
     p.wakeups = placement_counts(&landed_all);
     p.new_tasks = placement_counts(&k.new_tasks);
+    // The kernel counts joined placements only: those are the coverage's wakeups.
+    let w = p.wakeups;
+    a.coverage = super::placement::Coverage {
+        wakeups: w.count,
+        placed: w.count,
+        classified: w.count - w.unclassified,
+        unclassified: w.unclassified,
+        ..Default::default()
+    };
+    let p = &mut a.placement;
     for c in &t.cpus {
         let s = slot(c.cpu);
         if let Some(n) = p.per_node.get_mut(c.node as usize) {

@@ -7,27 +7,35 @@ use serde::Serialize;
 /// Largest value recorded exactly; larger ones saturate here (60 s is no longer a latency).
 pub const MAX_NS: u64 = 60_000_000_000;
 
-/// A latency histogram plus the exact extremes. hdrhistogram only knows bucket bounds, and a
-/// bucket's upper bound shown as "max" let a subset's max exceed the overall max (seen by a
-/// user: `same_cpu max 233.8ms` above `all max 233.0ms`); min and max here are the values
-/// recorded, so a subset's extremes never lie outside the whole's.
+/// Significant digits of every histogram. One precision for all: a percentile is a bucket
+/// bound, so two histograms of different precision holding the same samples gave different
+/// p99.9s (seen by a user: with a filter, `all` and `cross_package` held the same 2539
+/// samples, the whole-run histogram had 3 digits, the per-level one 2). 2 digits (under 1 %
+/// error) keep each copy around 30 KB, which the many per-LLC, per-level and per-window
+/// copies need.
+const SIGFIG: u8 = 2;
+
+/// A latency histogram plus the exact extremes and sum. hdrhistogram only knows bucket
+/// bounds, and a bucket's upper bound shown as "max" let a subset's max exceed the overall max
+/// (seen by a user: `same_cpu max 233.8ms` above `all max 233.0ms`); min, max and mean here
+/// come from the values recorded, so a subset's extremes never lie outside the whole's.
 #[derive(Clone, Debug)]
 pub struct Hist {
     h: Histogram<u64>,
     min: u64,
     max: u64,
+    sum: u128,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Hist {
-    /// For whole-run figures: 3 significant digits (0.1 %).
-    pub fn fine() -> Self {
-        Self::with_sigfig(3)
-    }
-
-    /// For the many per-LLC, per-level and per-window copies: 2 significant digits (1 %)
-    /// keeps each around 30 KB instead of 200 KB.
-    pub fn coarse() -> Self {
-        Self::with_sigfig(2)
+    pub fn new() -> Self {
+        Self::with_sigfig(SIGFIG)
     }
 
     /// For the hundreds of per-interval and per-task copies (time series, task table): 1
@@ -44,7 +52,18 @@ impl Hist {
                 .expect("constant histogram bounds are valid"),
             min: u64::MAX,
             max: 0,
+            sum: 0,
         }
+    }
+
+    /// Same as [`Hist::new`]: kept for callers written when whole-run histograms were finer.
+    pub fn fine() -> Self {
+        Self::new()
+    }
+
+    /// Same as [`Hist::new`] (see [`Hist::fine`]).
+    pub fn coarse() -> Self {
+        Self::new()
     }
 
     /// Records `v`; values past [`MAX_NS`] count in the top bucket but keep their exact max.
@@ -53,10 +72,11 @@ impl Hist {
         self.h.saturating_record(v);
         self.min = self.min.min(v);
         self.max = self.max.max(v);
+        self.sum += u128::from(v);
     }
 
-    /// Adds `o` into `self`; both come from [`Hist::fine`] or [`Hist::coarse`], whose ranges
-    /// are equal, so addition cannot fail except for counter overflow, which saturates.
+    /// Adds `o` into `self`; every [`Hist`] has the same range, so addition cannot fail except
+    /// for counter overflow, which saturates.
     pub fn merge(&mut self, o: &Self) {
         if self.h.add(&o.h).is_err() {
             for v in o.h.iter_recorded() {
@@ -66,12 +86,20 @@ impl Hist {
         }
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
+        self.sum += o.sum;
     }
 
     pub fn reset(&mut self) {
         self.h.reset();
         self.min = u64::MAX;
         self.max = 0;
+        self.sum = 0;
+    }
+
+    /// Exact mean of the values recorded, `None` when empty.
+    pub fn mean(&self) -> Option<f64> {
+        let n = self.len();
+        (n > 0).then(|| self.sum as f64 / n as f64)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -93,8 +121,10 @@ impl Hist {
     }
 }
 
-/// Summary figures in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+/// Summary figures in nanoseconds. Without samples every figure but `count` is meaningless:
+/// views and the text report print n/a, and the JSON has `null` (see the `Serialize` impl),
+/// never a 0 that reads as a measured latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Quantiles {
     pub count: u64,
     pub min: u64,
@@ -124,8 +154,29 @@ impl Quantiles {
             p99: q(0.99),
             p999: q(0.999),
             max,
-            mean: (h.mean() * 10.0).round() / 10.0,
+            mean: (hist.mean().unwrap_or(0.0) * 10.0).round() / 10.0,
         }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+impl Serialize for Quantiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let some = |v: u64| (!self.is_empty()).then_some(v);
+        let mut m = s.serialize_struct("Quantiles", 8)?;
+        m.serialize_field("count", &self.count)?;
+        m.serialize_field("min", &some(self.min))?;
+        m.serialize_field("p50", &some(self.p50))?;
+        m.serialize_field("p90", &some(self.p90))?;
+        m.serialize_field("p99", &some(self.p99))?;
+        m.serialize_field("p999", &some(self.p999))?;
+        m.serialize_field("max", &some(self.max))?;
+        m.serialize_field("mean", &(!self.is_empty()).then_some(self.mean))?;
+        m.end()
     }
 }
 

@@ -20,8 +20,8 @@ pub mod window;
 pub use filter::{Filter, FilterError};
 pub use records::PlacementRecord;
 pub use snapshot::{
-    ByLevel, CpuRow, Drops, EventCounts, LatencySection, PlacementSection, RecordingSection,
-    SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
+    ByLevel, CpuRow, Drops, EventCounts, LatencySection, OwnThreads, PlacementSection,
+    RecordingSection, SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
 };
 
 use std::sync::{
@@ -32,7 +32,7 @@ use std::sync::{
 use self::{
     filter::FilterState,
     latency::Hist,
-    placement::{OurWakeCounts, PlacementStats, classify},
+    placement::{Coverage, OurWakeCounts, PlacementStats, ShadowCoverage, classify},
     schedstat::{SchedstatComparison, SchedstatError},
     window::Rolling,
 };
@@ -72,6 +72,15 @@ pub struct Analysis {
     pub(crate) events: [u64; 6],
     pub(crate) stats: CaptureStats,
     pub(crate) placement: PlacementStats,
+    /// How many matching wakeups the placement figures (and the shadow rows) cover.
+    pub(crate) coverage: Coverage,
+    /// wakeviz's own threads, left out of every filtered figure (empty: none known, or
+    /// `--include-self`); a short list, scanned per wakeup event.
+    own: Vec<u32>,
+    /// Wakeup-side events (`sched_waking`, `sched_wakeup`, `sched_wakeup_new`, select) of
+    /// `own` wakees or wakers, and of those the wakeups, that were left out.
+    pub(crate) own_events: u64,
+    pub(crate) own_wakeups: u64,
     pub(crate) ours: OurWakeCounts,
     /// Wakeups before this time are left out of `ours`: the kernel's counters only run from
     /// the schedstat start snapshot on, while the probes see events from their attach.
@@ -113,6 +122,17 @@ impl Analysis {
             events: [0; 6],
             stats: CaptureStats::default(),
             placement: PlacementStats::new(t),
+            coverage: Coverage {
+                shadow: Some(ShadowCoverage::default()),
+                ..Coverage::default()
+            },
+            own: if header.run.include_own {
+                Vec::new()
+            } else {
+                header.run.own_tids.clone()
+            },
+            own_events: 0,
+            own_wakeups: 0,
             ours: OurWakeCounts::new(t.cpu_bound()),
             ours_from_ns: 0,
             ours_until_ns: Arc::new(AtomicU64::new(u64::MAX)),
@@ -164,6 +184,10 @@ impl Analysis {
         self.filter.set(f);
         let t = &self.header.topology;
         self.placement = PlacementStats::new(t);
+        self.coverage = Coverage {
+            shadow: self.shadow.as_ref().map(|_| ShadowCoverage::default()),
+            ..Coverage::default()
+        };
         self.scan.overall.reset();
         self.scan.per_llc.iter_mut().for_each(Hist::reset);
         self.wake.overall.reset();
@@ -184,7 +208,25 @@ impl Analysis {
     /// Replaces the shadow-policy evaluation, which [`Analysis::new`] turns on; `None` turns it
     /// off (the fold is several times faster without it, and the JSON `shadow` is then null).
     pub fn set_shadow(&mut self, s: Option<crate::shadow::ShadowEval>) {
+        self.coverage.shadow = s.as_ref().map(|_| ShadowCoverage::default());
         self.shadow = s;
+    }
+
+    /// Whether `pid` is one of wakeviz's own threads being left out.
+    #[inline]
+    fn own(&self, pid: u32) -> bool {
+        !self.own.is_empty() && self.own.contains(&pid)
+    }
+
+    /// A wakee (woken by `waker`) whose wakeups the filtered figures count.
+    #[inline]
+    fn wanted(&mut self, pid: u32, waker: u32) -> bool {
+        !self.own(pid) && !self.own(waker) && self.filter.matches(pid, &self.tasks)
+    }
+
+    /// The shadow rows are a tally of a subset: a filter is set, or own threads are left out.
+    fn shadow_subset_on(&self) -> bool {
+        self.filter.get().is_some() || !self.own.is_empty()
     }
 
     /// Turns per-wakeup [`PlacementRecord`]s on or off (off by default: exporters want them,
@@ -289,14 +331,23 @@ impl Analysis {
                 r.expire(now);
             }
         }
+        if !self.own.is_empty() {
+            let own = match e {
+                Event::Waking(w) | Event::WakeupNew(w) => self.own(w.pid) || self.own(w.waker_pid),
+                // Counted where its placement is left out: its waker is known only there.
+                Event::Wakeup(_) => false,
+                Event::Select(s) => self.own(s.pid) || self.own(s.waker_pid),
+                _ => false,
+            };
+            self.own_events += u64::from(own);
+        }
         if let Some(s) = self.shadow.as_mut() {
             s.on_event(e);
         }
         match e {
             // Fork/exec placements take the slow path (find_idlest_cpu), not the idle scan.
             Event::Select(s)
-                if s.wake_flags & (wf::FORK | wf::EXEC) == 0
-                    && self.filter.matches(s.pid, &self.tasks) =>
+                if s.wake_flags & (wf::FORK | wf::EXEC) == 0 && self.wanted(s.pid, s.waker_pid) =>
             {
                 // select_idle_cpu time when probed, else the whole select_task_rq_fair.
                 let v = s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from);
@@ -342,12 +393,24 @@ impl Analysis {
             }
             _ => {}
         }
+        let self_wakeups = self.joiner.self_wakeups;
         let placed = self.joiner.on_event(e);
         if let Some(p) = placed {
             self.on_placement(&p);
         } else if let Event::Wakeup(w) = e
+            && self.own(w.pid)
+        {
+            self.own_wakeups += 1;
+            self.own_events += 1;
+        } else if let Event::Wakeup(w) = e
             && self.filter.matches(w.pid, &self.tasks)
         {
+            self.coverage.wakeups += 1;
+            if self.joiner.self_wakeups > self_wakeups {
+                self.coverage.self_wakeups += 1;
+            } else {
+                self.coverage.no_sched_waking += 1;
+            }
             // No placement (its sched_waking was lost): the latency still counts overall.
             self.wake.pending.insert(w.pid, (w.ts_ns, NO_LEVEL));
             if let Some(r) = self.records.as_mut() {
@@ -364,9 +427,15 @@ impl Analysis {
         {
             self.ours.add(p.waker_cpu, &c);
         }
-        let matches = self.filter.matches(p.pid, &self.tasks);
+        let matches = self.wanted(p.pid, p.waker_pid);
+        if !matches && !p.new_task && (self.own(p.pid) || self.own(p.waker_pid)) {
+            self.own_wakeups += 1;
+            self.own_events += 1;
+        }
+        let subset_on = self.shadow_subset_on();
         let mut shadow = Vec::new();
         if let Some(s) = self.shadow.as_mut() {
+            let before = s.excluded();
             let n = if self.records.is_some() && matches {
                 s.policy_count()
             } else {
@@ -375,14 +444,21 @@ impl Analysis {
             // The evaluator follows every task (it needs the whole machine's state); the
             // filtered rows are a tally of the matching wakees' scored placements.
             let scored = s.on_placement(p);
+            let was_scored = scored.is_some();
             if n > 0 {
                 shadow = match &scored {
                     Some(sc) => sc.outcomes.iter().map(|o| Some(o.cpu)).collect(),
                     None => vec![None; n],
                 };
             }
-            if let (Some(sc), true, true) = (scored, matches, self.filter.get().is_some()) {
+            if let (Some(sc), true, true) = (scored, matches, subset_on) {
                 self.shadow_subset.add(&sc);
+            }
+            if matches
+                && !p.new_task
+                && let Some(c) = self.coverage.shadow.as_mut()
+            {
+                c.add(was_scored, &before, &s.excluded());
             }
         }
         if !matches {
@@ -393,6 +469,16 @@ impl Analysis {
         }
         self.placement
             .add(&self.levels, &c, p.waker_cpu, p.chosen_cpu, p.new_task);
+        if !p.new_task {
+            let cv = &mut self.coverage;
+            cv.wakeups += 1;
+            cv.placed += 1;
+            if c.vs_waker.is_some() && c.vs_prev.is_some() {
+                cv.classified += 1;
+            } else {
+                cv.unclassified += 1;
+            }
+        }
         let lvl = if p.new_task {
             NEW_TASK
         } else {

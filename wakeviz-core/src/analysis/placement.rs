@@ -197,3 +197,91 @@ impl OurWakeCounts {
         }
     }
 }
+
+/// How many wakeups of the matching wakees the placement figures classify, and why the others
+/// are not: one set of counts the Placement view, the Shadow view, the text report and the
+/// JSON all read, so "how many wakeups" has one answer. A user saw the Placement view and the
+/// Shadow view's `observed` row disagree because the shadow left 40 % of the wakeups out
+/// without either view saying so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// `sched_wakeup`s of matching wakees (forks, `sched_wakeup_new`, are apart).
+    pub wakeups: u64,
+    /// Joined with their `sched_waking`: the placement figures' `count`.
+    pub placed: u64,
+    /// Of those, every CPU known to the topology: counted at a level.
+    pub classified: u64,
+    /// Placed, with a CPU the topology does not know (hot-plugged, damaged event).
+    pub unclassified: u64,
+    /// Not placed: the wakee woke itself (running already, no placement).
+    pub self_wakeups: u64,
+    /// Not placed: its `sched_waking` was not seen (dropped, or before the capture started).
+    pub no_sched_waking: u64,
+    /// The placed wakeups the shadow policies were compared on, and why not the rest; `None`
+    /// with the shadow evaluation off.
+    pub shadow: Option<ShadowCoverage>,
+}
+
+/// The placed wakeups of [`Coverage`] split by what the shadow evaluation did with them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ShadowCoverage {
+    /// Compared: the `observed` row and every policy row cover exactly these.
+    pub compared: u64,
+    /// No `select_task_rq_fair` record though the function probe was attached: the wakeup
+    /// took no placement path (a pinned task, the wake-list of a task still on its CPU).
+    pub no_select: u64,
+    /// Tracepoint-only: still runnable at `sched_waking` (`ttwu_runnable`, no placement).
+    pub runnable_at_waking: u64,
+    /// Fork or exec flags on the select record (the slow path, not a wakeup placement).
+    pub fork_exec: u64,
+    /// A CPU number outside the recorded topology.
+    pub invalid_cpu: u64,
+}
+
+impl ShadowCoverage {
+    /// Counts one placed wakeup from the shadow's exclusion counters before and after it was
+    /// scored (`scored`: it was compared).
+    pub fn add(
+        &mut self,
+        scored: bool,
+        before: &crate::shadow::Excluded,
+        after: &crate::shadow::Excluded,
+    ) {
+        if scored {
+            self.compared += 1;
+        } else if after.no_select > before.no_select {
+            self.no_select += 1;
+        } else if after.runnable_at_waking > before.runnable_at_waking {
+            self.runnable_at_waking += 1;
+        } else if after.fork_exec > before.fork_exec {
+            self.fork_exec += 1;
+        } else if after.invalid_cpu > before.invalid_cpu {
+            self.invalid_cpu += 1;
+        }
+    }
+
+    /// Placed wakeups the shadow left out.
+    pub fn excluded(&self) -> u64 {
+        self.no_select + self.runnable_at_waking + self.fork_exec + self.invalid_cpu
+    }
+
+    /// The exclusion reasons with short names for narrow views, in report order.
+    pub fn short_reasons(&self) -> [(&'static str, u64); 4] {
+        [
+            ("no select", self.no_select),
+            ("runnable", self.runnable_at_waking),
+            ("fork/exec", self.fork_exec),
+            ("bad CPU", self.invalid_cpu),
+        ]
+    }
+
+    /// The exclusion reasons with their names, in report order.
+    pub fn reasons(&self) -> [(&'static str, u64); 4] {
+        [
+            ("no select_task_rq_fair (no placement path)", self.no_select),
+            ("runnable at sched_waking", self.runnable_at_waking),
+            ("fork/exec", self.fork_exec),
+            ("CPU outside the topology", self.invalid_cpu),
+        ]
+    }
+}

@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer, ser::SerializeMap};
 use super::{
     Analysis,
     latency::LatencySummary,
-    placement::{CpuCounts, LevelCounts, PlacementCounts},
+    placement::{Coverage, CpuCounts, LevelCounts, PlacementCounts},
     schedstat::SchedstatComparison,
     window::Rolling,
 };
@@ -20,7 +20,12 @@ use crate::{
 /// renamed, removed or changes meaning; adding keys bumps it too, so a consumer can pin it.
 /// 2: `schema_version`, `recording`, `placement.per_cpu`, exact `min`/`max`.
 /// 3: `shadow.policies.*.probes_p50`.
-/// 4: `series`, `matrix`, `tasks`.
+/// 4: "not available" is `null`, never 0: an empty summary's `min`..`max` and `mean`, and
+///    every level-keyed value of a level this topology cannot have (`smt_sibling` without SMT,
+///    `same_node` with one LLC per node); `topology.levels`; `placement.coverage` (what the
+///    placement figures and the shadow rows cover, and why not the rest); `own_threads`;
+///    `shadow.excluded.no_select` / `runnable_at_waking`; percentiles at one precision;
+///    `series`, `matrix`, `tasks`.
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
@@ -81,6 +86,29 @@ pub struct TopologySection {
     pub llcs: Vec<Group>,
     pub distances: Vec<Vec<u32>>,
     pub domain_rows: Vec<DomainRow>,
+    /// Whether two CPUs can stand in each relation on this machine: a level that cannot is
+    /// n/a (JSON `null`) wherever a figure is keyed by level, never a 0 that reads as measured.
+    pub levels: ByLevel<bool>,
+}
+
+impl TopologySection {
+    pub fn level_exists(&self, l: Level) -> bool {
+        self.levels.0.iter().any(|&(x, e)| x == l && e)
+    }
+}
+
+/// wakeviz's own threads (the process and threads such as `wakeviz-drain`, recorded by the
+/// live capture) and what leaving them out removed from the filtered figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OwnThreads {
+    /// As recorded (empty in recordings made before the field existed).
+    pub tids: Vec<u32>,
+    /// False with `--include-self`, or when no tids are known.
+    pub left_out: bool,
+    /// `sched_waking` / `sched_wakeup` / `sched_wakeup_new` / select events left out.
+    pub events: u64,
+    /// Of those, wakeups (`sched_wakeup`s, forks apart).
+    pub wakeups: u64,
 }
 
 /// Where and how the stream was captured (the recording's header, without the topology and
@@ -156,6 +184,9 @@ pub struct PlacementSection {
     pub affine_definition: &'static str,
     pub first_ts_ns: Option<u64>,
     pub last_ts_ns: u64,
+    /// How many wakeups `wakeups` classifies, why the others are not, and how many of them
+    /// the shadow rows cover.
+    pub coverage: Coverage,
     pub wakeups: PlacementCounts,
     pub new_tasks: PlacementCounts,
     pub per_node: Vec<GroupCounts>,
@@ -253,6 +284,7 @@ pub struct Snapshot {
     pub recording: RecordingSection,
     pub events: EventCounts,
     pub drops: Drops,
+    pub own_threads: OwnThreads,
     pub probes: Vec<ProbeStatus>,
     pub topology: TopologySection,
     pub placement: PlacementSection,
@@ -364,6 +396,12 @@ impl Analysis {
                 unmatched_wakeups: self.joiner.unmatched_wakeups,
                 probe_misses: s.probe_misses,
             },
+            own_threads: OwnThreads {
+                tids: h.run.own_tids.clone(),
+                left_out: !self.own.is_empty(),
+                events: self.own_events,
+                wakeups: self.own_wakeups,
+            },
             probes: self.header.probes.clone(),
             topology: TopologySection {
                 summary: t.summary(),
@@ -378,12 +416,14 @@ impl Analysis {
                 llcs: t.llcs.clone(),
                 distances: t.distances.clone(),
                 domain_rows: t.domain_rows(),
+                levels: ByLevel(Level::ALL.iter().map(|&l| (l, t.level_exists(l))).collect()),
             },
             placement: PlacementSection {
                 filter: self.filter().map(ToString::to_string),
                 affine_definition: AFFINE_DEFINITION,
                 first_ts_ns: self.first_ts,
                 last_ts_ns: self.last_ts,
+                coverage: self.coverage,
                 wakeups: p.wakeups,
                 new_tasks: p.new_tasks,
                 per_node: group_counts(&t.nodes, &p.per_node),
@@ -447,7 +487,7 @@ impl Analysis {
             shadow: self
                 .shadow
                 .as_ref()
-                .map(|s| s.report(self.filter().is_some().then_some(&self.shadow_subset))),
+                .map(|s| s.report(self.shadow_subset_on().then_some(&self.shadow_subset))),
             series: self.series.section(self.last_ts),
             matrix: self.matrix.section(),
             tasks: self.task_stats.section(&self.tasks),

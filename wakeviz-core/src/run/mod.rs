@@ -33,6 +33,15 @@ pub struct RunMeta {
     /// The command run under wakeviz (`wakeviz --record F -- CMD ARGS`), if any.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// Thread ids of wakeviz itself during the capture (the process and its threads, such as
+    /// `wakeviz-drain`): its own wakeups are not the workload's, and the analyses leave them
+    /// out unless `--include-self`. Empty in recordings made before this field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub own_tids: Vec<u32>,
+    /// `--include-self`: the analyses keep `own_tids`' wakeups. Never recorded: the choice
+    /// belongs to whoever reads the recording, so a replay leaves them out unless asked too.
+    #[serde(skip)]
+    pub include_own: bool,
 }
 
 /// How the workload ended and what it reported; known only at the end of the capture.

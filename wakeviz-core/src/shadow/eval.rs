@@ -391,6 +391,7 @@ impl ShadowEval {
         }
         if pl.select.is_none() && self.select_mode {
             self.excluded.no_placement += 1;
+            self.excluded.no_select += 1;
             self.park.release(pl.pid);
             return None;
         }
@@ -401,6 +402,7 @@ impl ShadowEval {
         let slot = match parked {
             Some(s) if self.park.record(s).no_placement => {
                 self.excluded.no_placement += 1;
+                self.excluded.runnable_at_waking += 1;
                 self.park.release(pl.pid);
                 return None;
             }

@@ -59,6 +59,10 @@ pub struct Excluded {
     /// Wakeups that took no placement path (still runnable, wake-list on the old CPU, pinned):
     /// no select record although the probe was attached, or runnable at `sched_waking`.
     pub no_placement: u64,
+    /// Of `no_placement`: no select record although the function probe was attached.
+    pub no_select: u64,
+    /// Of `no_placement`: tracepoint-only, the wakee was runnable at `sched_waking`.
+    pub runnable_at_waking: u64,
     /// CPU numbers outside the recorded topology.
     pub invalid_cpu: u64,
 }

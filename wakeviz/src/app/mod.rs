@@ -241,7 +241,9 @@ impl App {
                 .shadow
                 .as_ref()
                 .map_or(0, |s| s.policies.len()),
-            View::Overview | View::Latency | View::Timeline => 0,
+            // `all`, the six levels, new tasks (ui::latency::rows).
+            View::Latency => 2 + wakeviz_core::topology::Level::ALL.len(),
+            View::Overview | View::Timeline => 0,
         }
     }
 

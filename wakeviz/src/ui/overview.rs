@@ -216,6 +216,20 @@ fn events(app: &App) -> Vec<Line<'static>> {
         fmt::count(s.events.total()),
         fmt::rate(total)
     )));
+    // wakeviz's own threads (issue 15): what leaving them out removed from the figures.
+    let own = &s.own_threads;
+    if !own.tids.is_empty() {
+        let text = if own.left_out {
+            format!(
+                "{:<20} {:>8} left out",
+                "wakeviz's own",
+                fmt::count(own.events)
+            )
+        } else {
+            format!("{:<20} {:>8}", "wakeviz's own", "included")
+        };
+        l.push(Line::from(Span::styled(text, fmt::dim())));
+    }
     l.push(Line::raw(""));
     let d = &s.drops;
     l.push(Line::from(Span::styled(

@@ -7,7 +7,10 @@ use ratatui::{
     text::{Line, Span},
     widgets::Paragraph,
 };
-use wakeviz_core::{analysis::placement::PlacementCounts, topology::Level};
+use wakeviz_core::{
+    analysis::placement::{Coverage, PlacementCounts},
+    topology::Level,
+};
 
 use super::{fmt, topomap};
 use crate::app::{App, View, Window, map::Map};
@@ -19,7 +22,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         Window::Last10s => &p.windows.w10s.placement,
         Window::Last1s => &p.windows.w1s.placement,
     };
-    let [bars, rest] = Layout::vertical([Constraint::Length(9), Constraint::Min(0)]).areas(area);
+    let [bars, rest] = Layout::vertical([Constraint::Length(11), Constraint::Min(0)]).areas(area);
     f.render_widget(
         Paragraph::new(level_bars(c, usize::from(bars.width), app)),
         bars,
@@ -59,6 +62,14 @@ fn level_bars(c: &PlacementCounts, width: usize, app: &App) -> Vec<Line<'static>
             fmt::dim()
         };
         let (w, p) = (c.vs_waker.get(l), c.vs_prev.get(l));
+        if !topo.level_exists(l) {
+            let na = format!("{:>w$}", "n/a", w = bar_w + 7);
+            lines.push(Line::from(Span::styled(
+                format!("{:<name_w$}{na} {na}", l.name()),
+                style,
+            )));
+            continue;
+        }
         lines.push(Line::from(Span::styled(
             format!(
                 "{:<name_w$}{} {:>6} {} {:>6}",
@@ -81,5 +92,52 @@ fn level_bars(c: &PlacementCounts, width: usize, app: &App) -> Vec<Line<'static>
         c.unclassified,
         fmt::count(app.data.snap.placement.new_tasks.count),
     )));
+    lines.extend(coverage_lines(&app.data.snap.placement.coverage));
     lines
+}
+
+/// How many wakeups the bars classify and why the others are not, and what share of them the
+/// Shadow view's rows cover: the counts of `placement.coverage` (the text report's and the
+/// JSON's), cumulative whatever the window. Reasons with a count of 0 are left out.
+fn coverage_lines(c: &Coverage) -> [Line<'static>; 2] {
+    let nonzero = |v: &[(&str, u64)]| -> String {
+        v.iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(w, n)| format!("{} {w}", fmt::count(*n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        "classified {} of {} wakeups ({}, cumulative)",
+        fmt::count(c.classified),
+        fmt::count(c.wakeups),
+        fmt::pct(c.classified, c.wakeups)
+    );
+    let not = nonzero(&[
+        ("no sched_waking", c.no_sched_waking),
+        ("self-wake", c.self_wakeups),
+        ("bad CPU", c.unclassified),
+    ]);
+    if !not.is_empty() {
+        s.push_str(&format!(" · not: {not}"));
+    }
+    let t = match &c.shadow {
+        Some(sc) => {
+            let mut t = format!(
+                "Shadow view covers {} of them ({})",
+                fmt::count(sc.compared),
+                fmt::pct(sc.compared, c.placed)
+            );
+            let why = nonzero(&sc.short_reasons());
+            if !why.is_empty() {
+                t.push_str(&format!(" · left out: {why}"));
+            }
+            t
+        }
+        None => "shadow evaluation off".into(),
+    };
+    [
+        Line::from(Span::styled(s, fmt::dim())),
+        Line::from(Span::styled(t, fmt::dim())),
+    ]
 }

@@ -10,7 +10,7 @@ use ratatui::{
     widgets::{Paragraph, Wrap},
 };
 use wakeviz_core::{
-    shadow::report::{DecisionTime, PolicyRow},
+    shadow::report::{DecisionTime, PolicyRow, ProbeCostSource},
     topology::Level,
 };
 
@@ -42,51 +42,100 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         ]),
         None => Line::from(Span::styled("Fidelity: nothing compared yet", fmt::dim())),
     });
-    let ex = sv.excluded;
+    let src = match sv.per_probe_source {
+        ProbeCostSource::SelectDurations if sv.per_probe_ns >= 2000.0 => "measured, capped",
+        ProbeCostSource::SelectDurations => "measured",
+        ProbeCostSource::Default => "assumed: no select durations",
+    };
     lines.push(Line::from(Span::styled(
         format!(
-            "decision at {decision} · scan cost {:.0} ns/probe",
+            "decision at {decision} · scan cost {:.0} ns/probe ({src})",
             sv.per_probe_ns
         ),
         fmt::dim(),
     )));
+    let cov = &app.data.snap.placement.coverage;
+    let compared = cov.shadow.map_or(sv.evaluated, |c| c.compared);
+    let mut scope = format!(
+        "covers {} of {} placed wakeups ({})",
+        fmt::count(compared),
+        fmt::count(cov.placed),
+        fmt::pct(compared, cov.placed)
+    );
+    if let Some(c) = cov.shadow
+        && c.excluded() > 0
+    {
+        let why: Vec<String> = c
+            .short_reasons()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(w, n)| format!("{} {w}", fmt::count(*n)))
+            .collect();
+        scope.push_str(&format!("; left out: {}", why.join(", ")));
+    }
+    lines.push(Line::from(Span::styled(scope, fmt::warn())));
     if sv.filtered {
-        let f = app
-            .data
-            .filter()
-            .map_or_else(String::new, ToString::to_string);
-        let text = format!("rows: {f} wakees only (the shadow state follows every task)");
+        let text = match app.data.filter() {
+            Some(f) => format!("rows: {f} wakees only (the shadow state follows every task)"),
+            None => "rows: without wakeviz's own threads".to_string(),
+        };
         lines.push(Line::from(Span::styled(text, fmt::warn())));
-    } else {
-        lines.push(Line::from(Span::styled(
-            format!(
-                "excluded: {} fork/exec, {} no placement, {} bad CPU",
-                ex.fork_exec, ex.no_placement, ex.invalid_cpu
-            ),
-            fmt::dim(),
-        )));
     }
     lines.push(Line::from(Span::styled(
         format!(
             "{:<18} {:>6} {:>11} {:>11} {:>11} {:>11}",
-            "policy", "agree%", "idle% Δ", "stacked% Δ", "probes Δ", "migr% Δ"
+            "policy", "agree%", "idle% Δpt", "stack% Δpt", "probes Δ%", "migr% Δpt"
         ),
         fmt::bold(),
     )));
     let rows = &sv.policies;
     let sel = app.sel[View::Shadow.index()].min(rows.len().saturating_sub(1));
     let base = rows.first();
-    let room = usize::from(area.height).saturating_sub(lines.len() + 4);
-    let first = sel.saturating_sub(room.saturating_sub(1));
-    for (i, r) in rows.iter().enumerate().skip(first).take(room) {
-        let b = if i == 0 { None } else { base };
-        let style = if i == sel {
+    let selected = |i: usize| {
+        if i == sel {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
             Style::default()
-        };
-        lines.push(Line::from(Span::styled(row(r, b), style)));
+        }
+    };
+    // The baseline row stays pinned; the policy rows under it scroll with the selection.
+    if let Some(b) = base {
+        lines.push(Line::from(Span::styled(
+            row(b, None),
+            selected(0).add_modifier(Modifier::BOLD),
+        )));
     }
+    let policies = rows.len().saturating_sub(1);
+    // Under the table: the legend (2 lines), the selected row's description and locality (3).
+    let room = usize::from(area.height)
+        .saturating_sub(lines.len() + 5)
+        .max(1);
+    let psel = sel.saturating_sub(1);
+    let first = psel.saturating_sub(room.saturating_sub(1));
+    let fits = policies <= first + room;
+    let shown = if fits {
+        room
+    } else {
+        room.saturating_sub(1).max(1)
+    };
+    for (i, r) in rows.iter().enumerate().skip(1 + first).take(shown) {
+        lines.push(Line::from(Span::styled(row(r, base), selected(i))));
+    }
+    let below = policies.saturating_sub(first + shown);
+    if below > 0 {
+        lines.push(Line::from(Span::styled(
+            format!("{below} more ↓"),
+            fmt::dim(),
+        )));
+    }
+    lines.push(Line::from(Span::styled(
+        "agree%=kernel's CPU  idle%=idle CPU  stack%=busy CPU  migr%=left prev CPU",
+        fmt::dim(),
+    )));
+    lines.push(Line::from(Span::styled(
+        "probes=idle tests  Δpt=points vs observed  Δ%=relative to observed  -=n/a",
+        fmt::dim(),
+    )));
     if let Some(r) = rows.get(sel) {
         lines.push(Line::from(Span::styled(
             format!("{}: {}", r.name, r.describe),

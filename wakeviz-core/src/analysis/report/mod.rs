@@ -16,11 +16,12 @@ use super::{
 use crate::{event::Kind, format::ProbeState, topology::Level};
 
 /// The top-level keys of [`json`], in order: the fields of [`Snapshot`].
-pub const JSON_KEYS: [&str; 14] = [
+pub const JSON_KEYS: [&str; 15] = [
     "schema_version",
     "recording",
     "events",
     "drops",
+    "own_threads",
     "probes",
     "topology",
     "placement",
@@ -36,36 +37,114 @@ pub const JSON_KEYS: [&str; 14] = [
 /// Width of log2 histogram bars, as bpftrace's.
 pub const BAR_WIDTH: usize = 52;
 
-/// `--report json`: the snapshot itself, serialised.
+/// `--report json`: the snapshot itself, serialised, with `null` for every level-keyed value
+/// of a level this topology cannot have (see [`null_absent_levels`]).
 pub fn json(s: &Snapshot) -> Value {
     // Every field serialises infallibly (no maps with non-string keys, no failing impls).
-    serde_json::to_value(s).unwrap_or(Value::Null)
+    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+    let absent: Vec<&str> = Level::ALL
+        .iter()
+        .filter(|l| !s.topology.level_exists(**l))
+        .map(|l| l.name())
+        .collect();
+    if !absent.is_empty() {
+        null_absent_levels(&mut v, &absent);
+    }
+    v
+}
+
+/// Level-keyed objects (the six level names as keys: `vs_waker`, `by_level`, a shadow row's
+/// locality, ...) get `null` under the levels in `absent`: a count of 0 there would read as
+/// "measured, none", while no two CPUs of the machine stand in that relation. Done on the
+/// serialised tree because those objects sit in a dozen places of the snapshot and only the
+/// topology knows; `topology.levels` itself keeps its booleans.
+pub fn null_absent_levels(v: &mut Value, absent: &[&str]) {
+    match v {
+        Value::Object(m) => {
+            let keyed = Level::ALL.iter().all(|l| m.contains_key(l.name()));
+            for (k, x) in m.iter_mut() {
+                if keyed && absent.contains(&k.as_str()) && !x.is_boolean() {
+                    *x = Value::Null;
+                } else {
+                    null_absent_levels(x, absent);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| null_absent_levels(x, absent)),
+        _ => {}
+    }
 }
 
 fn pct(n: u64, d: u64) -> String {
     if d == 0 {
-        "-".into()
+        "n/a".into()
     } else {
         format!("{:.1}%", n as f64 * 100.0 / d as f64)
     }
 }
 
+/// Nanoseconds with a unit keeping 3 significant digits (`850ns`, `12.3µs`, `1.57ms`,
+/// `2.33s`): the text report is read by people; the JSON keeps raw integers.
+pub fn human_ns(v: u64) -> String {
+    let f = v as f64;
+    let three = |x: f64, u: &str| {
+        if x < 10.0 {
+            format!("{x:.2}{u}")
+        } else if x < 100.0 {
+            format!("{x:.1}{u}")
+        } else {
+            format!("{x:.0}{u}")
+        }
+    };
+    match v {
+        0..=999 => format!("{v}ns"),
+        1_000..=999_999 => three(f / 1e3, "µs"),
+        1_000_000..=999_999_999 => three(f / 1e6, "ms"),
+        _ => three(f / 1e9, "s"),
+    }
+}
+
 fn quantile_line(out: &mut String, label: &str, l: &LatencySummary) {
     let q = &l.quantiles;
+    if q.is_empty() {
+        let _ = writeln!(out, "  {label:<22} n=0         n/a (no samples)");
+        return;
+    }
     let _ = writeln!(
         out,
         "  {label:<22} n={:<9} p50={:<9} p90={:<9} p99={:<9} p99.9={:<9} max={}",
-        q.count, q.p50, q.p90, q.p99, q.p999, q.max
+        q.count,
+        human_ns(q.p50),
+        human_ns(q.p90),
+        human_ns(q.p99),
+        human_ns(q.p999),
+        human_ns(q.max)
     );
 }
 
-fn level_table(out: &mut String, c: &PlacementCounts) {
+fn na_line(out: &mut String, label: &str) {
+    let _ = writeln!(out, "  {label:<22} n/a (no such CPU pair on this topology)");
+}
+
+fn level_table(out: &mut String, c: &PlacementCounts, t: &super::TopologySection) {
     let _ = writeln!(
         out,
         "  {:<14} {:>12} {:>8} {:>12} {:>8}",
         "level", "vs waker", "", "vs prev", ""
     );
     for l in Level::ALL {
+        if !t.level_exists(l) {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>12} {:>8} {:>12} {:>8}",
+                l.name(),
+                "n/a",
+                "",
+                "n/a",
+                ""
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "  {:<14} {:>12} {:>8} {:>12} {:>8}",
@@ -89,15 +168,15 @@ fn level_table(out: &mut String, c: &PlacementCounts) {
         let _ = writeln!(
             out,
             "  migrations by level: {}",
-            levels_inline(&c.migrations_by_level)
+            levels_inline(&c.migrations_by_level, t)
         );
     }
 }
 
-fn levels_inline(c: &LevelCounts) -> String {
+fn levels_inline(c: &LevelCounts, t: &super::TopologySection) -> String {
     Level::ALL
         .iter()
-        .filter(|l| **l != Level::SameCpu)
+        .filter(|l| **l != Level::SameCpu && t.level_exists(**l))
         .map(|l| format!("{} {}", l.name(), c.get(*l)))
         .collect::<Vec<_>>()
         .join(", ")
@@ -209,6 +288,7 @@ pub fn text(s: &Snapshot) -> String {
         );
     }
     let _ = writeln!(o, "  wakeups without sched_waking: {}", d.unmatched_wakeups);
+    own_threads_line(&mut o, &s.own_threads);
     let _ = writeln!(
         o,
         "  probe runs skipped by the kernel (BPF programs do not nest): {}",
@@ -234,7 +314,8 @@ pub fn text(s: &Snapshot) -> String {
         p.wakeups.count,
         p.filter.as_deref().unwrap_or("none")
     );
-    level_table(&mut o, &p.wakeups);
+    coverage_block(&mut o, &p.coverage);
+    level_table(&mut o, &p.wakeups, t);
     let _ = writeln!(o, "  affine = {}", p.affine_definition);
     let _ = writeln!(o, "\n  wakeup info (as the schedstat comparisons on LKML):");
     let _ = writeln!(
@@ -276,7 +357,7 @@ pub fn text(s: &Snapshot) -> String {
         p.new_tasks.count
     );
     if p.new_tasks.count > 0 {
-        level_table(&mut o, &p.new_tasks);
+        level_table(&mut o, &p.new_tasks, t);
     }
     let _ = writeln!(o, "\n  per waker node:");
     for g in &p.per_node {
@@ -285,7 +366,7 @@ pub fn text(s: &Snapshot) -> String {
             "    node{:<3} {:>10} wakeups  vs waker: {}",
             g.id,
             g.counts.count,
-            levels_short(&g.counts.vs_waker)
+            levels_short(&g.counts.vs_waker, t)
         );
     }
     let _ = writeln!(o, "  per chosen LLC:");
@@ -303,7 +384,7 @@ pub fn text(s: &Snapshot) -> String {
             w.from_ns as f64 / 1e9,
             w.to_ns as f64 / 1e9,
             w.placement.count,
-            levels_short(&w.placement.vs_waker)
+            levels_short(&w.placement.vs_waker, t)
         );
     }
 
@@ -326,14 +407,14 @@ pub fn text(s: &Snapshot) -> String {
     }
 
     let wl = &s.wakeup_latency;
-    let _ = writeln!(
-        o,
-        "\n== wakeup-to-run latency (ns), by level of {}",
-        wl.relation
-    );
+    let _ = writeln!(o, "\n== wakeup-to-run latency, by level of {}", wl.relation);
     latency_block(&mut o, &wl.overall, "@usecs");
     for (l, q) in &wl.by_level.0 {
-        quantile_line(&mut o, l.name(), q);
+        if t.level_exists(*l) || !q.quantiles.is_empty() {
+            quantile_line(&mut o, l.name(), q);
+        } else {
+            na_line(&mut o, l.name());
+        }
     }
     quantile_line(&mut o, "new tasks", &wl.new_task);
     quantile_line(&mut o, "last 1s", &wl.windows.w1s);
@@ -351,12 +432,77 @@ pub fn text(s: &Snapshot) -> String {
     }
     let _ = writeln!(o, "\n== shadow policies");
     match &s.shadow {
-        Some(x) => o.push_str(&shadow::text(x)),
+        Some(x) => {
+            if let Some(sc) = &p.coverage.shadow {
+                let _ = writeln!(
+                    o,
+                    "Covers the placed subset: {} of {} placed wakeups ({}); the placement section counts all {}.",
+                    sc.compared,
+                    p.coverage.placed,
+                    pct(sc.compared, p.coverage.placed),
+                    p.coverage.placed
+                );
+            }
+            o.push_str(&shadow::text(x));
+        }
         None => {
             let _ = writeln!(o, "  not evaluated");
         }
     }
     o
+}
+
+/// How many wakeups the level table classifies and why the others are not: the same counts the
+/// Placement view and the JSON's `placement.coverage` show.
+fn coverage_block(o: &mut String, c: &super::placement::Coverage) {
+    let _ = writeln!(
+        o,
+        "  classified {} of {} wakeups ({}); not classified: {} no sched_waking, {} self-wakeups, {} CPU outside the topology",
+        c.classified,
+        c.wakeups,
+        pct(c.classified, c.wakeups),
+        c.no_sched_waking,
+        c.self_wakeups,
+        c.unclassified
+    );
+    if let Some(sc) = &c.shadow {
+        let reasons: Vec<String> = sc
+            .reasons()
+            .iter()
+            .map(|(why, n)| format!("{n} {why}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  shadow policies compared on {} of the {} placed ({}); left out: {}",
+            sc.compared,
+            c.placed,
+            pct(sc.compared, c.placed),
+            reasons.join(", ")
+        );
+    }
+}
+
+/// What leaving wakeviz's own threads out removed (the Overview's line too).
+pub fn own_threads_text(t: &super::OwnThreads) -> String {
+    match (t.left_out, t.tids.is_empty()) {
+        (_, true) => {
+            "wakeviz's own threads: not recorded (older recording or no live capture)".into()
+        }
+        (false, false) => format!(
+            "wakeviz's own threads ({} tids): included (--include-self)",
+            t.tids.len()
+        ),
+        (true, false) => format!(
+            "wakeviz's own threads ({} tids) left out: {} events, {} wakeups (--include-self keeps them)",
+            t.tids.len(),
+            t.events,
+            t.wakeups
+        ),
+    }
+}
+
+fn own_threads_line(o: &mut String, t: &super::OwnThreads) {
+    let _ = writeln!(o, "  {}", own_threads_text(t));
 }
 
 /// The workload's own result first (the figure a comparison starts from, as in the seeds).
@@ -447,11 +593,17 @@ fn run_block(o: &mut String, r: &super::RecordingSection) {
     }
 }
 
-fn levels_short(c: &LevelCounts) -> String {
+fn levels_short(c: &LevelCounts, t: &super::TopologySection) -> String {
     let total = c.total();
     Level::ALL
         .iter()
-        .map(|l| format!("{} {}", l.name(), pct(c.get(*l), total)))
+        .map(|l| {
+            if t.level_exists(*l) {
+                format!("{} {}", l.name(), pct(c.get(*l), total))
+            } else {
+                format!("{} n/a", l.name())
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -60,7 +60,11 @@ pub fn text(r: &ShadowReport) -> String {
         s,
         "{} placed wakeups compared{} (decision at {}); excluded: {} fork/exec, {} no-placement, {} bad CPU.",
         r.evaluated,
-        if r.filtered { " (filtered wakees)" } else { "" },
+        if r.filtered {
+            " (a subset of the wakees)"
+        } else {
+            ""
+        },
         match r.decision_time {
             DecisionTime::SelectTaskRqFair => "select_task_rq_fair",
             DecisionTime::SchedWaking => "sched_waking, tracepoint-only",
