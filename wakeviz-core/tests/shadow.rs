@@ -164,6 +164,7 @@ fn select(ts: u64, w: u32, pid: u32, prev: u32, chosen: u32, waker: u32, s: Sel)
         prev_nr_idle_scan: s.nr_idle_scan,
         prev_has_idle_cores: s.has_idle_cores,
         idle_scan_ns: None,
+        inputs: Default::default(),
     }
 }
 
