@@ -186,7 +186,9 @@ const _: () = assert!(core::mem::size_of::<SelectEvent>() == 72);
 /// [`exact::INPUTS`]; each value is real when its [`exact`] bit is set. An extension rather than
 /// new fields so that version-1 records (72 bytes) still decode.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct SelectInputs {
     /// `cpu_load(cpu_rq(this_cpu))`, `cpu_load(cpu_rq(prev_cpu))` (saturated to u32).
     pub waker_load: u32,
@@ -219,7 +221,9 @@ const _: () = assert!(core::mem::size_of::<SelectEventV2>() == 112);
 /// The task's allowed CPUs 0..255 (`p->cpus_ptr` bits), sent only for a task that may not run
 /// on every online CPU, so the usual record stays 112 bytes.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct SelectMask {
     pub bits: [u64; 4],
 }

@@ -1,8 +1,8 @@
 //! Ring-buffer records (the `wakeviz-common` ABI) to [`Event`]s. Pure byte parsing, so the fuzzer
 //! and the tests reach it without a kernel.
 use wakeviz_common::{
-    EventHeader, EventKind, MigrateEvent, SelectEvent, SelectEventMasked, SelectEventV2, SwitchEvent,
-    UNKNOWN_U32, WakeEvent, exact,
+    EventHeader, EventKind, MigrateEvent, SelectEvent, SelectEventMasked, SelectEventV2,
+    SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
 };
 use zerocopy::FromBytes;
 

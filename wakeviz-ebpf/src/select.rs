@@ -11,8 +11,8 @@ use aya_ebpf::{
     maps::{Array, PerCpuArray},
 };
 use wakeviz_common::{
-    EventKind, SelectEvent, SelectEventMasked, SelectEventV2, SelectInputs, SelectMask, UNKNOWN_U32,
-    exact, stat,
+    EventKind, SelectEvent, SelectEventMasked, SelectEventV2, SelectInputs, SelectMask,
+    UNKNOWN_U32, exact, stat,
 };
 
 mod inputs;

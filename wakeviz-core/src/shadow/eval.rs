@@ -6,9 +6,7 @@ use super::{
     metrics::{Outcome, PolicyMetrics},
     park::{Parking, Record},
     policies,
-    policy::{
-        Ctx, Exact, FlavourSource, KernelFlavour, KernelRules, Policy, Rule, Scratch, Stage,
-    },
+    policy::{Ctx, Exact, FlavourSource, KernelFlavour, KernelRules, Policy, Rule, Scratch, Stage},
     state::{Run, State},
     tally::Scored,
     topo::{self, ShadowTopo},

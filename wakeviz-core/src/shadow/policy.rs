@@ -232,7 +232,11 @@ impl Ctx {
             return;
         }
         let node = t.node(self.p);
-        if let Some(c) = m.iter().find(|&c| t.node(c) == node).or_else(|| m.iter().next()) {
+        if let Some(c) = m
+            .iter()
+            .find(|&c| t.node(c) == node)
+            .or_else(|| m.iter().next())
+        {
             d.cpu = c;
         }
     }

@@ -101,10 +101,7 @@ pub fn read(
         bits |= exact::H_NR_DELAYED;
     }
     let ncpus = OFF_TASK_NR_CPUS_ALLOWED.load();
-    if let (Some(f), Some(n)) = (
-        at::<u32>(cur, OFF_TASK_FLAGS.load()),
-        at::<u32>(cur, ncpus),
-    ) {
+    if let (Some(f), Some(n)) = (at::<u32>(cur, OFF_TASK_FLAGS.load()), at::<u32>(cur, ncpus)) {
         out.waker_kthread = u32::from(f & PF_KTHREAD != 0);
         out.waker_nr_cpus_allowed = n;
         bits |= exact::WAKER_KTHREAD;
@@ -125,4 +122,3 @@ pub fn read(
     }
     bits
 }
-

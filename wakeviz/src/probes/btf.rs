@@ -62,15 +62,24 @@ impl Offsets {
         let delayed = self.cfs_rq_h_nr_delayed.is_some()
             || (self.cfs_rq_h_nr_queued.is_some() && self.cfs_rq_h_nr_runnable.is_some());
         [
-            ("task_struct.se.avg.load_avg", self.task_se_load_avg.is_some()),
+            (
+                "task_struct.se.avg.load_avg",
+                self.task_se_load_avg.is_some(),
+            ),
             ("task_struct.flags", self.task_flags.is_some()),
-            ("task_struct.nr_cpus_allowed", self.task_nr_cpus_allowed.is_some()),
+            (
+                "task_struct.nr_cpus_allowed",
+                self.task_nr_cpus_allowed.is_some(),
+            ),
             ("task_struct.cpus_ptr", self.task_cpus_ptr.is_some()),
             ("rq.cfs", self.rq_cfs.is_some()),
             ("rq.cpu_capacity", self.rq_cpu_capacity.is_some()),
             ("cfs_rq.avg.load_avg", self.cfs_rq_load_avg.is_some()),
             ("cfs_rq.h_load", self.cfs_rq_h_load.is_some()),
-            ("cfs_rq.h_nr_delayed (or h_nr_queued/h_nr_runnable)", delayed),
+            (
+                "cfs_rq.h_nr_delayed (or h_nr_queued/h_nr_runnable)",
+                delayed,
+            ),
         ]
         .into_iter()
         .filter(|(_, ok)| !ok)

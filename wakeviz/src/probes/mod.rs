@@ -169,7 +169,9 @@ pub(crate) fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'sta
     ];
     let missing = off.missing_inputs();
     if !read_inputs() {
-        notes.push(format!("{SKIP_INPUTS_ENV}=1: select inputs of ABI 2 not read"));
+        notes.push(format!(
+            "{SKIP_INPUTS_ENV}=1: select inputs of ABI 2 not read"
+        ));
     } else if !missing.is_empty() {
         notes.push(format!(
             "not in BTF, so not captured (the shadow treats them as unknown): {}",
