@@ -33,7 +33,7 @@ pub const APPROXIMATIONS: &[&str] = &[
     "per-CPU kthread stacking rule from the waker's PF_KTHREAD and nr_cpus_allowed (ABI 2); in_task() is not readable, assumed true unless the waker is an idle task (pid 0); not applied on older recordings",
     "cluster (SD_CLUSTER, select_idle_smt over the cluster) and asymmetric-capacity paths (select_idle_capacity, asym_fits_cpu) are not modelled: symmetric CPUs without clusters assumed",
     "kernel flavour (SIS_UTIL / SIS_PROP / full scan) from the recorded sched_features; from the release string only when the recording has no features (then wrong for kernels that backported SIS_UTIL or turned SIS_PROP on); fidelity.chosen_from says which",
-    "SIS_PROP: HZ=250 assumed for the wake_avg_idle ageing and the 4-CPU floor of the budget as in 5.14-6.6, not the older unbounded or 'nr = 4' forms",
+    "SIS_PROP: the 5.14-6.6 budget (nr = max(4, |LLC| x wake_avg_idle / avg_scan_cost), at most nr - 1 CPUs probed), HZ=250 assumed for the wake_avg_idle ageing; other releases' forms are not modelled",
     "has_idle_cores and nr_idle_scan: probe reads where captured (waker's and prev's LLC), else emulated (hint set on idle entry with idle siblings, cleared by the kernel policy's failed core scan; nr_idle_scan from PELT-like util, 32 ms half-life, refreshed every 4 ms)",
     // Policies' own caveats go here.
     "probes count every idle test (affine step, shortcuts, scan); est_scan_ns = probes x per_probe_ns",
