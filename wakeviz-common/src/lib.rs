@@ -131,7 +131,8 @@ pub mod exact {
     pub const TASK_H_LOAD: u32 = 1 << 7;
     /// `task_h_load(current)`.
     pub const WAKER_H_LOAD: u32 = 1 << 8;
-    /// `cfs_rq.h_nr_delayed` of the waker's rq (the field exists from the 6.12.y/6.13 fix on).
+    /// `cfs_h_nr_delayed()` of the waker's rq (`h_nr_queued - h_nr_runnable`, or the 6.13
+    /// `h_nr_delayed` field).
     pub const H_NR_DELAYED: u32 = 1 << 9;
     /// The waker's `PF_KTHREAD` and `nr_cpus_allowed`.
     pub const WAKER_KTHREAD: u32 = 1 << 10;
@@ -200,7 +201,7 @@ pub struct SelectInputs {
     /// fields at entry: `se.avg.load_avg * cfs_rq->h_load / (cfs_rq_load_avg(cfs_rq) + 1)`.
     pub task_h_load: u32,
     pub waker_h_load: u32,
-    /// `cpu_rq(this_cpu)->cfs.h_nr_delayed`.
+    /// `cfs_h_nr_delayed(cpu_rq(this_cpu))`.
     pub waker_h_nr_delayed: u32,
     /// 1 when the waker has `PF_KTHREAD`.
     pub waker_kthread: u32,

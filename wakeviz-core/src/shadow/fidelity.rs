@@ -9,31 +9,31 @@
 //!    read (older recordings), or the waker was read as a per-CPU kthread, the shadow applied
 //!    the stacking rule and the kernel did not: `in_task()` (not readable) was false. Not when
 //!    the waker is an idle task (pid 0): its wakeups come from interrupts;
-//! 2b. `affinity_mask_unknown`: the wakee may not run on every CPU but its mask was not read
+//! 3. `affinity_mask_unknown`: the wakee may not run on every CPU but its mask was not read
 //!    (CPUs beyond 255);
-//! 2c. `delayed_dequeue_sync`: a sync wakeup where `nr_running == 1` and
+//! 4. `delayed_dequeue_sync`: a sync wakeup where `nr_running == 1` and
 //!    `nr_running - h_nr_delayed == 1` disagree and the kernel followed the rule the shadow did
 //!    not (the recorded kernel lacks the wake_up_sync fix, or has it without `DELAY_DEQUEUE`);
-//! 3. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
+//! 5. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
 //!    distance of 31-32, where the kernel keeps `SD_WAKE_AFFINE` only on AMD Zen
 //!    (`node_reclaim_distance` 32, else 30); the shadow assumes 32 and the header has no vendor;
-//! 4. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
+//! 6. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
 //!    needs loads, decided in the kernel) and the two choices sit in different LLCs;
-//! 4b. `wake_affine_weight_h_load`: `WA_WEIGHT` was computed from the probe's loads and the
+//! 7. `wake_affine_weight_h_load`: `WA_WEIGHT` was computed from the probe's loads and the
 //!    kernel took the other side (its CPU is the other candidate, or in the other candidate's
 //!    LLC): `task_h_load` uses a group `h_load` the kernel refreshes once a jiffy, and the loads
 //!    were read at entry, a few hundred ns before the kernel's own reads;
-//! 5. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
+//! 8. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
 //!    than the target and `prev_cpu`, and the shadow did not know the wakee's
 //!    `recent_used_cpu` (no SIS pass or fork of that task since the capture started, and the
 //!    probe does not read the field), which is what SIS's `recent_used_cpu` rule returns;
-//! 6. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
+//! 9. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
 //!    at decision time although it was not the SIS target (so the kernel saw it idle): our idle
 //!    map lags or leads the kernel's by the events in flight (concurrent wakers, IPIs);
-//! 7. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
-//!    budget (not read by the probe) and both choices were otherwise plausible;
-//! 8. `unknown`: everything was exact and the kernel's CPU looked idle (SCHED_IDLE or
-//!    core-scheduling predicates, vCPU preemption, or out-of-tree features).
+//! 10. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
+//!     budget (not read by the probe) and both choices were otherwise plausible;
+//! 11. `unknown`: everything was exact and the kernel's CPU looked idle (SCHED_IDLE or
+//!     core-scheduling predicates, vCPU preemption, or out-of-tree features).
 use strum::{EnumCount, EnumIter, IntoStaticStr};
 
 use super::{

@@ -49,15 +49,21 @@ fn sat(v: u64) -> u32 {
     v.min(u64::from(u32::MAX - 1)) as u32
 }
 
-/// `cfs_h_nr_delayed(rq)`: the 6.12.y/6.13 field, else `h_nr_queued - h_nr_runnable` (6.14+).
+/// `cfs_h_nr_delayed(rq)` as the wake_up_sync fix defines it, `h_nr_queued - h_nr_runnable`
+/// (6.14+, and the 6.12.y stable kernels that took the fix: Debian's 6.12.117 BTF has both
+/// fields), else the 6.13 `h_nr_delayed` field.
 #[inline(always)]
 fn h_nr_delayed(cfs: u64) -> Option<u32> {
-    if OFF_CFS_RQ_H_NR_DELAYED.load() != 0 {
-        return at::<u32>(cfs, OFF_CFS_RQ_H_NR_DELAYED.load());
+    let (oq, or) = (
+        OFF_CFS_RQ_H_NR_QUEUED.load(),
+        OFF_CFS_RQ_H_NR_RUNNABLE.load(),
+    );
+    if oq != 0 && or != 0 {
+        let q = at::<u32>(cfs, oq)?;
+        let r = at::<u32>(cfs, or)?;
+        return Some(q.saturating_sub(r));
     }
-    let q = at::<u32>(cfs, OFF_CFS_RQ_H_NR_QUEUED.load())?;
-    let r = at::<u32>(cfs, OFF_CFS_RQ_H_NR_RUNNABLE.load())?;
-    Some(q.saturating_sub(r))
+    at::<u32>(cfs, OFF_CFS_RQ_H_NR_DELAYED.load())
 }
 
 /// Fills `out` (and `mask` for a restricted task); returns the `exact` bits of what was read.

@@ -31,9 +31,10 @@ pub struct Offsets {
     pub cfs_rq_load_avg: Option<u64>,
     /// Only with `CONFIG_FAIR_GROUP_SCHED`; without it `task_h_load` is the task's own load.
     pub cfs_rq_h_load: Option<u64>,
-    /// 6.12.y (from the "More PELT vs DELAYED_DEQUEUE" backport) and 6.13.
+    /// 6.13 (and 6.12.y): the delayed count, used when the two below are absent.
     pub cfs_rq_h_nr_delayed: Option<u64>,
-    /// 6.14+: `h_nr_delayed` = `h_nr_queued - h_nr_runnable`.
+    /// 6.14+ and later 6.12.y: `cfs_h_nr_delayed()` = `h_nr_queued - h_nr_runnable`, the
+    /// wake_up_sync fix's definition (preferred).
     pub cfs_rq_h_nr_queued: Option<u64>,
     pub cfs_rq_h_nr_runnable: Option<u64>,
 }
