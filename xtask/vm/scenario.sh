@@ -315,7 +315,7 @@ inputs_runs() {
         for mode in skip read; do
             skip=0
             [ $mode = skip ] && skip=1
-            WAKEVIZ_SKIP_SELECT_INPUTS=$skip "$WVZ" --record /tmp/cost.wvz --headless -- sh -c "
+            WAKEVIZ_SKIP_SELECT_INPUTS=$skip "$WVZ" --record /tmp/cost-$round-$mode.wvz --headless -- sh -c "
                 t0=\$(cut -d' ' -f1 /proc/uptime)
                 /tmp/wvz-cost workload pingpong --iterations $((WVZ_ITER * 20)) --comm wvz-cost \
                     >/dev/null
