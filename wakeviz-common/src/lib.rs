@@ -17,7 +17,9 @@ pub mod names;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Bumped whenever a struct below changes layout or meaning.
-pub const ABI_VERSION: u32 = 1;
+/// 2: [`SelectEvent`] may be followed by [`SelectInputs`] (and [`SelectMask`]); records of
+/// version 1 are still read (their new inputs are unknown).
+pub const ABI_VERSION: u32 = 2;
 
 /// Length of a task name as the kernel keeps it (`TASK_COMM_LEN`).
 pub const COMM_LEN: usize = 16;
@@ -121,6 +123,29 @@ pub mod exact {
     pub const HAS_IDLE_CORES: u32 = 1 << 2;
     pub const PREV_NR_IDLE_SCAN: u32 = 1 << 3;
     pub const PREV_HAS_IDLE_CORES: u32 = 1 << 4;
+    /// `cpu_load()` of the waker's and of prev's rq (`rq->cfs.avg.load_avg`).
+    pub const LOADS: u32 = 1 << 5;
+    /// `capacity_of()` of both (`rq->cpu_capacity`).
+    pub const CAPACITY: u32 = 1 << 6;
+    /// `task_h_load(p)`.
+    pub const TASK_H_LOAD: u32 = 1 << 7;
+    /// `task_h_load(current)`.
+    pub const WAKER_H_LOAD: u32 = 1 << 8;
+    /// `cfs_h_nr_delayed()` of the waker's rq (`h_nr_queued - h_nr_runnable`, or the 6.13
+    /// `h_nr_delayed` field).
+    pub const H_NR_DELAYED: u32 = 1 << 9;
+    /// The waker's `PF_KTHREAD` and `nr_cpus_allowed`.
+    pub const WAKER_KTHREAD: u32 = 1 << 10;
+    /// The task's `nr_cpus_allowed`.
+    pub const TASK_CPUS: u32 = 1 << 11;
+    /// [`SelectMask`] follows [`SelectInputs`]: the task's allowed CPUs (0..255), read because
+    /// it may not run everywhere.
+    pub const MASK: u32 = 1 << 12;
+    /// The task's `se.cfs_rq` is not its rq's root `cfs` (a cgroup task): `task_h_load` uses
+    /// the group's `h_load`, which the kernel may refresh (once a jiffy) after our read.
+    pub const TASK_IN_GROUP: u32 = 1 << 13;
+    /// [`SelectInputs`] follows the [`SelectEvent`] (ABI 2).
+    pub const INPUTS: u32 = 1 << 31;
 }
 
 /// One `select_task_rq_fair` call; `hdr.ts_ns` is the exit time, `hdr.cpu` the waker CPU
@@ -156,6 +181,63 @@ pub struct SelectEvent {
     pub _pad0: u32,
 }
 const _: () = assert!(core::mem::size_of::<SelectEvent>() == 72);
+
+/// The `wake_affine_weight`, delayed-dequeue, per-CPU-kthread and affinity inputs read at
+/// `select_task_rq_fair` entry (ABI 2), appended to a [`SelectEvent`] whose `exact_mask` has
+/// [`exact::INPUTS`]; each value is real when its [`exact`] bit is set. An extension rather than
+/// new fields so that version-1 records (72 bytes) still decode.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct SelectInputs {
+    /// `cpu_load(cpu_rq(this_cpu))`, `cpu_load(cpu_rq(prev_cpu))` (saturated to u32).
+    pub waker_load: u32,
+    pub prev_load: u32,
+    /// `capacity_of()` of the waker's and prev's CPU.
+    pub waker_capacity: u32,
+    pub prev_capacity: u32,
+    /// `task_h_load(p)` and `task_h_load(current)` as the kernel computes them from the
+    /// fields at entry: `se.avg.load_avg * cfs_rq->h_load / (cfs_rq_load_avg(cfs_rq) + 1)`.
+    pub task_h_load: u32,
+    pub waker_h_load: u32,
+    /// `cfs_h_nr_delayed(cpu_rq(this_cpu))`.
+    pub waker_h_nr_delayed: u32,
+    /// 1 when the waker has `PF_KTHREAD`.
+    pub waker_kthread: u32,
+    pub waker_nr_cpus_allowed: u32,
+    pub task_nr_cpus_allowed: u32,
+}
+const _: () = assert!(core::mem::size_of::<SelectInputs>() == 40);
+
+/// A select record with its ABI-2 inputs (the common case: 112 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct SelectEventV2 {
+    pub ev: SelectEvent,
+    pub inputs: SelectInputs,
+}
+const _: () = assert!(core::mem::size_of::<SelectEventV2>() == 112);
+
+/// The task's allowed CPUs 0..255 (`p->cpus_ptr` bits), sent only for a task that may not run
+/// on every online CPU, so the usual record stays 112 bytes.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct SelectMask {
+    pub bits: [u64; 4],
+}
+
+/// A select record with inputs and the allowed mask (144 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct SelectEventMasked {
+    pub ev: SelectEvent,
+    pub inputs: SelectInputs,
+    pub mask: SelectMask,
+}
+const _: () = assert!(core::mem::size_of::<SelectEventMasked>() == 144);
 
 /// Layout of the per-CPU `STATS` counters array (index -> meaning).
 pub mod stat {

@@ -29,6 +29,22 @@ macro_rules! for_each_global {
             OFF_SD_SHARED,
             OFF_SDS_HAS_IDLE_CORES,
             OFF_SDS_NR_IDLE_SCAN,
+            // ABI-2 select inputs (WA_WEIGHT loads, delayed dequeue, kthread, affinity)
+            OFF_TASK_SE_LOAD_AVG,
+            OFF_TASK_FLAGS,
+            OFF_TASK_NR_CPUS_ALLOWED,
+            OFF_TASK_CPUS_PTR,
+            OFF_RQ_CFS,
+            OFF_RQ_CPU_CAPACITY,
+            OFF_CFS_RQ_LOAD_AVG,
+            OFF_CFS_RQ_H_LOAD,
+            OFF_CFS_RQ_H_NR_DELAYED,
+            OFF_CFS_RQ_H_NR_QUEUED,
+            OFF_CFS_RQ_H_NR_RUNNABLE,
+            // online CPUs: a task allowed fewer gets its mask read (0 = never)
+            SELECT_ALL_CPUS,
+            // 1 when the select probe reads the ABI-2 inputs (0 skips them: cost measurement)
+            READ_INPUTS,
             // 1 when the function probes may read run-queue state (all rq/sd offsets resolved)
             READ_RQ,
             // classic tracepoint records (offsets inside the record, from tracefs format files)

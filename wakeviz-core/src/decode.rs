@@ -1,11 +1,12 @@
 //! Ring-buffer records (the `wakeviz-common` ABI) to [`Event`]s. Pure byte parsing, so the fuzzer
 //! and the tests reach it without a kernel.
 use wakeviz_common::{
-    EventHeader, EventKind, MigrateEvent, SelectEvent, SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
+    EventHeader, EventKind, MigrateEvent, SelectEvent, SelectEventMasked, SelectEventV2,
+    SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
 };
 use zerocopy::FromBytes;
 
-use crate::event::{Comm, Event, Migrate, Select, Switch, TaskName, Wake};
+use crate::event::{Comm, Event, Migrate, Select, SelectInputs, Switch, TaskName, Wake};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
@@ -111,9 +112,42 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
                 prev_has_idle_cores: has(exact::PREV_HAS_IDLE_CORES)
                     .then_some(e.prev_has_idle_cores != 0),
                 idle_scan_ns: (e.idle_scan_ns != UNKNOWN_U32).then_some(e.idle_scan_ns),
+                inputs: select_inputs(bytes, &e, hdr.kind)?,
             });
             (ev, None)
         }
+    })
+}
+
+/// The ABI-2 extension of a select record, when its `exact_mask` says one follows (a
+/// version-1 record never has [`exact::INPUTS`]: its inputs stay unknown).
+fn select_inputs(bytes: &[u8], e: &SelectEvent, kind: u16) -> Result<SelectInputs, DecodeError> {
+    let m = e.exact_mask;
+    if m & exact::INPUTS == 0 {
+        return Ok(SelectInputs::default());
+    }
+    let (i, allowed) = if m & exact::MASK != 0 {
+        let v: SelectEventMasked = need(bytes, kind)?;
+        (v.inputs, Some(v.mask.bits))
+    } else {
+        let v: SelectEventV2 = need(bytes, kind)?;
+        (v.inputs, None)
+    };
+    let has = |bit| m & bit != 0;
+    let on = |bit, v: u32| has(bit).then_some(v);
+    Ok(SelectInputs {
+        waker_load: on(exact::LOADS, i.waker_load),
+        prev_load: on(exact::LOADS, i.prev_load),
+        waker_capacity: on(exact::CAPACITY, i.waker_capacity),
+        prev_capacity: on(exact::CAPACITY, i.prev_capacity),
+        task_h_load: on(exact::TASK_H_LOAD, i.task_h_load),
+        waker_h_load: on(exact::WAKER_H_LOAD, i.waker_h_load),
+        task_in_group: has(exact::TASK_IN_GROUP),
+        waker_h_nr_delayed: on(exact::H_NR_DELAYED, i.waker_h_nr_delayed),
+        waker_kthread: has(exact::WAKER_KTHREAD).then_some(i.waker_kthread != 0),
+        waker_nr_cpus_allowed: on(exact::WAKER_KTHREAD, i.waker_nr_cpus_allowed),
+        task_nr_cpus_allowed: on(exact::TASK_CPUS, i.task_nr_cpus_allowed),
+        allowed,
     })
 }
 

@@ -96,6 +96,55 @@ pub struct Select {
     pub prev_has_idle_cores: Option<bool>,
     /// Time inside `select_idle_cpu`, when that function could be probed (rarely: inlined).
     pub idle_scan_ns: Option<u32>,
+    /// The ABI-2 inputs (all unknown in older recordings).
+    pub inputs: SelectInputs,
+}
+
+/// What `wake_affine_weight`, the delayed-dequeue sync test, the per-CPU-kthread rule and the
+/// affinity checks read, as the select probe saw it at entry; `None` = not read (older
+/// recording, field absent from the kernel's BTF, or the read failed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SelectInputs {
+    /// `cpu_load()` of the waker's and prev's CPU.
+    pub waker_load: Option<u32>,
+    pub prev_load: Option<u32>,
+    /// `capacity_of()` of the waker's and prev's CPU.
+    pub waker_capacity: Option<u32>,
+    pub prev_capacity: Option<u32>,
+    /// `task_h_load(p)`, `task_h_load(current)`.
+    pub task_h_load: Option<u32>,
+    pub waker_h_load: Option<u32>,
+    /// The wakee is in a task group: `task_h_load` used a `h_load` the kernel may refresh.
+    pub task_in_group: bool,
+    /// `cfs_h_nr_delayed()` of the waker's rq.
+    pub waker_h_nr_delayed: Option<u32>,
+    /// The waker's `PF_KTHREAD` and `nr_cpus_allowed`.
+    pub waker_kthread: Option<bool>,
+    pub waker_nr_cpus_allowed: Option<u32>,
+    /// The wakee's `nr_cpus_allowed`.
+    pub task_nr_cpus_allowed: Option<u32>,
+    /// The wakee's allowed CPUs 0..255, read when it may not run on every online CPU
+    /// (`None` with `task_nr_cpus_allowed` known = every CPU allowed).
+    pub allowed: Option<[u64; 4]>,
+}
+
+impl SelectInputs {
+    /// `is_per_cpu_kthread(current)` (`in_task()` is not readable: see the report notes).
+    pub fn per_cpu_kthread_waker(&self) -> Option<bool> {
+        Some(self.waker_kthread? && self.waker_nr_cpus_allowed? == 1)
+    }
+
+    /// Whether the wakee may run on `cpu`: `None` when unknown (no mask read, and the count
+    /// of allowed CPUs unknown or not "all").
+    pub fn allows(&self, cpu: u32) -> Option<bool> {
+        match self.allowed {
+            Some(m) => Some(
+                m.get(cpu as usize / 64)
+                    .is_some_and(|w| w & (1u64 << (cpu % 64)) != 0),
+            ),
+            None => self.task_nr_cpus_allowed.map(|_| true),
+        }
+    }
 }
 
 impl Select {

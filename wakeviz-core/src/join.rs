@@ -185,6 +185,7 @@ mod tests {
             prev_nr_idle_scan: None,
             prev_has_idle_cores: None,
             idle_scan_ns: None,
+            inputs: Default::default(),
         };
         j.on_event(&Event::Select(s));
         let p = j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).unwrap();

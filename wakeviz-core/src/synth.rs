@@ -1015,6 +1015,7 @@ impl Synth {
                 prev_nr_idle_scan: Some(inputs.3),
                 prev_has_idle_cores: Some(inputs.4),
                 idle_scan_ns: None,
+                inputs: Default::default(),
             }));
             t = exit;
             chosen

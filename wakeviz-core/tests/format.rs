@@ -117,6 +117,17 @@ fn events(n: u64) -> Vec<Event> {
                     prev_nr_idle_scan: None,
                     prev_has_idle_cores: Some(false),
                     idle_scan_ns: (i % 3 == 0).then_some(812),
+                    // ABI-2 inputs on some records, a mask on fewer: the block round-trips.
+                    inputs: wakeviz_core::event::SelectInputs {
+                        waker_load: (i % 5 != 0).then_some(1024 + i as u32),
+                        prev_load: (i % 5 != 0).then_some(300),
+                        task_h_load: (i % 5 == 1).then_some(511),
+                        task_in_group: i % 7 == 0,
+                        waker_kthread: (i % 5 == 2).then_some(true),
+                        task_nr_cpus_allowed: (i % 5 == 3).then_some(2),
+                        allowed: (i % 5 == 3).then_some([0b110, 0, 0, 1 << 63]),
+                        ..Default::default()
+                    },
                 }),
             }
         })

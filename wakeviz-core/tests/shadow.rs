@@ -2,7 +2,7 @@
 use std::{fs, path::Path};
 
 use wakeviz_core::{
-    event::{Event, Select, Switch, Wake, wf},
+    event::{Event, Select, SelectInputs, Switch, Wake, wf},
     format::{FORMAT_VERSION, Header, ProbeMode, ProbeState, ProbeStatus, ScanSource},
     join::Joiner,
     shadow::{
@@ -146,6 +146,8 @@ struct Sel {
     nr_running: Option<u32>,
     nr_idle_scan: Option<u32>,
     has_idle_cores: Option<bool>,
+    /// The ABI-2 inputs (loads, delayed count, kthread waker, affinity).
+    inputs: SelectInputs,
 }
 
 fn select(ts: u64, w: u32, pid: u32, prev: u32, chosen: u32, waker: u32, s: Sel) -> Select {
@@ -164,6 +166,7 @@ fn select(ts: u64, w: u32, pid: u32, prev: u32, chosen: u32, waker: u32, s: Sel)
         prev_nr_idle_scan: s.nr_idle_scan,
         prev_has_idle_cores: s.has_idle_cores,
         idle_scan_ns: None,
+        inputs: s.inputs,
     }
 }
 
@@ -295,6 +298,7 @@ fn wf_sync_condition() {
         nr_running: Some(1),
         nr_idle_scan: Some(8),
         has_idle_cores: Some(false),
+        inputs: SelectInputs::default(),
     };
     let mut ev = mk();
     let r = one_wakeup(
@@ -356,6 +360,7 @@ fn wf_sync_reports_whether_the_waker_slept() {
         nr_running: Some(1),
         nr_idle_scan: Some(8),
         has_idle_cores: Some(false),
+        inputs: SelectInputs::default(),
     };
     // Wakeup at 10 us; the waker blocks 20 us later: slept within 50 us.
     one_wakeup(&mut ev, &mut j, 10_000, (0, 20, 0, 1, 10), exact);
@@ -387,6 +392,7 @@ fn idle_core_preferred_over_idle_smt_sibling_of_a_busy_core() {
         nr_running: Some(1),
         nr_idle_scan: Some(8),
         has_idle_cores: Some(false),
+        inputs: SelectInputs::default(),
     };
     let r = one_wakeup(&mut ev, &mut j, 10_000, (0, 20, 0, 1, 10), stale);
     assert_eq!(choice(&r, "sis_util"), 1);
@@ -430,6 +436,7 @@ fn sis_node_crosses_llcs_of_the_node_but_never_the_node_boundary() {
         nr_running: Some(1),
         nr_idle_scan: Some(4),
         has_idle_cores: Some(false),
+        inputs: SelectInputs::default(),
     };
     // LLC 0-3 fully busy (waker pid 10 on CPU 0, prev = 0); CPU 6 idle in the other LLC of
     // node 0; everything in node 1 idle too.
@@ -470,6 +477,7 @@ fn idler_llc_prefers_the_less_busy_llc() {
         nr_running: Some(1),
         nr_idle_scan: Some(4),
         has_idle_cores: Some(false),
+        inputs: SelectInputs::default(),
     };
     let mut ev = ShadowEval::new(&header(t.clone(), true));
     ev.on_event(&switch(1_000, 0, 0, 10, 0));
@@ -756,4 +764,219 @@ fn claims_end_with_their_wakeup() {
 /// The `shadow` section of `--report json`: the typed report, serialized.
 fn json(ev: &ShadowEval) -> serde_json::Value {
     serde_json::to_value(ev.report(None)).expect("shadow report serializes")
+}
+
+// ---- ABI-2 inputs: WA_WEIGHT, delayed-dequeue sync, per-CPU kthread, affinity -------------
+
+/// two_nodes with the waker (pid 10) on CPU 0, the wakee's prev CPU 4 busy, and one idle CPU
+/// in each of their LLCs (2 and 6): the affine target decides which one SIS finds.
+fn busy_w0_p4(features: Option<&str>) -> ShadowEval {
+    let mut h = header(two_nodes(), true);
+    h.run.sched_features = features.map(|f| f.split_whitespace().map(str::to_string).collect());
+    let mut ev = ShadowEval::new(&h);
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 3, 4, 5, 7]);
+    busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
+    ev
+}
+
+fn loads(waker: u32, prev: u32, task: u32) -> SelectInputs {
+    SelectInputs {
+        waker_load: Some(waker),
+        prev_load: Some(prev),
+        waker_capacity: Some(1024),
+        prev_capacity: Some(1024),
+        task_h_load: Some(task),
+        waker_h_load: Some(0),
+        ..Default::default()
+    }
+}
+
+fn exact_sel(inputs: SelectInputs) -> Sel {
+    Sel {
+        sync: false,
+        nr_running: Some(1),
+        nr_idle_scan: Some(4),
+        has_idle_cores: Some(false),
+        inputs,
+    }
+}
+
+#[test]
+fn wa_weight_moves_the_target_by_the_loads() {
+    let run = |features: Option<&str>, i: SelectInputs| {
+        let mut ev = busy_w0_p4(features);
+        let r = one_wakeup(
+            &mut ev,
+            &mut Joiner::new(),
+            10_000,
+            (0, 20, 4, 2, 10),
+            exact_sel(i),
+        );
+        choice(&r, "sis_util")
+    };
+    // this_eff = (1000 + 500) * 100 * 1024 = 153.6e6 < prev_eff = (3000 - 500) * 108 * 1024
+    // = 276.5e6 (WA_BIAS: 100 + (117 - 100) / 2 = 108): the waker's side, LLC 0-3, CPU 2.
+    assert_eq!(run(None, loads(1000, 3000, 500)), 2);
+    // Reversed loads: (3000 + 500) * 100 > (1000 - 500) * 108: prev's LLC, CPU 6.
+    assert_eq!(run(None, loads(3000, 1000, 500)), 6);
+    // WA_BIAS decides: (1350 + 500) * 100 = 185000 < (2300 - 500) * 108 = 194400 -> waker;
+    // without the bias 1850 > 1800 -> prev.
+    assert_eq!(run(None, loads(1350, 2300, 500)), 2);
+    assert_eq!(
+        run(
+            Some("SIS_UTIL WA_WEIGHT NO_WA_BIAS"),
+            loads(1350, 2300, 500)
+        ),
+        6
+    );
+    // WA_WEIGHT off, or no loads recorded (an older recording): prev kept.
+    assert_eq!(
+        run(
+            Some("SIS_UTIL NO_WA_WEIGHT WA_BIAS"),
+            loads(1000, 3000, 500)
+        ),
+        6
+    );
+    assert_eq!(run(None, SelectInputs::default()), 6);
+    // Capacity scales the other side: prev's CPU at half capacity makes this_eff half.
+    let mut i = loads(2000, 1800, 100);
+    assert_eq!(run(None, i), 6, "(2100 * 100) vs (1700 * 108): prev");
+    i.prev_capacity = Some(512);
+    assert_eq!(
+        run(None, i),
+        2,
+        "(2100 * 100 * 512) < (1700 * 108 * 1024): waker"
+    );
+}
+
+#[test]
+fn sync_wakeup_with_one_delayed_task_counts_the_waker_alone_under_delay_dequeue() {
+    // The waker's rq holds the waker and one delayed (sleeping, not yet dequeued) task.
+    let sel = Sel {
+        sync: true,
+        nr_running: Some(2),
+        inputs: SelectInputs {
+            waker_h_nr_delayed: Some(1),
+            ..Default::default()
+        },
+        ..exact_sel(SelectInputs::default())
+    };
+    let run = |features: &str| {
+        let mut ev = busy_w0_p4(Some(features));
+        one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 4, 2, 10), sel)
+    };
+    // DELAY_DEQUEUE: 2 - 1 == 1, the sync rule takes the waker's side (CPU 2 of its LLC).
+    let r = run("SIS_UTIL DELAY_DEQUEUE WA_WEIGHT");
+    assert_eq!(choice(&r, "sis_util"), 2);
+    assert_eq!(choice(&r, "wf_sync_delayed"), 0, "queued behind the waker");
+    assert_eq!(choice(&r, "wf_sync"), 2, "raw count 2: no wake-local");
+    // Without the feature the raw count (2) fails the test; no loads, so prev is kept.
+    let r = run("SIS_UTIL NO_DELAY_DEQUEUE WA_WEIGHT");
+    assert_eq!(choice(&r, "sis_util"), 6);
+}
+
+#[test]
+fn a_per_cpu_kthread_waker_stacks_the_wakee_on_prev() {
+    // W == P == 0, the kthread alone there; CPU 1 (same LLC) idle.
+    let run = |kthread: bool, nr_cpus: u32| {
+        let mut ev = ShadowEval::new(&header(two_nodes(), true));
+        ev.on_event(&switch(1_000, 0, 0, 10, 0));
+        busy(&mut ev, 1_000, &[2, 3]);
+        let i = SelectInputs {
+            waker_kthread: Some(kthread),
+            waker_nr_cpus_allowed: Some(nr_cpus),
+            ..Default::default()
+        };
+        let r = one_wakeup(
+            &mut ev,
+            &mut Joiner::new(),
+            10_000,
+            (0, 20, 0, 0, 10),
+            exact_sel(i),
+        );
+        (
+            choice(&r, "sis_util"),
+            choice(&r, "sis_prop"),
+            choice(&r, "full_scan"),
+        )
+    };
+    assert_eq!(run(true, 1), (0, 0, 0), "is_per_cpu_kthread: stack on prev");
+    assert_eq!(
+        run(false, 1),
+        (1, 1, 1),
+        "a user task: the scan finds CPU 1"
+    );
+    assert_eq!(
+        run(true, 16),
+        (1, 1, 1),
+        "an unbound kthread is not per-CPU"
+    );
+}
+
+#[test]
+fn a_task_restricted_to_two_cpus_is_never_placed_elsewhere() {
+    // Allowed {5, 9}: one CPU in LLC 4-7 (node 0), one in LLC 8-11 (node 1).
+    let mut mask = [0u64; 4];
+    mask[0] = (1 << 5) | (1 << 9);
+    let allowed = SelectInputs {
+        task_nr_cpus_allowed: Some(2),
+        allowed: Some(mask),
+        ..loads(100, 2000, 50)
+    };
+    let mut cases = 0;
+    for w in [0u32, 5, 9, 12] {
+        for prev in [5u32, 9] {
+            for idle_set in [&[][..], &[1, 2, 6, 10][..], &[9][..], &[5, 9][..]] {
+                for sync in [false, true] {
+                    let mut ev = ShadowEval::new(&header(two_nodes(), true));
+                    let busy_cpus: Vec<u32> = (0..16).filter(|c| !idle_set.contains(c)).collect();
+                    busy(&mut ev, 1_000, &busy_cpus);
+                    let sel = Sel {
+                        sync,
+                        ..exact_sel(allowed)
+                    };
+                    let r = one_wakeup(
+                        &mut ev,
+                        &mut Joiner::new(),
+                        10_000,
+                        (w, 20, prev, 9, 100 + w),
+                        sel,
+                    );
+                    for (name, cpu) in &r {
+                        assert!(
+                            cpu == &5 || cpu == &9,
+                            "{name} chose {cpu} (w {w}, prev {prev}, idle {idle_set:?}, sync {sync})"
+                        );
+                    }
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 64);
+    // The scan skips disallowed CPUs: W = 0 (not allowed, so no affine step), prev 5 busy,
+    // idle 6 and 9: SIS scans LLC 4-7 & {5, 9} = {5}, finds nothing, stays on prev (not 6).
+    let mut ev = ShadowEval::new(&header(two_nodes(), true));
+    let busy_cpus: Vec<u32> = (0..16).filter(|c| ![6, 9].contains(c)).collect();
+    busy(&mut ev, 1_000, &busy_cpus);
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 5, 5, 100),
+        exact_sel(allowed),
+    );
+    assert_eq!(choice(&r, "sis_util"), 5);
+    // Unrestricted, with loads that keep prev's side, the same scan finds the idle CPU 6.
+    let mut ev = ShadowEval::new(&header(two_nodes(), true));
+    busy(&mut ev, 1_000, &busy_cpus);
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 5, 5, 100),
+        exact_sel(loads(3000, 100, 50)),
+    );
+    assert_eq!(choice(&r, "sis_util"), 6);
 }

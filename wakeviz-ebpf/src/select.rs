@@ -1,5 +1,7 @@
 //! `select_task_rq_fair` entry/exit joined per CPU, plus the kernel inputs the shadow policies
-//! want to use exactly (waker run-queue length, SIS_UTIL budget, idle-core hint).
+//! want to use exactly (waker run-queue length, SIS_UTIL budget, idle-core hint, and from ABI 2
+//! the `wake_affine_weight` loads, the delayed count, the waker's kthread-ness and the task's
+//! affinity: see [`crate::inputs`]).
 //!
 //! The function runs with `p->pi_lock` held and IRQs off, so entry and exit cannot interleave
 //! with another call on the same CPU: one per-CPU slot is enough.
@@ -8,7 +10,12 @@ use aya_ebpf::{
     macros::map,
     maps::{Array, PerCpuArray},
 };
-use wakeviz_common::{EventKind, SelectEvent, UNKNOWN_U32, exact, stat};
+use wakeviz_common::{
+    EventKind, SelectEvent, SelectEventMasked, SelectEventV2, SelectInputs, SelectMask,
+    UNKNOWN_U32, exact, stat,
+};
+
+mod inputs;
 
 use crate::{
     emit::{bump, header, send},
@@ -36,6 +43,8 @@ pub struct Entry {
     exact_mask: u32,
     idle_scan_ns: u32,
     _pad0: u32,
+    inputs: SelectInputs,
+    mask: SelectMask,
 }
 
 #[map]
@@ -64,11 +73,15 @@ pub struct LlcOfCpu {
 #[map]
 static LLC_OF_CPU: Array<LlcOfCpu> = Array::with_max_entries(MAX_CPUS, 0);
 
+/// `task->se.cfs_rq`: the task's own (possibly group) cfs_rq.
 #[inline(always)]
-fn rq_of_task(task: u64) -> u64 {
-    at::<u64>(task, OFF_TASK_SE_CFS_RQ.load())
-        .and_then(|cfs| at::<u64>(cfs, OFF_CFS_RQ_RQ.load()))
-        .unwrap_or(0)
+pub fn cfs_of_task(task: u64) -> u64 {
+    at::<u64>(task, OFF_TASK_SE_CFS_RQ.load()).unwrap_or(0)
+}
+
+#[inline(always)]
+pub fn rq_of_cfs(cfs: u64) -> u64 {
+    at::<u64>(cfs, OFF_CFS_RQ_RQ.load()).unwrap_or(0)
 }
 
 /// Records the running CPU's rq, once.
@@ -168,16 +181,20 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
         exact_mask: 0,
         idle_scan_ns: UNKNOWN_U32,
         _pad0: 0,
+        inputs: SelectInputs::default(),
+        mask: SelectMask::default(),
     };
     if READ_RQ.load() != 0 {
         // SAFETY: helper without preconditions.
         let cpu = unsafe { bpf_get_smp_processor_id() };
+        // SAFETY: helper without preconditions.
+        let cur = unsafe { bpf_get_current_task() };
+        let cur_cfs = cfs_of_task(cur);
         let known = RQ_OF_CPU.get(cpu).copied().unwrap_or(0);
         let rq = if known != 0 {
             known
         } else {
-            // SAFETY: helper without preconditions.
-            let rq = rq_of_task(unsafe { bpf_get_current_task() });
+            let rq = rq_of_cfs(cur_cfs);
             remember_rq(cpu, rq);
             rq
         };
@@ -195,6 +212,10 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
             v.prev_nr_idle_scan = scan;
             v.prev_has_idle_cores = cores;
             v.exact_mask |= exact::PREV_NR_IDLE_SCAN | exact::PREV_HAS_IDLE_CORES;
+        }
+        if READ_INPUTS.load() != 0 {
+            let r = inputs::read(task, cur, cur_cfs, rq, prev_rq, &mut v.inputs, &mut v.mask);
+            v.exact_mask |= r | exact::INPUTS;
         }
     }
     // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (IRQs off).
@@ -214,25 +235,31 @@ pub fn exit(task: u64, ret: u64) -> i32 {
         return 0;
     }
     v.valid = 0;
-    send(
-        EventKind::Select,
-        SelectEvent {
-            hdr: header(EventKind::Select, pid),
-            entry_ts_ns: v.ts_ns,
-            prev_cpu: v.prev_cpu,
-            wake_flags: v.wake_flags,
-            chosen_cpu: ret as u32,
-            waker_pid: aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32,
-            waker_nr_running: v.waker_nr_running,
-            nr_idle_scan: v.nr_idle_scan,
-            has_idle_cores: v.has_idle_cores,
-            prev_nr_idle_scan: v.prev_nr_idle_scan,
-            prev_has_idle_cores: v.prev_has_idle_cores,
-            exact_mask: v.exact_mask,
-            idle_scan_ns: v.idle_scan_ns,
-            _pad0: 0,
-        },
-    );
+    let ev = SelectEvent {
+        hdr: header(EventKind::Select, pid),
+        entry_ts_ns: v.ts_ns,
+        prev_cpu: v.prev_cpu,
+        wake_flags: v.wake_flags,
+        chosen_cpu: ret as u32,
+        waker_pid: aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32,
+        waker_nr_running: v.waker_nr_running,
+        nr_idle_scan: v.nr_idle_scan,
+        has_idle_cores: v.has_idle_cores,
+        prev_nr_idle_scan: v.prev_nr_idle_scan,
+        prev_has_idle_cores: v.prev_has_idle_cores,
+        exact_mask: v.exact_mask,
+        idle_scan_ns: v.idle_scan_ns,
+        _pad0: 0,
+    };
+    if v.exact_mask & exact::MASK != 0 {
+        let (inputs, mask) = (v.inputs, v.mask);
+        send(EventKind::Select, SelectEventMasked { ev, inputs, mask });
+    } else if v.exact_mask & exact::INPUTS != 0 {
+        let inputs = v.inputs;
+        send(EventKind::Select, SelectEventV2 { ev, inputs });
+    } else {
+        send(EventKind::Select, ev);
+    }
     0
 }
 

@@ -278,6 +278,54 @@ diff_runs() {
     done
 }
 
+# Issue 17: where the shadow's new inputs decide. `busy`: more runnable tasks than CPUs on
+# CPUs 0-7 (two LLCs; the rest stay free because the host behind these vCPUs is small): four
+# ping-pong pairs unpinned within them plus six CPU hogs, so wakers and prev CPUs are loaded
+# and WA_WEIGHT decides; `aff`: unpinned pairs under `taskset -c 1,6` (two LLCs), so every choice
+# must stay on CPUs 1 and 6; then alternated ping-pongs with and without the ABI-2 reads
+# (WAKEVIZ_SKIP_SELECT_INPUTS=1) for their cost. Each its own recording, replayed on the host.
+inputs_runs() {
+    [ "$WORKLOAD" = wakeviz ] || return 0
+    link_comm wvz-busy
+    link_comm wvz-aff
+    link_comm wvz-cost
+    hogs=
+    k=0
+    while [ $k -lt 6 ]; do
+        taskset -c 0-7 sh -c 'printf wvz-hog >/proc/self/comm; while :; do :; done' &
+        hogs="$hogs $!"
+        k=$((k + 1))
+    done
+    "$WVZ" --record /out/busy.wvz --headless --label busy -- taskset -c 0-7 sh -c "
+        for i in 1 2 3 4; do
+            /tmp/wvz-busy workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-busy & done
+        wait" \
+        >/out/busy.log 2>&1 || fail "busy run failed: see busy.log"
+    kill $hogs 2>/dev/null
+    wait $hogs 2>/dev/null
+    log "busy run done at $(now)"
+    "$WVZ" --record /out/aff.wvz --headless --label aff -- taskset -c 1,6 sh -c "
+        for i in 1 2 3; do
+            /tmp/wvz-aff workload pingpong --iterations $WVZ_ITER --comm wvz-aff & done; wait" \
+        >/out/aff.log 2>&1 || fail "affinity run failed: see aff.log"
+    log "affinity run done at $(now)"
+    : >/out/inputs_cost.txt
+    # Only the ping-pong is timed (inside the recorded command), not wakeviz's start-up.
+    for round in 1 2 3; do
+        for mode in skip read; do
+            skip=0
+            [ $mode = skip ] && skip=1
+            WAKEVIZ_SKIP_SELECT_INPUTS=$skip "$WVZ" --record /tmp/cost-$round-$mode.wvz --headless -- sh -c "
+                t0=\$(cut -d' ' -f1 /proc/uptime)
+                /tmp/wvz-cost workload pingpong --iterations $((WVZ_ITER * 20)) --comm wvz-cost \
+                    >/dev/null
+                echo $mode \$t0 \$(cut -d' ' -f1 /proc/uptime) >>/out/inputs_cost.txt" \
+                >/dev/null 2>&1 || fail "cost run $mode failed"
+        done
+    done
+    log "inputs cost runs done at $(now)"
+}
+
 snapshot_sysfs
 uname -r >/out/uname.txt
 
@@ -304,6 +352,7 @@ test)
     fi
     trace_count
     diff_runs
+    inputs_runs
     if [ -n "${WVZ_EXP_FANOUT:-}" ]; then . /vm/experiment.sh; fi
     if [ -n "${WVZ_FENTRY_COST:-}" ]; then . /vm/fentry.sh; fi
     ;;

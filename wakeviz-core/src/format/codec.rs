@@ -4,7 +4,7 @@
 //! and the kind's fields (signed ones zigzagged). Timestamps are deltas because the ring buffer
 //! is nearly time-ordered; they may go slightly backwards across CPUs, hence zigzag.
 //! `select_task_rq_fair` stores its duration instead of its entry time.
-use crate::event::{Event, Kind, Migrate, Select, Switch, Wake};
+use crate::event::{Event, Kind, Migrate, Select, SelectInputs, Switch, Wake};
 
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -177,7 +177,8 @@ impl Encoder {
                     | u8::from(s.has_idle_cores.is_some()) << 2
                     | u8::from(s.prev_nr_idle_scan.is_some()) << 3
                     | u8::from(s.prev_has_idle_cores.is_some()) << 4
-                    | u8::from(s.idle_scan_ns.is_some()) << 5;
+                    | u8::from(s.idle_scan_ns.is_some()) << 5
+                    | u8::from(s.inputs != SelectInputs::default()) << 6;
                 out.push(present);
                 if let Some(v) = s.waker_nr_running {
                     put_varint(out, u64::from(v));
@@ -196,6 +197,9 @@ impl Encoder {
                 }
                 if let Some(v) = s.idle_scan_ns {
                     put_varint(out, u64::from(v));
+                }
+                if s.inputs != SelectInputs::default() {
+                    put_inputs(out, &s.inputs);
                 }
             }
         }
@@ -262,7 +266,7 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                 let chosen_cpu = c.u32()?;
                 let waker_pid = c.u32()?;
                 let present = c.byte()?;
-                if present & !0b11_1111 != 0 {
+                if present & !0b111_1111 != 0 {
                     return Err(format!("event {i}: bad presence bits {present:#x}"));
                 }
                 // Optional inputs, each present when its bit is set (see `Encoder::push`).
@@ -273,6 +277,12 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                 let prev_nr_idle_scan = has(8).then(|| c.u32()).transpose()?;
                 let prev_has_idle_cores = has(16).then(|| c.byte().map(|b| b != 0)).transpose()?;
                 let idle_scan_ns = has(32).then(|| c.u32()).transpose()?;
+                // Bit 6 (files written from ABI 2 on): the select inputs block.
+                let inputs = if has(64) {
+                    get_inputs(&mut c).map_err(|e| format!("event {i}: {e}"))?
+                } else {
+                    SelectInputs::default()
+                };
                 out.push(Event::Select(Select {
                     ts_ns,
                     entry_ts_ns: ts_ns.wrapping_sub(dur),
@@ -288,6 +298,7 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                     prev_nr_idle_scan,
                     prev_has_idle_cores,
                     idle_scan_ns,
+                    inputs,
                 }));
             }
         }
@@ -296,4 +307,69 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
         return Err("trailing bytes after the last event".into());
     }
     Ok(())
+}
+
+/// The ABI-2 select inputs: a varint of presence bits (the order below), then each present
+/// value. Files from before have no block (presence bit 6 of the select record clear).
+fn put_inputs(out: &mut Vec<u8>, i: &SelectInputs) {
+    let vals = [
+        i.waker_load,
+        i.prev_load,
+        i.waker_capacity,
+        i.prev_capacity,
+        i.task_h_load,
+        i.waker_h_load,
+        i.waker_h_nr_delayed,
+        i.waker_kthread.map(u32::from),
+        i.waker_nr_cpus_allowed,
+        i.task_nr_cpus_allowed,
+    ];
+    let mut bits = 0u64;
+    for (k, v) in vals.iter().enumerate() {
+        bits |= u64::from(v.is_some()) << k;
+    }
+    bits |= u64::from(i.task_in_group) << 10 | u64::from(i.allowed.is_some()) << 11;
+    put_varint(out, bits);
+    for v in vals.into_iter().flatten() {
+        put_varint(out, u64::from(v));
+    }
+    for w in i.allowed.iter().flatten() {
+        put_varint(out, *w);
+    }
+}
+
+fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
+    let bits = c.varint()?;
+    if bits >> 12 != 0 {
+        return Err(format!("bad select-input bits {bits:#x}"));
+    }
+    let mut vals = [None; 10];
+    for (k, v) in vals.iter_mut().enumerate() {
+        if bits & (1 << k) != 0 {
+            *v = Some(c.u32()?);
+        }
+    }
+    let allowed = if bits & (1 << 11) != 0 {
+        let mut m = [0u64; 4];
+        for w in &mut m {
+            *w = c.varint()?;
+        }
+        Some(m)
+    } else {
+        None
+    };
+    Ok(SelectInputs {
+        waker_load: vals[0],
+        prev_load: vals[1],
+        waker_capacity: vals[2],
+        prev_capacity: vals[3],
+        task_h_load: vals[4],
+        waker_h_load: vals[5],
+        waker_h_nr_delayed: vals[6],
+        waker_kthread: vals[7].map(|v| v != 0),
+        waker_nr_cpus_allowed: vals[8],
+        task_nr_cpus_allowed: vals[9],
+        task_in_group: bits & (1 << 10) != 0,
+        allowed,
+    })
 }

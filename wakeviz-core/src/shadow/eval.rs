@@ -6,7 +6,7 @@ use super::{
     metrics::{Outcome, PolicyMetrics},
     park::{Parking, Record},
     policies,
-    policy::{Ctx, Exact, FlavourSource, KernelFlavour, Policy, Rule, Scratch, Stage},
+    policy::{Ctx, Exact, FlavourSource, KernelFlavour, KernelRules, Policy, Rule, Scratch, Stage},
     state::{Run, State},
     tally::Scored,
     topo::{self, ShadowTopo},
@@ -54,6 +54,8 @@ pub struct ShadowEval {
     /// The last scored placement's levels of each policy's choice (vs waker, vs prev).
     last_levels: Vec<(Option<Level>, Option<Level>)>,
     pub(super) nr_cpus: usize,
+    /// WA_WEIGHT / WA_BIAS / delayed-dequeue sync, from the recorded features.
+    pub(super) rules: KernelRules,
 }
 
 /// The policy the running kernel uses, from its release: SIS_PROP before 6.0, else SIS_UTIL.
@@ -161,6 +163,7 @@ impl ShadowEval {
             events: 0,
             last_levels: vec![(None, None); n],
             nr_cpus: header.topology.nr_cpus(),
+            rules: KernelRules::of_features(header.run.sched_features.as_deref()),
             topo,
         }
     }
@@ -294,6 +297,8 @@ impl ShadowEval {
     /// Runs every policy on `ctx` as of now and parks the answers under the wakee's pid.
     fn decide(&mut self, mut ctx: Ctx) -> u32 {
         self.scratch.reset();
+        self.scratch.set_allowed(ctx.allowed.as_ref());
+        ctx.rules = self.rules;
         let (t, st) = (&self.topo, &mut self.state);
         st.refresh_nr_idle_scan(t, ctx.ts_ns);
         // An exact read of the kernel's hint resynchronises the emulation.
@@ -323,7 +328,8 @@ impl ShadowEval {
                 continue;
             }
             ctx.begin();
-            let d = pol.decide(&ctx, t, st, &mut self.scratch);
+            let mut d = pol.decide(&ctx, t, st, &mut self.scratch);
+            ctx.enforce_allowed(t, &mut d);
             let cpu = if t.valid(d.cpu) { d.cpu } else { ctx.p };
             *out = Outcome {
                 cpu,
@@ -357,6 +363,12 @@ impl ShadowEval {
             nr_running_w,
             waker_pid: ctx.waker_pid,
             recent_used: ctx.recent_used_cpu,
+            kthread: ctx.per_cpu_kthread_waker(),
+            mask_unknown: ctx.allowed.is_none()
+                && ctx
+                    .inputs
+                    .task_nr_cpus_allowed
+                    .is_some_and(|n| (n as usize) < self.nr_cpus),
         };
         if let Some(l) = clear {
             self.state.set_hic(l, false);
@@ -492,6 +504,8 @@ impl ShadowEval {
                 nr_running_w: rec.nr_running_w,
                 waker_pid: rec.waker_pid,
                 recent_used: rec.recent_used,
+                kthread: rec.kthread,
+                mask_unknown: rec.mask_unknown,
             },
         );
         self.fidelity.add(&verdict);
@@ -527,6 +541,16 @@ fn select_ctx(s: &Select) -> Ctx {
         p_nr_idle_scan: s.prev_nr_idle_scan,
         p_has_idle_cores: s.prev_has_idle_cores,
     };
+    c.inputs = s.inputs;
+    c.allowed = s.inputs.allowed.map(|words| {
+        let mut m = CpuSet::with_bound(256);
+        for cpu in 0..256u32 {
+            if words[cpu as usize / 64] & (1 << (cpu % 64)) != 0 {
+                m.set(cpu, true);
+            }
+        }
+        m
+    });
     c
 }
 

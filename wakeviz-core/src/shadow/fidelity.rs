@@ -4,27 +4,36 @@
 //! Disagreements are put in the first bucket whose condition holds:
 //! 1. `tracepoint_only_no_select_inputs`: no select record, so no wake flags (WF_SYNC), no
 //!    kernel inputs, and a decision time approximated by `sched_waking`;
-//! 2. `unknown_in_task_kthread_rule`: waker CPU = prev CPU, the kernel kept the task there and
-//!    the waker CPU ran at most one task — exactly what the per-CPU-kthread stacking rule does,
-//!    which needs the waker's `PF_KTHREAD`/`in_task()` (not captured). Not when the waker is an
-//!    idle task (pid 0): its wakeups come from interrupts, where `in_task()` is false and the
-//!    rule cannot fire;
-//! 3. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
+//! 2. `unknown_in_task_kthread_rule`: waker CPU = prev CPU and the waker CPU ran at most one
+//!    task, and either the kernel kept the task there while the waker's `PF_KTHREAD` was not
+//!    read (older recordings), or the waker was read as a per-CPU kthread, the shadow applied
+//!    the stacking rule and the kernel did not: `in_task()` (not readable) was false. Not when
+//!    the waker is an idle task (pid 0): its wakeups come from interrupts;
+//! 3. `affinity_mask_unknown`: the wakee may not run on every CPU but its mask was not read
+//!    (CPUs beyond 255);
+//! 4. `delayed_dequeue_sync`: a sync wakeup where `nr_running == 1` and
+//!    `nr_running - h_nr_delayed == 1` disagree and the kernel followed the rule the shadow did
+//!    not (the recorded kernel lacks the wake_up_sync fix, or has it without `DELAY_DEQUEUE`);
+//! 5. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
 //!    distance of 31-32, where the kernel keeps `SD_WAKE_AFFINE` only on AMD Zen
 //!    (`node_reclaim_distance` 32, else 30); the shadow assumes 32 and the header has no vendor;
-//! 4. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
+//! 6. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
 //!    needs loads, decided in the kernel) and the two choices sit in different LLCs;
-//! 5. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
+//! 7. `wake_affine_weight_h_load`: `WA_WEIGHT` was computed from the probe's loads and the
+//!    kernel took the other side (its CPU is the other candidate, or in the other candidate's
+//!    LLC): `task_h_load` uses a group `h_load` the kernel refreshes once a jiffy, and the loads
+//!    were read at entry, a few hundred ns before the kernel's own reads;
+//! 8. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
 //!    than the target and `prev_cpu`, and the shadow did not know the wakee's
 //!    `recent_used_cpu` (no SIS pass or fork of that task since the capture started, and the
 //!    probe does not read the field), which is what SIS's `recent_used_cpu` rule returns;
-//! 6. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
+//! 9. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
 //!    at decision time although it was not the SIS target (so the kernel saw it idle): our idle
 //!    map lags or leads the kernel's by the events in flight (concurrent wakers, IPIs);
-//! 7. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
-//!    budget (not read by the probe) and both choices were otherwise plausible;
-//! 8. `unknown`: everything was exact and the kernel's CPU looked idle (affinity masks, which
-//!    are not captured, SCHED_IDLE or core-scheduling predicates, or out-of-tree features).
+//! 10. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
+//!     budget (not read by the probe) and both choices were otherwise plausible;
+//! 11. `unknown`: everything was exact and the kernel's CPU looked idle (SCHED_IDLE or
+//!     core-scheduling predicates, vCPU preemption, or out-of-tree features).
 use strum::{EnumCount, EnumIter, IntoStaticStr};
 
 use super::{
@@ -39,10 +48,16 @@ pub enum Bucket {
     TracepointOnly,
     #[strum(serialize = "unknown_in_task_kthread_rule")]
     KthreadRule,
+    #[strum(serialize = "affinity_mask_unknown")]
+    AffinityUnknown,
+    #[strum(serialize = "delayed_dequeue_sync")]
+    DelayedSync,
     #[strum(serialize = "numa_affine_reclaim_distance")]
     NumaAffine,
     #[strum(serialize = "wake_affine_weight_not_modelled")]
     WakeAffineWeight,
+    #[strum(serialize = "wake_affine_weight_h_load")]
+    WakeAffineWeightLoad,
     #[strum(serialize = "recent_used_cpu_unknown")]
     RecentUnknown,
     #[strum(serialize = "snapshot_skew_or_claimed_cpu_race")]
@@ -77,17 +92,49 @@ pub struct Disagreement {
     /// The wakee's `recent_used_cpu` as the shadow knew it before this wakeup ([`NONE`] when
     /// unknown).
     pub recent_used: u32,
+    /// The waker was read as a per-CPU kthread (`None`: not read).
+    pub kthread: Option<bool>,
+    /// The wakee may not run everywhere but its mask was not read.
+    pub mask_unknown: bool,
+}
+
+/// The kthread-rule bucket's condition (see the module docs, bucket 2).
+fn kthread_rule(d: &Disagreement) -> bool {
+    if d.w != d.p || d.nr_running_w > 1 || d.waker_pid == 0 {
+        return false;
+    }
+    match d.kthread {
+        None => d.kernel == d.p,
+        Some(true) => d.shadow == d.p,
+        Some(false) => false,
+    }
+}
+
+/// `WA_WEIGHT` decided and the kernel took the other side.
+fn weight_other_side(t: &ShadowTopo, d: &Disagreement) -> bool {
+    let other = match d.front.rule {
+        FrontRule::WeightWaker => d.p,
+        FrontRule::WeightPrev => d.w,
+        _ => return false,
+    };
+    d.kernel == other || (t.llc(d.kernel) == t.llc(other) && t.llc(d.kernel) != t.llc(d.shadow))
 }
 
 pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
     if !d.has_select {
         Bucket::TracepointOnly
-    } else if d.w == d.p && d.kernel == d.p && d.nr_running_w <= 1 && d.waker_pid != 0 {
+    } else if kthread_rule(d) {
         Bucket::KthreadRule
+    } else if d.mask_unknown {
+        Bucket::AffinityUnknown
+    } else if d.front.delayed_split && (d.kernel == d.w) != (d.front.target == d.w) {
+        Bucket::DelayedSync
     } else if t.affine_vendor_dependent(d.w, d.p) {
         Bucket::NumaAffine
     } else if d.front.rule == FrontRule::Undecided && t.llc(d.kernel) != t.llc(d.shadow) {
         Bucket::WakeAffineWeight
+    } else if weight_other_side(t, d) {
+        Bucket::WakeAffineWeightLoad
     } else if d.recent_used == NONE
         && d.kernel_idle
         && d.kernel != d.front.target

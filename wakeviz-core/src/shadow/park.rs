@@ -25,6 +25,10 @@ pub(super) struct Record {
     pub waker_pid: u32,
     /// The wakee's `recent_used_cpu` as known before this wakeup (for the fidelity buckets).
     pub recent_used: u32,
+    /// The waker was read as a per-CPU kthread (`None`: not read).
+    pub kthread: Option<bool>,
+    /// The wakee may not run everywhere but its mask was not read (> 256 CPUs).
+    pub mask_unknown: bool,
 }
 
 /// A free slot from the pool, or a new one (`np` outcomes and `nw` snapshot words each).

@@ -2,14 +2,19 @@
 //! affine target), SHORTCUTS (`select_idle_sibling` rules 2-8) and the LLC scan
 //! (`select_idle_cpu`, `select_idle_core`), parametrised by the scan budget.
 //!
-//! Modelling choices, all documented in the report notes:
-//! - the wakee's affinity mask is not captured, so every online CPU counts as allowed;
-//! - `wake_affine` applies `WA_IDLE` only: `WA_WEIGHT` needs `cpu_load()` and `task_h_load()`,
-//!   which the probes do not read, so an undecided `wake_affine_idle` keeps `prev_cpu` (the
-//!   kernel's undecided result); the fidelity buckets count the disagreements this can cause;
-//! - the per-CPU-kthread stacking rule (SHORTCUTS step 4) needs `PF_KTHREAD`,
-//!   `nr_cpus_allowed` and `in_task()` of the waker, none captured: it is not applied;
-//! - the SCHED_IDLE and core-scheduling parts of the idle predicate are ignored;
+//! Modelling choices (the full list is [`super::report::APPROXIMATIONS`]):
+//! - `wake_affine` applies `WA_IDLE` then `WA_WEIGHT` (with `WA_BIAS` and the affine domain's
+//!   `imbalance_pct`) from the loads the select probe read (ABI 2); without them an undecided
+//!   `wake_affine_idle` keeps `prev_cpu`;
+//! - the sync test subtracts the waker rq's delayed tasks when the recorded kernel has
+//!   `DELAY_DEQUEUE` on and the probe read the count ([`KernelRules::delayed_sync`]);
+//! - the per-CPU-kthread stacking rule (SHORTCUTS step 3) applies when the waker's
+//!   `PF_KTHREAD` and `nr_cpus_allowed` were read; `in_task()` is not readable and is assumed
+//!   true unless the waker is an idle task;
+//! - the wakee's allowed mask (read for a task that may not run everywhere) restricts the
+//!   affine step, the SMT-sibling and `recent_used_cpu` shortcuts and the scans exactly as the
+//!   kernel's `cpumask_and(cpus, sched_domain_span(sd), p->cpus_ptr)` does; any policy answer
+//!   still outside it goes through `select_fallback_rq`'s order ([`Ctx::enforce_allowed`]);
 //! - a probe is one idle test of one CPU (`available_idle_cpu`), wherever it happens (affine
 //!   step, shortcuts, scan), so counts compare with the kernel's own `available_idle_cpu` trace.
 use std::cell::Cell;
@@ -20,9 +25,48 @@ use super::{
     topo::{NONE, ShadowTopo},
 };
 use crate::{
-    event::{Event, Kind, wf},
+    event::{Event, Kind, SelectInputs, wf},
     topology::CpuSet,
 };
+
+/// Which of the recorded kernel's optional rules FRONT applies, from its scheduler features
+/// (or the defaults when the recording has none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelRules {
+    /// `sched_feat(WA_WEIGHT)` (default on).
+    pub wa_weight: bool,
+    /// `sched_feat(WA_BIAS)` (default on).
+    pub wa_bias: bool,
+    /// The sync test is `nr_running - cfs_h_nr_delayed(rq) == 1`: `DELAY_DEQUEUE` is on in the
+    /// recorded kernel (6.12+) and the recording carries the delayed count.
+    pub delayed_sync: bool,
+}
+
+impl Default for KernelRules {
+    fn default() -> Self {
+        Self {
+            wa_weight: true,
+            wa_bias: true,
+            delayed_sync: false,
+        }
+    }
+}
+
+impl KernelRules {
+    /// From the recording's `sched/features` (`NO_X` = X off); `None` = unknown, the defaults
+    /// (WA_* on, no delayed rule: `DELAY_DEQUEUE` cannot be told from the release string).
+    pub fn of_features(features: Option<&[String]>) -> Self {
+        let Some(f) = features.filter(|f| !f.is_empty()) else {
+            return Self::default();
+        };
+        let on = |name: &str| f.iter().any(|x| x == name);
+        Self {
+            wa_weight: on("WA_WEIGHT"),
+            wa_bias: on("WA_BIAS"),
+            delayed_sync: on("DELAY_DEQUEUE"),
+        }
+    }
+}
 
 /// How the affine step chose the SIS target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -40,8 +84,13 @@ pub enum FrontRule {
     SyncSingle,
     /// `wake_affine_idle` rule 3: prev is idle.
     IdlePrev,
-    /// `wake_affine_idle` undecided; `WA_WEIGHT` not modelled, prev kept.
+    /// `wake_affine_idle` undecided and `WA_WEIGHT` not computable (loads not read, or the
+    /// feature off): prev kept, as the kernel's undecided result.
     Undecided,
+    /// `wake_affine_weight` chose the waker's CPU.
+    WeightWaker,
+    /// `wake_affine_weight` kept prev.
+    WeightPrev,
 }
 
 /// Result of FRONT (spec §9.1), computed once per wakeup and shared by the kernel-like policies.
@@ -57,6 +106,9 @@ pub struct Front {
     pub probes: u32,
     /// The result depended on a reconstructed (not probe-read) input.
     pub inexact: bool,
+    /// Sync, and the raw (`nr_running == 1`) and delayed-aware (`nr_running - h_nr_delayed
+    /// == 1`) tests answer differently: which one the kernel runs decides the target.
+    pub delayed_split: bool,
 }
 
 impl Front {
@@ -106,6 +158,11 @@ pub struct Ctx {
     pub front: Front,
     /// The decision comes from a select record (not tracepoint-only).
     pub has_select: bool,
+    /// The ABI-2 select inputs (loads, delayed count, waker kthread, affinity).
+    pub inputs: SelectInputs,
+    /// The wakee's allowed CPUs when it may not run everywhere (from `inputs.allowed`).
+    pub allowed: Option<CpuSet>,
+    pub rules: KernelRules,
     /// The kernel's return value when the select record carries it (never shown to policies
     /// other than through the baseline; kept for the baseline's queue length).
     pub kernel_cpu: Option<u32>,
@@ -128,6 +185,9 @@ impl Ctx {
             exact: Exact::default(),
             front: Front::default(),
             has_select: false,
+            inputs: SelectInputs::default(),
+            allowed: None,
+            rules: KernelRules::default(),
             kernel_cpu: None,
             inexact: Cell::new(false),
             sis_util_memo: Cell::new(None),
@@ -154,6 +214,109 @@ impl Ctx {
             self.mark_inexact();
         }
         self.front
+    }
+
+    /// Whether the wakee may run on `cpu` (true when its mask is unknown or all CPUs).
+    #[inline]
+    pub fn allows(&self, cpu: u32) -> bool {
+        self.allowed.as_ref().is_none_or(|m| m.contains(cpu))
+    }
+
+    /// `select_task_rq()`'s `is_cpu_allowed` check: a choice outside the mask becomes
+    /// `select_fallback_rq`'s, the first allowed CPU of prev's node, else the first allowed.
+    pub fn enforce_allowed(&self, t: &ShadowTopo, d: &mut Decision) {
+        let Some(m) = self.allowed.as_ref() else {
+            return;
+        };
+        if m.contains(d.cpu) {
+            return;
+        }
+        let node = t.node(self.p);
+        if let Some(c) = m
+            .iter()
+            .find(|&c| t.node(c) == node)
+            .or_else(|| m.iter().next())
+        {
+            d.cpu = c;
+        }
+    }
+
+    /// The waker is a per-CPU kthread (`PF_KTHREAD`, one allowed CPU) in task context:
+    /// `None` when not read. `in_task()` is assumed unless the waker is an idle task.
+    pub fn per_cpu_kthread_waker(&self) -> Option<bool> {
+        self.inputs
+            .per_cpu_kthread_waker()
+            .map(|k| k && self.waker_pid != 0)
+    }
+
+    /// The sync test of `wake_affine_idle`: "the waker runs alone" as the recorded kernel
+    /// counts it. Returns (answer, whether the raw and delayed-aware tests differ).
+    fn sync_single(&self, st: &State) -> (bool, bool) {
+        let n = self.nr_running_w(st);
+        let raw = n == 1;
+        if !self.rules.delayed_sync {
+            return (raw, false);
+        }
+        match self.inputs.waker_h_nr_delayed {
+            Some(d) => {
+                let delayed = n.saturating_sub(d) == 1;
+                (delayed, raw != delayed)
+            }
+            None => {
+                self.mark_inexact();
+                (raw, false)
+            }
+        }
+    }
+
+    /// `wake_affine_weight()` (fair.c): `Some(true)` = the waker's CPU, `Some(false)` = keep
+    /// prev, `None` = the loads were not read. Capacities default to 1024 (inexact) and the
+    /// waker's `task_h_load` to 0 (inexact) when not read.
+    pub fn wake_affine_weight(&self, t: &ShadowTopo, sync: bool) -> Option<bool> {
+        let i = &self.inputs;
+        let (wl, pl, tl) = (i.waker_load?, i.prev_load?, i.task_h_load?);
+        let (wl, pl, tl) = (i64::from(wl), i64::from(pl), i64::from(tl));
+        let cap = |c: Option<u32>| {
+            c.map_or_else(
+                || {
+                    self.mark_inexact();
+                    1024
+                },
+                i64::from,
+            )
+        };
+        let (cap_w, cap_p) = (cap(i.waker_capacity), cap(i.prev_capacity));
+        if i.task_in_group {
+            self.mark_inexact();
+        }
+        let mut this_eff = wl;
+        if sync {
+            let cur = i.waker_h_load.map_or_else(
+                || {
+                    self.mark_inexact();
+                    0
+                },
+                i64::from,
+            );
+            if cur > this_eff {
+                return Some(true);
+            }
+            this_eff -= cur;
+        }
+        this_eff += tl;
+        if self.rules.wa_bias {
+            this_eff *= 100;
+        }
+        this_eff *= cap_p;
+        let mut prev_eff = pl - tl;
+        if self.rules.wa_bias {
+            prev_eff *= 100 + (i64::from(t.imbalance_pct(self.w, self.p)) - 100) / 2;
+        }
+        prev_eff *= cap_w;
+        if sync {
+            prev_eff += 1;
+        }
+        Some(this_eff < prev_eff)
     }
 
     pub fn sync(&self) -> bool {
@@ -219,11 +382,12 @@ impl Ctx {
             wide,
             probes: 0,
             inexact: false,
+            delayed_split: false,
         };
         if self.wake_flags.is_some_and(|fl| fl & wf::CURRENT_CPU != 0) {
             f.target = w;
             f.rule = FrontRule::CurrentCpu;
-        } else if wide || !t.affine_domain(w, p) {
+        } else if wide || !self.allows(w) || !t.affine_domain(w, p) {
             f.rule = FrontRule::NotAffine;
         } else if w == p {
             f.rule = FrontRule::SameCpu;
@@ -233,15 +397,28 @@ impl Ctx {
                 f.probes += 1;
                 f.target = if st.is_idle(p) { p } else { w };
                 f.rule = FrontRule::IdleWaker;
-            } else if sync && self.nr_running_w(st) == 1 {
+            } else if sync && {
+                let (single, split) = self.sync_single(st);
+                f.delayed_split = split;
+                single
+            } {
                 f.target = w;
                 f.rule = FrontRule::SyncSingle;
             } else {
                 f.probes += 1;
                 f.rule = if st.is_idle(p) {
                     FrontRule::IdlePrev
-                } else {
+                } else if !self.rules.wa_weight {
                     FrontRule::Undecided
+                } else {
+                    match self.wake_affine_weight(t, sync) {
+                        Some(true) => {
+                            f.target = w;
+                            FrontRule::WeightWaker
+                        }
+                        Some(false) => FrontRule::WeightPrev,
+                        None => FrontRule::Undecided,
+                    }
                 };
             }
         }
@@ -261,6 +438,10 @@ pub struct Scratch {
     pub cand: CpuSet,
     memo: [CoreMemo; 4],
     memo_len: usize,
+    /// The wakee's allowed CPUs for this wakeup (`None`: all), and the scan span
+    /// `llc ∩ allowed` built from it.
+    allowed: Option<CpuSet>,
+    span: CpuSet,
 }
 
 impl Scratch {
@@ -269,12 +450,37 @@ impl Scratch {
             cand: CpuSet::with_bound(t.bound),
             memo: [(0, 0, None, None, 0); 4],
             memo_len: 0,
+            allowed: None,
+            span: CpuSet::with_bound(t.bound),
         }
     }
 
     /// Forgets the memo: call whenever the state may have changed (each new wakeup).
     pub fn reset(&mut self) {
         self.memo_len = 0;
+    }
+
+    /// The wakee's allowed mask for this wakeup's scans (call after [`Self::reset`]).
+    pub fn set_allowed(&mut self, allowed: Option<&CpuSet>) {
+        match (allowed, self.allowed.as_mut()) {
+            (None, _) => self.allowed = None,
+            (Some(a), Some(mine)) if mine.words().len() == a.words().len() => mine.copy_from(a),
+            (Some(a), _) => self.allowed = Some(a.clone()),
+        }
+    }
+
+    /// `cpumask_and(cpus, sched_domain_span(sd), p->cpus_ptr)` for LLC `llc` into `span`;
+    /// false when every CPU is allowed (scan the LLC mask itself).
+    fn restrict(&mut self, t: &ShadowTopo, llc: u32) -> bool {
+        let Some(a) = self.allowed.as_ref() else {
+            return false;
+        };
+        self.span.copy_from(t.llc_mask(llc));
+        let aw = a.words();
+        for (i, w) in self.span.words_mut().iter_mut().enumerate() {
+            *w &= aw.get(i).copied().unwrap_or(0);
+        }
+        true
     }
 
     /// `core_scan` over the whole LLC `llc` from `start`, memoised per wakeup.
@@ -291,7 +497,12 @@ impl Scratch {
         {
             return (m.2, m.3, m.4);
         }
-        let mask = t.llc_mask(llc);
+        let restricted = self.restrict(t, llc);
+        let mask = if restricted {
+            &self.span
+        } else {
+            t.llc_mask(llc)
+        };
         self.cand.copy_from(mask);
         let (core, fallback, probes) = core_scan(t, st, &mut self.cand, mask, start);
         let i = self.memo_len % self.memo.len();
@@ -414,7 +625,6 @@ pub fn select_idle_cpu(
         out.budget_out = true;
         return out;
     }
-    let mask = t.llc_mask(llc);
     let start = target.wrapping_add(1);
     if hic {
         let (core, fallback, probes) = s.llc_core_scan(t, st, llc, start);
@@ -431,6 +641,11 @@ pub fn select_idle_cpu(
         }
     } else {
         let lim = limit.unwrap_or(u32::MAX);
+        let mask = if s.restrict(t, llc) {
+            &s.span
+        } else {
+            t.llc_mask(llc)
+        };
         let (hit, probes) = mask.wrap_first(&st.idle, start, lim);
         out.probes = probes;
         match hit {
@@ -516,8 +731,13 @@ pub fn shortcuts(
             return Some((p, Stage::Prev));
         }
     }
+    // Per-CPU kthread stacking: `is_per_cpu_kthread(current) && in_task() && prev ==
+    // smp_processor_id() && this_rq()->nr_running <= 1` (IO completions).
+    if p == ctx.w && ctx.per_cpu_kthread_waker() == Some(true) && ctx.nr_running_w(st) <= 1 {
+        return Some((p, Stage::KthreadPrev));
+    }
     let r = ctx.recent_used_cpu;
-    if r != NONE && r != p && r != tg && t.share_llc(r, tg) {
+    if r != NONE && r != p && r != tg && t.share_llc(r, tg) && ctx.allows(r) {
         *probes += 1;
         if st.is_idle(r) {
             return Some((r, Stage::Recent));
@@ -526,7 +746,7 @@ pub fn shortcuts(
     if t.smt && !hic && t.share_llc(p, tg) {
         let llc = t.llc(tg);
         for &sib in t.siblings(p) {
-            if sib == p || t.llc(sib) != llc {
+            if sib == p || t.llc(sib) != llc || !ctx.allows(sib) {
                 continue;
             }
             *probes += 1;

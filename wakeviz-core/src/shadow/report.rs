@@ -18,16 +18,22 @@ pub const DEFAULT_PROBE_NS: f64 = 50.0;
 
 /// The caveats of the evaluation itself; each policy adds its own (`Policy::approximations`),
 /// listed after the first [`GENERAL_BEFORE_POLICIES`] of these.
-const APPROXIMATIONS: &[&str] = &[
+pub const APPROXIMATIONS: &[&str] = &[
     "open loop: a policy's choice does not change later events; only the kernel's choices happened",
     "decision time: select_task_rq_fair exit with function probes, sched_waking without (no wake flags then: WF_SYNC unknown, treated as not sync)",
     "idle map reconstructed from sched_switch/sched_wakeup/sched_migrate_task; a CPU claimed by an in-flight wakeup counts busy (ttwu_pending): from the select exit (from sched_waking for tasks never seen reaching select_task_rq_fair, e.g. pinned ones) until its sched_wakeup, the task's next switch-in, or 100 ms; sched_exec placements claim nothing",
+    "idle test = available_idle_cpu from the reconstructed map only: sched_idle_cpu (SCHED_IDLE-only CPUs count idle in the kernel), core-scheduling cookies (sched_core_cookie_match) and vCPU preemption (vcpu_is_preempted) are ignored",
     "recent_used_cpu reconstructed: prev_cpu of the task's last SIS pass past the target/prev shortcuts (as the kernel-flavour shadow judged it), the forking CPU for a new task (wake_up_new_task); unknown for tasks not seen since the capture started",
-    "wakee affinity not captured: all online CPUs treated as allowed",
-    "wake_affine: WA_IDLE only; WA_WEIGHT needs cpu/task loads that are not captured, undecided keeps prev_cpu",
+    "wakee affinity: the allowed mask is read (ABI 2) only when nr_cpus_allowed < online CPUs and only for CPUs 0-255; it restricts the affine step, the recent_used_cpu and SMT-sibling shortcuts and the scans as cpumask_and(sd span, p->cpus_ptr) does; a policy answer still outside it becomes select_fallback_rq's (first allowed CPU of prev's node, else the first allowed); older recordings: all online CPUs allowed",
+    "wake_affine: WA_IDLE then WA_WEIGHT (WA_BIAS with imbalance_pct 110 for SMT siblings, 117 otherwise; sync subtracts task_h_load(current)) from cpu_load, capacity_of and task_h_load read at select_task_rq_fair entry; task_h_load = se.avg.load_avg x cfs_rq.h_load / (cfs_rq load + 1) from the fields at entry, so a group h_load the kernel refreshes in that call (once a jiffy) is missed (cgroup tasks are marked inexact); without the loads (older recordings) an undecided wake_affine_idle keeps prev_cpu",
+    "sync test: nr_running - cfs_h_nr_delayed == 1 when the recorded features have DELAY_DEQUEUE on and the probe read the delayed count (h_nr_queued - h_nr_runnable where both exist, else the 6.13 h_nr_delayed), nr_running == 1 otherwise; whether the recorded 6.12 point release carries the wake_up_sync fix is assumed, not read (the delayed_dequeue_sync bucket counts the cases it decides)",
+    "WF_SYNC: the waker's PF_EXITING (which cancels sync) is not read: assumed not exiting",
     "affine domain across NUMA nodes when the SLIT distance is <= node_reclaim_distance: 32 on AMD/Hygon (and recordings without a vendor), 30 otherwise, from the header's cpu_vendor",
     "wake_wide: record_wakee replayed from the (waker pid -> wakee pid) pairs of placed wakeups, HZ=250 decay",
-    "per-CPU kthread stacking rule not applied (waker PF_KTHREAD/in_task() not captured)",
+    "per-CPU kthread stacking rule from the waker's PF_KTHREAD and nr_cpus_allowed (ABI 2); in_task() is not readable, assumed true unless the waker is an idle task (pid 0); not applied on older recordings",
+    "cluster (SD_CLUSTER, select_idle_smt over the cluster) and asymmetric-capacity paths (select_idle_capacity, asym_fits_cpu) are not modelled: symmetric CPUs without clusters assumed",
+    "kernel flavour (SIS_UTIL / SIS_PROP / full scan) from the recorded sched_features; from the release string only when the recording has no features (then wrong for kernels that backported SIS_UTIL or turned SIS_PROP on); fidelity.chosen_from says which",
+    "SIS_PROP: the 5.14-6.6 budget (nr = max(4, |LLC| x wake_avg_idle / avg_scan_cost), at most nr - 1 CPUs probed), HZ=250 assumed for the wake_avg_idle ageing; other releases' forms are not modelled",
     "has_idle_cores and nr_idle_scan: probe reads where captured (waker's and prev's LLC), else emulated (hint set on idle entry with idle siblings, cleared by the kernel policy's failed core scan; nr_idle_scan from PELT-like util, 32 ms half-life, refreshed every 4 ms)",
     // Policies' own caveats go here.
     "probes count every idle test (affine step, shortcuts, scan); est_scan_ns = probes x per_probe_ns",
@@ -37,7 +43,7 @@ const APPROXIMATIONS: &[&str] = &[
 
 /// How many of [`APPROXIMATIONS`] come before the policies' own caveats (the report's order:
 /// inputs and state first, then policies, then how the figures are derived).
-const GENERAL_BEFORE_POLICIES: usize = 10;
+const GENERAL_BEFORE_POLICIES: usize = 16;
 
 /// Where the evaluator re-decides a wakeup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

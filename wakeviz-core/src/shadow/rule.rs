@@ -19,6 +19,9 @@ pub enum Stage {
     /// SIS: `prev_cpu` shares the target's LLC and was idle.
     #[strum(serialize = "prev_idle")]
     Prev,
+    /// SIS: the waker is a per-CPU kthread on prev's CPU running alone: stack on prev.
+    #[strum(serialize = "per_cpu_kthread_prev")]
+    KthreadPrev,
     /// SIS: `recent_used_cpu` shares the target's LLC and was idle.
     #[strum(serialize = "recent_used_idle")]
     Recent,
@@ -41,7 +44,7 @@ pub enum Stage {
 
 /// Most rules a policy may define besides the stages' (the per-policy counters are a fixed
 /// array, so recording never allocates).
-pub const MAX_OWN: usize = 6;
+pub const MAX_OWN: usize = 5;
 const _: () = assert!(Rule::SLOTS.is_power_of_two());
 
 /// Which rule produced a decision: a [`Stage`] rule, or the deciding policy's own rule `n`
@@ -131,6 +134,7 @@ mod tests {
                 "current_cpu",
                 "target_idle",
                 "prev_idle",
+                "per_cpu_kthread_prev",
                 "recent_used_idle",
                 "smt_sibling_of_prev",
                 "scan_idle_cpu",

@@ -315,6 +315,22 @@ impl ShadowTopo {
             .unwrap_or(false)
     }
 
+    /// The NUMA node of `cpu` ([`NONE`] when unknown).
+    #[inline]
+    pub fn node(&self, cpu: u32) -> u32 {
+        self.node_of.get(cpu as usize).copied().unwrap_or(NONE)
+    }
+
+    /// `imbalance_pct` of the lowest domain of `w` spanning `p` (`sd_init()`): 110 for SMT
+    /// siblings, 117 for every other level.
+    pub fn imbalance_pct(&self, w: u32, p: u32) -> u32 {
+        if self.smt && self.siblings(w).contains(&p) {
+            110
+        } else {
+            117
+        }
+    }
+
     /// Same answer as [`Topology::level`]: the one rule, [`LevelMap::level`].
     #[inline]
     pub fn level(&self, a: u32, b: u32) -> Option<Level> {

@@ -123,6 +123,7 @@ impl W {
                 prev_nr_idle_scan: None,
                 prev_has_idle_cores: None,
                 idle_scan_ns: None,
+                inputs: Default::default(),
             }));
             t += ns + 100;
         }

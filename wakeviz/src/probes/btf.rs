@@ -21,6 +21,22 @@ pub struct Offsets {
     pub sd_shared: Option<u64>,
     pub sds_has_idle_cores: Option<u64>,
     pub sds_nr_idle_scan: Option<u64>,
+    /// ABI-2 select inputs; each absent one is named in the probe notes.
+    pub task_se_load_avg: Option<u64>,
+    pub task_flags: Option<u64>,
+    pub task_nr_cpus_allowed: Option<u64>,
+    pub task_cpus_ptr: Option<u64>,
+    pub rq_cfs: Option<u64>,
+    pub rq_cpu_capacity: Option<u64>,
+    pub cfs_rq_load_avg: Option<u64>,
+    /// Only with `CONFIG_FAIR_GROUP_SCHED`; without it `task_h_load` is the task's own load.
+    pub cfs_rq_h_load: Option<u64>,
+    /// 6.13 (and 6.12.y): the delayed count, used when the two below are absent.
+    pub cfs_rq_h_nr_delayed: Option<u64>,
+    /// 6.14+ and later 6.12.y: `cfs_h_nr_delayed()` = `h_nr_queued - h_nr_runnable`, the
+    /// wake_up_sync fix's definition (preferred).
+    pub cfs_rq_h_nr_queued: Option<u64>,
+    pub cfs_rq_h_nr_runnable: Option<u64>,
 }
 
 impl Offsets {
@@ -39,6 +55,37 @@ impl Offsets {
             && self.sd_shared.is_some()
             && self.sds_has_idle_cores.is_some()
             && self.sds_nr_idle_scan.is_some()
+    }
+
+    /// The ABI-2 select inputs this kernel's BTF lacks, by the field's kernel name (said in the
+    /// recording's probe notes: the shadow treats those inputs as unknown).
+    pub fn missing_inputs(&self) -> Vec<&'static str> {
+        let delayed = self.cfs_rq_h_nr_delayed.is_some()
+            || (self.cfs_rq_h_nr_queued.is_some() && self.cfs_rq_h_nr_runnable.is_some());
+        [
+            (
+                "task_struct.se.avg.load_avg",
+                self.task_se_load_avg.is_some(),
+            ),
+            ("task_struct.flags", self.task_flags.is_some()),
+            (
+                "task_struct.nr_cpus_allowed",
+                self.task_nr_cpus_allowed.is_some(),
+            ),
+            ("task_struct.cpus_ptr", self.task_cpus_ptr.is_some()),
+            ("rq.cfs", self.rq_cfs.is_some()),
+            ("rq.cpu_capacity", self.rq_cpu_capacity.is_some()),
+            ("cfs_rq.avg.load_avg", self.cfs_rq_load_avg.is_some()),
+            ("cfs_rq.h_load", self.cfs_rq_h_load.is_some()),
+            (
+                "cfs_rq.h_nr_delayed (or h_nr_queued/h_nr_runnable)",
+                delayed,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(n, _)| n)
+        .collect()
     }
 }
 
@@ -127,6 +174,17 @@ impl KernelBtf {
             sd_shared: self.offset("sched_domain", &["shared"]),
             sds_has_idle_cores: self.offset("sched_domain_shared", &["has_idle_cores"]),
             sds_nr_idle_scan: self.offset("sched_domain_shared", &["nr_idle_scan"]),
+            task_se_load_avg: self.offset("task_struct", &["se", "avg", "load_avg"]),
+            task_flags: self.offset("task_struct", &["flags"]),
+            task_nr_cpus_allowed: self.offset("task_struct", &["nr_cpus_allowed"]),
+            task_cpus_ptr: self.offset("task_struct", &["cpus_ptr"]),
+            rq_cfs: self.offset("rq", &["cfs"]),
+            rq_cpu_capacity: self.offset("rq", &["cpu_capacity"]),
+            cfs_rq_load_avg: self.offset("cfs_rq", &["avg", "load_avg"]),
+            cfs_rq_h_load: self.offset("cfs_rq", &["h_load"]),
+            cfs_rq_h_nr_delayed: self.offset("cfs_rq", &["h_nr_delayed"]),
+            cfs_rq_h_nr_queued: self.offset("cfs_rq", &["h_nr_queued"]),
+            cfs_rq_h_nr_runnable: self.offset("cfs_rq", &["h_nr_runnable"]),
         }
     }
 }

@@ -120,6 +120,22 @@ pub(crate) fn raise_memlock() {
     let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rlim) };
 }
 
+/// Hidden switch for measuring what the ABI-2 select inputs cost: `1` skips those reads (the
+/// records then carry no inputs, as ABI-1 ones).
+const SKIP_INPUTS_ENV: &str = "WAKEVIZ_SKIP_SELECT_INPUTS";
+
+fn read_inputs() -> bool {
+    std::env::var_os(SKIP_INPUTS_ENV).is_none_or(|v| v != "1")
+}
+
+/// Online CPUs: a task allowed fewer may not run everywhere, so the probe reads its mask.
+/// (Not `available_parallelism`, which is wakeviz's own affinity.)
+fn online_cpus() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u64::try_from(n).unwrap_or(0)
+}
+
 /// Globals handed to the programs (offsets; 0 = unknown, do not read).
 pub(crate) fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'static str, u64)> {
     let g = |o: Option<u64>| o.unwrap_or(0);
@@ -138,7 +154,31 @@ pub(crate) fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'sta
         (OFF_SDS_HAS_IDLE_CORES, g(off.sds_has_idle_cores)),
         (OFF_SDS_NR_IDLE_SCAN, g(off.sds_nr_idle_scan)),
         (READ_RQ, u64::from(off.rq_ok())),
+        (OFF_TASK_SE_LOAD_AVG, g(off.task_se_load_avg)),
+        (OFF_TASK_FLAGS, g(off.task_flags)),
+        (OFF_TASK_NR_CPUS_ALLOWED, g(off.task_nr_cpus_allowed)),
+        (OFF_TASK_CPUS_PTR, g(off.task_cpus_ptr)),
+        (OFF_RQ_CFS, g(off.rq_cfs)),
+        (OFF_RQ_CPU_CAPACITY, g(off.rq_cpu_capacity)),
+        (OFF_CFS_RQ_LOAD_AVG, g(off.cfs_rq_load_avg)),
+        (OFF_CFS_RQ_H_LOAD, g(off.cfs_rq_h_load)),
+        (OFF_CFS_RQ_H_NR_DELAYED, g(off.cfs_rq_h_nr_delayed)),
+        (OFF_CFS_RQ_H_NR_QUEUED, g(off.cfs_rq_h_nr_queued)),
+        (OFF_CFS_RQ_H_NR_RUNNABLE, g(off.cfs_rq_h_nr_runnable)),
+        (SELECT_ALL_CPUS, online_cpus()),
+        (READ_INPUTS, u64::from(read_inputs())),
     ];
+    let missing = off.missing_inputs();
+    if !read_inputs() {
+        notes.push(format!(
+            "{SKIP_INPUTS_ENV}=1: select inputs of ABI 2 not read"
+        ));
+    } else if !missing.is_empty() {
+        notes.push(format!(
+            "not in BTF, so not captured (the shadow treats them as unknown): {}",
+            missing.join(", ")
+        ));
+    }
     let field = |f: &std::collections::HashMap<String, tracefs::Field>, name: &str| {
         f.get(name).filter(|x| !x.data_loc).map_or(0, |x| x.offset)
     };

@@ -497,6 +497,61 @@ pub fn replay_report(wakeviz: &Path, wvz: &Path) -> Result<Value> {
     serde_json::from_slice(&o.stdout).context("wakeviz --report json printed no valid JSON")
 }
 
+/// Issue 17's guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz` and
+/// `aff.wvz` (replayed here), the affinity run's kernel and shadow CPUs (all must be 1 or 6),
+/// and the ping-pong time ratio with and without the ABI-2 select reads.
+pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
+    for (name, what) in [("busy", "busy 2-LLC"), ("aff", "taskset -c 1,6")] {
+        let wvz = results.join(format!("{name}.wvz"));
+        if !wvz.is_file() {
+            f.fail(format!("no {name}.wvz from the guest ({what} run)"));
+            continue;
+        }
+        match replay_report(wakeviz, &wvz) {
+            Ok(r) => {
+                let _ = std::fs::write(results.join(format!("{name}_report.json")), r.to_string());
+                f.line(format!("  {what}: {}", sis_util_fidelity(&r)));
+                let fid = r.get("shadow").and_then(|s| s.get("fidelity"));
+                if let Some(b) = fid
+                    .and_then(|x| x.get("disagreements"))
+                    .and_then(Value::as_object)
+                {
+                    let nz: Vec<String> = b
+                        .iter()
+                        .filter(|(_, v)| v.as_u64().is_some_and(|n| n > 0))
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect();
+                    f.line(format!("    disagreements: {}", nz.join(", ")));
+                }
+            }
+            Err(e) => f.fail(format!("{name}: {e:#}")),
+        }
+    }
+    let cost = std::fs::read_to_string(results.join("inputs_cost.txt")).unwrap_or_default();
+    let (mut skip, mut read) = (Vec::new(), Vec::new());
+    for l in cost.lines() {
+        let v: Vec<&str> = l.split_whitespace().collect();
+        if let [mode, a, b] = v[..]
+            && let (Ok(a), Ok(b)) = (a.parse::<f64>(), b.parse::<f64>())
+        {
+            if mode == "skip" { &mut skip } else { &mut read }.push(b - a);
+        }
+    }
+    if skip.is_empty() || read.is_empty() {
+        f.line("  select-input cost: no timed runs");
+        return;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    f.line(format!(
+        "  select-input cost: ping-pong wall time with/without the ABI-2 reads = {:.3} \
+         ({} alternated runs each: {:?} s vs {:?} s)",
+        mean(&read) / mean(&skip),
+        read.len(),
+        read,
+        skip
+    ));
+}
+
 /// SIS_UTIL's fidelity from `shadow.fidelity`: a number, or an object/list keyed by policy.
 pub fn sis_util_fidelity(report: &Value) -> String {
     let Some(fid) = report.get("shadow").and_then(|s| s.get("fidelity")) else {

@@ -507,6 +507,9 @@ fn run_topology(
         }
         Err(e) => f.fail(format!("{e:#}")),
     }
+
+    // 8. Issue 17: the busy and the affinity-restricted recordings, and the inputs' cost.
+    check::inputs_runs(&mut f, wakeviz, &results);
     Ok(f)
 }
 

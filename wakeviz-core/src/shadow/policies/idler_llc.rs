@@ -78,7 +78,10 @@ impl Policy for IdlerLlc {
         &["both_llcs_busy"]
     }
     fn approximations(&self) -> &'static [&'static str] {
-        &["idler_llc takes Srikar's idle-core id from the true idle map"]
+        &[
+            "idler_llc takes Srikar's idle-core id from the true idle map (a hint that is always right, one probe per lookup), not his per-LLC idle_core field",
+            "idler_llc ties on equal busy fractions go to the preferred side (waker if sync, else prev)",
+        ]
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();

@@ -3,9 +3,9 @@
 //! alone there, skip SIS and queue the wakee behind the waker (spec §3.1).
 //!
 //! The delayed-dequeue variant (`wf_sync_delayed`) counts "alone" as `nr_running - delayed`
-//! (6.12+ kernels keep sleeping "sched_delayed" tasks on the queue). The probes do not read
-//! the delayed count, so the variant equals the plain policy on every recording so far; it is
-//! registered so the column exists once the count is captured.
+//! (6.12+ kernels keep sleeping "sched_delayed" tasks on the queue), from the waker rq's
+//! `cfs_h_nr_delayed()` the select probe reads (ABI 2). Recordings without the count (older
+//! ones, or kernels without the field) make it equal the plain policy.
 use crate::shadow::{
     policy::{Ctx, Decision, Policy, Rule, Scratch, sis_util, wf_sync_wake_local},
     state::State,
@@ -30,7 +30,7 @@ impl Policy for WfSync {
     }
     fn describe(&self) -> &'static str {
         if self.delayed_variant {
-            "P2b WF_SYNC wake-local, nr_running minus delayed (delayed not captured: = P2)"
+            "P2b WF_SYNC wake-local, nr_running minus the waker rq's delayed tasks"
         } else {
             "P2 WF_SYNC wake-local (Vagin 2022) on SIS_UTIL"
         }
@@ -40,7 +40,7 @@ impl Policy for WfSync {
     }
     fn approximations(&self) -> &'static [&'static str] {
         if self.delayed_variant {
-            &["wf_sync_delayed equals wf_sync: delayed-dequeue counts are not captured"]
+            &["wf_sync_delayed counts no delayed task where the recording lacks the count"]
         } else {
             &[]
         }
@@ -48,8 +48,14 @@ impl Policy for WfSync {
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         if f.sync {
-            // Delayed tasks: not captured, counted as zero.
-            let delayed = 0;
+            let delayed = if self.delayed_variant {
+                ctx.inputs.waker_h_nr_delayed.unwrap_or_else(|| {
+                    ctx.mark_inexact();
+                    0
+                })
+            } else {
+                0
+            };
             let nr = ctx.nr_running_w(st).saturating_sub(delayed);
             if wf_sync_wake_local(f.sync, f.target, ctx.w, nr) {
                 return Decision {
