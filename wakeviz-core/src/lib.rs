@@ -16,6 +16,7 @@ pub mod event;
 pub mod format;
 pub mod horizons;
 pub mod join;
+pub mod merge;
 pub mod pidmap;
 pub mod run;
 pub mod shadow;
