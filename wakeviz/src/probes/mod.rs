@@ -5,6 +5,7 @@
 //! kernel allows and says exactly what is degraded.
 pub mod aggregate;
 pub mod btf;
+mod rings;
 pub mod tracefs;
 
 use std::{fmt::Write as _, path::Path};
@@ -29,6 +30,8 @@ pub struct ProbeConfig {
     pub tracepoint_mode: TracepointMode,
     /// Turn on the kernel's BPF run-time statistics (BPF_ENABLE_STATS) for per-program cost.
     pub bpf_stats: bool,
+    /// Which CPU writes to which ring buffer.
+    pub rings: wakeviz_core::rings::RingPlan,
 }
 
 /// Best tracepoint attach mode wakeviz may use.
@@ -48,6 +51,9 @@ pub struct Probes {
     pub status: Vec<ProbeStatus>,
     pub scan_source: ScanSource,
     pub notes: Vec<String>,
+    /// Rings 1.. of `ring_plan` (ring 0 is the `EVENTS` map); empty with a single ring.
+    pub rings: Vec<aya::maps::RingBuf<aya::maps::MapData>>,
+    pub ring_plan: wakeviz_core::rings::RingPlan,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -417,6 +423,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         loader.map_max_entries(name, *n);
     }
     let mut ebpf = load_object(&mut loader, &globals)?;
+    let rings = rings::setup(&mut ebpf, &cfg.rings, cfg.ringbuf_bytes)?;
 
     let mut status = Vec::new();
     for tp in program::TRACEPOINTS {
@@ -481,6 +488,8 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         status,
         scan_source,
         notes,
+        rings,
+        ring_plan: cfg.rings.clone(),
     })
 }
 
