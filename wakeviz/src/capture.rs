@@ -32,10 +32,16 @@ use wakeviz_core::{
 
 use crate::probes::{Probes, RunStat};
 
-/// Batches in flight before the drain tasks start dropping: with 8192-event batches about half
-/// a second of slack at 1 M events/s, and a memory bound of about 30 MB; a few more per extra
-/// ring for its clock-only chunks.
+/// Batches in flight per ring before its drain task starts dropping: with 8192-event batches
+/// about half a second of slack at 1 M events/s, and a memory bound of about 30 MB. Each ring
+/// hands over at least every 10 ms, so the slack in time a starved consumer has shrinks with
+/// the number of rings unless the channel grows with them (measured: with 2 rings and a shared
+/// 72-slot channel, `perf bench sched messaging -g 8` on 2 CPUs lost 2 % in userspace where one
+/// ring lost nothing); hence slots per ring, up to [`MAX_CHANNEL`].
 const CHANNEL_BATCHES: usize = 64;
+/// Bound on the channel over all rings: 16 rings' worth (most chunks of a quiet ring are nearly
+/// empty, so memory stays far below 1024 full batches in practice).
+const MAX_CHANNEL: usize = 1024;
 
 struct Shared {
     stop: AtomicBool,
@@ -92,7 +98,8 @@ impl LiveSource {
         let stats_map: PerCpuArray<MapData, u64> =
             PerCpuArray::try_from(stats_map).context("STATS is not a per-CPU array")?;
         let merged = rings.len() > 1;
-        let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES + 4 * rings.len());
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel((CHANNEL_BATCHES * rings.len()).min(MAX_CHANNEL));
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             rings: rings.iter().map(|_| RingCounters::default()).collect(),

@@ -224,6 +224,20 @@ fn late_events_are_counted_exactly_and_left_out() {
 }
 
 #[test]
+fn a_late_event_widens_the_grace() {
+    let mut m = Merger::with_grace(1, DEFAULT_CAP, 10);
+    let mut out = Vec::new();
+    m.push(0, &[ev(100, 0, 0)], 200, &mut out);
+    assert_eq!(out.len(), 1);
+    m.push(0, &[ev(70, 0, 1)], 200, &mut out);
+    assert_eq!(m.stats().late_events, 1);
+    assert_eq!(m.grace_ns(), 60, "twice the 30 ns lateness");
+    // Now held back further: 250 - 60 = 190 releases 180 but not 195.
+    m.push(0, &[ev(180, 0, 2), ev(195, 0, 3)], 250, &mut out);
+    assert_eq!(out.iter().map(id).collect::<Vec<_>>(), [0, 2]);
+}
+
+#[test]
 fn the_cap_bounds_memory_and_counts_what_it_forced() {
     let mut rng = Rng(7);
     let input = streams(&mut rng, 4, 2, 500, GRACE_NS / 2);

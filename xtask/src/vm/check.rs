@@ -347,19 +347,26 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
         if per_ring.is_empty() { "-".into() } else { per_ring.join(" ") }
     ));
     if rings != want {
-        f.fail(format!("rings: the capture used {rings} ring buffers, want {want}"));
+        f.fail(format!(
+            "rings: the capture used {rings} ring buffers, want {want}"
+        ));
     }
     if late != Some(0) {
         f.fail(format!("rings: late events {late:?}, want 0"));
     }
     if d["kernel_drops"].as_u64() != Some(0) || d["user_drops"].as_u64() != Some(0) {
-        f.fail(format!("rings: drops {} / {}, want 0", d["kernel_drops"], d["user_drops"]));
+        f.fail(format!(
+            "rings: drops {} / {}, want 0",
+            d["kernel_drops"], d["user_drops"]
+        ));
     }
     if want > 1 {
         for kind in ["sched_waking", "sched_wakeup"] {
             let (a, b) = (total(w, kind), total(truth, kind));
             if a != b {
-                f.fail(format!("rings: {kind} wakeviz {a} vs tracefs {b}, want equal"));
+                f.fail(format!(
+                    "rings: {kind} wakeviz {a} vs tracefs {b}, want equal"
+                ));
             }
         }
     }

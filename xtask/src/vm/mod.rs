@@ -444,7 +444,13 @@ fn run_topology(
         f.fail("no select_task_rq_fair (fentry/fexit) events recorded");
     }
     check::compare_counts(&mut f, &d.counts(), &truth_counts);
-    check::rings(&mut f, guest_report.as_ref(), spec.rings, &d.counts(), &truth_counts);
+    check::rings(
+        &mut f,
+        guest_report.as_ref(),
+        spec.rings,
+        &d.counts(),
+        &truth_counts,
+    );
     f.line("  placement of pinned pairs (waker CPU -> wakee CPU, the pair's own sched_waking):");
     check::placement(
         &mut f,
