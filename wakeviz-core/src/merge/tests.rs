@@ -4,6 +4,10 @@
 use super::*;
 use crate::event::Switch;
 
+/// The tests' grace: small against their streams (a few ms each), so the watermark releases
+/// events mid-stream rather than all at the end.
+const G: u64 = 2_000_000;
+
 /// splitmix64: a seeded, reproducible source of shuffles.
 struct Rng(u64);
 
@@ -131,7 +135,7 @@ fn shuffled_streams_come_out_sorted_and_complete() {
         let mut rng = Rng(seed);
         let rings = 1 + rng.below(8) as usize;
         let per_ring = 1 + rng.below(4) as usize;
-        let input = streams(&mut rng, rings, per_ring, 200, GRACE_NS / 2);
+        let input = streams(&mut rng, rings, per_ring, 200, G / 2);
         let n = total(&input);
         let mut want: Vec<u32> = input
             .iter()
@@ -139,7 +143,7 @@ fn shuffled_streams_come_out_sorted_and_complete() {
             .flat_map(|(e, _)| e.iter().map(id))
             .collect();
         want.sort_unstable();
-        let mut m = Merger::new(rings, DEFAULT_CAP);
+        let mut m = Merger::with_grace(rings, DEFAULT_CAP, G);
         let out = run(&mut rng, &mut m, input);
         assert_sorted(&out);
         assert_eq!(m.stats(), MergeStats::default(), "seed {seed}");
@@ -170,7 +174,7 @@ fn late_events_are_counted_exactly_and_left_out() {
     for seed in 100..130u64 {
         let mut rng = Rng(seed);
         let rings = 2 + rng.below(6) as usize;
-        let mut input = streams(&mut rng, rings, 2, 150, GRACE_NS / 2);
+        let mut input = streams(&mut rng, rings, 2, 150, G / 2);
         // Stamped at 1 ns, before every real event: late exactly when something was already
         // released when they arrive.
         let mut injected = Vec::new();
@@ -182,7 +186,7 @@ fn late_events_are_counted_exactly_and_left_out() {
             injected.push(tag);
         }
         let n = total(&input);
-        let mut m = Merger::new(rings, DEFAULT_CAP);
+        let mut m = Merger::with_grace(rings, DEFAULT_CAP, G);
         // Replay by hand to know, at each injected event's arrival, whether anything had gone.
         let mut queues: Vec<std::collections::VecDeque<(Vec<Event>, u64)>> =
             input.into_iter().map(Into::into).collect();
@@ -221,6 +225,11 @@ fn late_events_are_counted_exactly_and_left_out() {
         assert_eq!(passed + expect_late, 20, "seed {seed}");
         late_seen += expect_late;
     }
+    // After the first late event the grace widens past the whole stream, so about one a seed.
+    assert!(
+        late_seen >= 15,
+        "the seeds injected too few late events: {late_seen}"
+    );
 }
 
 #[test]
@@ -240,9 +249,9 @@ fn a_late_event_widens_the_grace() {
 #[test]
 fn the_cap_bounds_memory_and_counts_what_it_forced() {
     let mut rng = Rng(7);
-    let input = streams(&mut rng, 4, 2, 500, GRACE_NS / 2);
+    let input = streams(&mut rng, 4, 2, 500, G / 2);
     let n = total(&input) as u64;
-    let mut m = Merger::new(4, 64);
+    let mut m = Merger::with_grace(4, 64, G);
     let mut max_held = 0;
     let mut queues: Vec<std::collections::VecDeque<(Vec<Event>, u64)>> =
         input.into_iter().map(Into::into).collect();
