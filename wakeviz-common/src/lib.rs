@@ -27,6 +27,10 @@ pub const COMM_LEN: usize = 16;
 /// "Not known" marker for CPU numbers and for the kernel inputs read opportunistically.
 pub const UNKNOWN_U32: u32 = u32::MAX;
 
+/// Most ring buffers a capture spreads its CPUs over (the probes' `RINGS` array of maps; the
+/// rule that picks the count is `wakeviz_core::rings`).
+pub const MAX_RINGS: u32 = 64;
+
 /// Which record follows the header. The values are part of the ABI.
 #[repr(u16)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

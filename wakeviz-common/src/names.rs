@@ -138,7 +138,7 @@ macro_rules! for_each_aggregate_map {
 #[macro_export]
 macro_rules! for_each_map {
     ($cb:ident) => {
-        $cb! { EVENTS, STATS }
+        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU }
     };
 }
 

@@ -142,7 +142,8 @@ fn json_schema_is_pinned() {
             "select_unpaired",
             "decode_errors",
             "unmatched_wakeups",
-            "probe_misses"
+            "probe_misses",
+            "late_events"
         ])
     );
     assert_eq!(j["drops"]["unmatched_wakeups"], 1);

@@ -1,12 +1,14 @@
 //! Building records and handing them to the ring buffer, with drop accounting.
 use aya_ebpf::{
+    btf_maps::{ArrayOfMaps, RingBuf as InnerRing},
     helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
-    macros::map,
+    macros::{btf_map, map},
     maps::{PerCpuArray, RingBuf},
     programs::TracePointContext,
 };
 use wakeviz_common::{
-    COMM_LEN, EventHeader, EventKind, MigrateEvent, SwitchEvent, UNKNOWN_U32, WakeEvent, stat,
+    COMM_LEN, EventHeader, EventKind, MAX_RINGS, MigrateEvent, SwitchEvent, UNKNOWN_U32, WakeEvent,
+    stat,
 };
 
 use crate::{
@@ -17,6 +19,18 @@ use crate::{
 /// Userspace resizes this at load time (`--ringbuf-mb`).
 #[map]
 pub static EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+/// Rings 1.. of a capture with several (ring 0 is `EVENTS`), created and stored by userspace
+/// before attaching. The inner definition is only the template the kernel checks types
+/// against; ring buffers in a map-in-map may differ in size.
+#[btf_map]
+pub static RINGS: ArrayOfMaps<InnerRing<u8, 4096>, { MAX_RINGS as usize }> = ArrayOfMaps::new();
+
+/// This CPU's ring index (0 = `EVENTS`), written per CPU by userspace before attaching. A
+/// per-CPU slot rather than an array indexed by CPU number: the lookup needs no CPU number and
+/// the verifier inlines it.
+#[map]
+pub static RING_OF_CPU: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
 
 /// Per-CPU counters, layout in `wakeviz_common::stat`.
 #[map]
@@ -45,7 +59,7 @@ pub fn header(kind: EventKind, pid: u32) -> EventHeader {
 
 const BPF_RB_NO_WAKEUP: u64 = 1;
 
-/// Offers one record; a full ring buffer is counted, never silent.
+/// Offers one record to this CPU's ring; a full ring buffer is counted, never silent.
 ///
 /// Records are submitted without waking the reader: a wakeup per event would make the drain
 /// thread itself a scheduler workload (every traced wakeup causing one more, measured). The
@@ -55,7 +69,17 @@ const BPF_RB_NO_WAKEUP: u64 = 1;
 #[inline(always)]
 pub fn send<T: 'static>(kind: EventKind, val: T) {
     bump(kind as u32);
-    match EVENTS.reserve::<T>(0) {
+    let ring = RING_OF_CPU.get(0).copied().unwrap_or(0);
+    // Ring 0 (every CPU's with a single ring) keeps the direct path: no map-in-map lookup.
+    let entry = if ring == 0 {
+        EVENTS.reserve::<T>(0)
+    } else {
+        match RINGS.get(ring) {
+            Some(rb) => rb.reserve_untyped::<T>(0),
+            None => EVENTS.reserve::<T>(0),
+        }
+    };
+    match entry {
         Some(mut e) => {
             e.write(val);
             e.submit(BPF_RB_NO_WAKEUP);

@@ -1,14 +1,18 @@
-//! Live capture: the ring buffer drained by a tokio task through `AsyncFd`, in batches, into a
-//! bounded channel; [`LiveSource`] implements the same `EventSource` as replay.
+//! Live capture: each ring buffer drained by its own thread (see [`drain`]), in batches, into
+//! one bounded channel; [`LiveSource`] implements the same `EventSource` as replay. With several
+//! rings the batches go through `wakeviz_core::merge` first, so the analyses and the recording
+//! see one stream in timestamp order, and what arrives behind the watermark is counted as late.
 //!
 //! Drops are counted where they happen: the probes count failed reserves per CPU (kernel
 //! drops), the drain task counts batches it could not hand over because the channel was full
 //! (user drops). The UI or recorder never slows the kernel side down: it just sees drops.
+mod drain;
+
 use std::{
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, AtomicU64, Ordering},
-        mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError},
+        mpsc::{Receiver, RecvTimeoutError},
     },
     thread::JoinHandle,
     time::{Duration, Instant},
@@ -16,27 +20,32 @@ use std::{
 
 use anyhow::Context as _;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
-use tokio::io::unix::AsyncFd;
+use drain::{Chunk, Drain, RingCounters};
 use wakeviz_common::{names::map, stat};
 use wakeviz_core::{
-    decode::decode_record,
-    event::TaskTable,
-    format::{CaptureStats, Header},
+    format::{CaptureStats, Header, RingStats},
+    merge::{DEFAULT_CAP, Merger},
+    rings::RingPlan,
     source::{Batch, EventSource, Poll, SourceError},
+    topology::CpuSet,
 };
 
 use crate::probes::{Probes, RunStat};
 
-/// Most events per batch handed to the consumer.
-const BATCH_EVENTS: usize = 8192;
-/// Batches in flight before the drain task starts dropping: with 8192-event batches about half
-/// a second of slack at 1 M events/s, and a memory bound of about 30 MB.
+/// Batches in flight per ring before its drain task starts dropping: with 8192-event batches
+/// about half a second of slack at 1 M events/s, and a memory bound of about 30 MB. Each ring
+/// hands over at least every 10 ms, so the slack in time a starved consumer has shrinks with
+/// the number of rings unless the channel grows with them (measured: with 2 rings and a shared
+/// 72-slot channel, `perf bench sched messaging -g 8` on 2 CPUs lost 2 % in userspace where one
+/// ring lost nothing); hence slots per ring, up to [`MAX_CHANNEL`].
 const CHANNEL_BATCHES: usize = 64;
-/// Longest time a partial batch waits in the drain task.
-const HOLD: Duration = Duration::from_millis(10);
+/// Bound on the channel over all rings: 16 rings' worth (most chunks of a quiet ring are nearly
+/// empty, so memory stays far below 1024 full batches in practice).
+const MAX_CHANNEL: usize = 1024;
 
 struct Shared {
     stop: AtomicBool,
+    rings: Vec<RingCounters>,
     user_drops: AtomicU64,
     decode_errors: AtomicU64,
     /// Why the drain task gave up, when it did not end because it was asked to: the consumer
@@ -53,9 +62,13 @@ impl Shared {
 
 pub struct LiveSource {
     header: Header,
-    rx: Receiver<Batch>,
+    rx: Receiver<Chunk>,
     shared: Arc<Shared>,
-    drain: Option<JoinHandle<()>>,
+    drains: Vec<JoinHandle<()>>,
+    /// Several rings: their streams merged by timestamp. `None` with one ring (its records are
+    /// passed on in ring order, as before rings were split).
+    merger: Option<Merger>,
+    plan: RingPlan,
     stats_map: PerCpuArray<MapData, u64>,
     stats: CaptureStats,
     delivered: u64,
@@ -74,40 +87,58 @@ impl LiveSource {
             .ebpf
             .take_map(map::EVENTS)
             .context("probe object has no EVENTS map")?;
-        let ring = RingBuf::try_from(events).context("EVENTS is not a ring buffer")?;
+        let ring0 = RingBuf::try_from(events).context("EVENTS is not a ring buffer")?;
+        let mut rings = vec![ring0];
+        rings.append(&mut probes.rings);
+        let plan = probes.ring_plan.clone();
         let stats_map = probes
             .ebpf
             .take_map(map::STATS)
             .context("probe object has no STATS map")?;
         let stats_map: PerCpuArray<MapData, u64> =
             PerCpuArray::try_from(stats_map).context("STATS is not a per-CPU array")?;
-        let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_BATCHES);
+        let merged = rings.len() > 1;
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel((CHANNEL_BATCHES * rings.len()).min(MAX_CHANNEL));
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
+            rings: rings.iter().map(|_| RingCounters::default()).collect(),
             user_drops: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
             failure: Mutex::new(None),
         });
-        let sh = Arc::clone(&shared);
-        let drain = std::thread::Builder::new()
-            .name("wakeviz-drain".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build();
-                match rt {
-                    Ok(rt) => rt.block_on(drain_task(ring, tx, sh)),
-                    Err(e) => sh.fail(format!("cannot start the capture runtime: {e}")),
-                }
-            })
-            .context("spawning the ring-buffer drain thread")?;
-        // The drain thread exists from its spawn: recorded with the others as wakeviz's own.
+        let mut drains = Vec::with_capacity(rings.len());
+        for (i, ring) in rings.into_iter().enumerate() {
+            let d = Drain {
+                ring: i,
+                merged,
+                tx: tx.clone(),
+                sh: Arc::clone(&shared),
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("wakeviz-drain{i}"))
+                .spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    match rt {
+                        Ok(rt) => rt.block_on(d.run(ring)),
+                        Err(e) => d.sh.fail(format!("cannot start the capture runtime: {e}")),
+                    }
+                })
+                .with_context(|| format!("spawning the drain thread of ring buffer {i}"))?;
+            drains.push(h);
+        }
+        let merger = merged.then(|| Merger::new(plan.len(), DEFAULT_CAP));
+        // The drain threads exist from their spawn: recorded with the others as wakeviz's own.
         header.run.own_tids = crate::meta::own_tids();
         Ok(Self {
             header,
             rx,
             shared,
-            drain: Some(drain),
+            drains,
+            merger,
+            plan,
             stats_map,
             stats: CaptureStats::default(),
             delivered: 0,
@@ -127,6 +158,10 @@ impl LiveSource {
             *slot = sum(&self.stats_map, stat::OFFERED_BASE + k as u32 + 1);
         }
         s.kernel_drops = sum(&self.stats_map, stat::RINGBUF_DROPS);
+        if let Some(m) = &self.merger {
+            s.late_events = m.stats().late_events;
+            s.rings = self.ring_stats();
+        }
         s.select_unpaired = sum(&self.stats_map, stat::SELECT_UNPAIRED);
         s.user_drops = self.shared.user_drops.load(Ordering::Relaxed);
         s.delivered = self.delivered;
@@ -137,6 +172,54 @@ impl LiveSource {
         s.probe_misses = self.probe_misses;
         self.stats = s;
         self.last_stats = Instant::now();
+    }
+
+    /// Per ring: drops on its CPUs (the kernel counts them per CPU) and its consumer's counts.
+    fn ring_stats(&self) -> Vec<RingStats> {
+        let per_cpu = self.stats_map.get(&stat::RINGBUF_DROPS, 0).ok();
+        self.plan
+            .rings
+            .iter()
+            .zip(&self.shared.rings)
+            .map(|(cpus, c)| RingStats {
+                cpus: cpus.iter().copied().collect::<CpuSet>().to_list(),
+                kernel_drops: per_cpu.as_ref().map_or(0, |v| {
+                    cpus.iter().filter_map(|&cpu| v.get(cpu as usize)).sum()
+                }),
+                delivered: c.delivered.load(Ordering::Relaxed),
+                user_drops: c.user_drops.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
+    /// Takes chunks until one yields events, the timeout passes or the drains are gone.
+    fn receive(&mut self, timeout: Duration) -> Result<Batch, RecvTimeoutError> {
+        let deadline = Instant::now() + timeout;
+        let mut out = Batch::default();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let chunk = match self.rx.recv_timeout(left) {
+                Ok(c) => c,
+                Err(e) if out.tasks.is_empty() && out.events.is_empty() => return Err(e),
+                Err(_) => return Ok(out),
+            };
+            let Some(m) = self.merger.as_mut() else {
+                return Ok(chunk.batch);
+            };
+            out.tasks.extend(chunk.batch.tasks);
+            m.push(
+                chunk.ring,
+                &chunk.batch.events,
+                chunk.clock_ns,
+                &mut out.events,
+            );
+            if chunk.last {
+                m.close(chunk.ring, &mut out.events);
+            }
+            if !out.events.is_empty() || left.is_zero() {
+                return Ok(out);
+            }
+        }
     }
 
     /// Per-program BPF cost, taken when the probes were detached.
@@ -158,7 +241,7 @@ impl EventSource for LiveSource {
         if self.ended {
             return Ok(Poll::End);
         }
-        let r = self.rx.recv_timeout(timeout);
+        let r = self.receive(timeout);
         let stale = self.last_stats.elapsed() >= Duration::from_millis(250);
         match r {
             Ok(mut b) => {
@@ -180,12 +263,24 @@ impl EventSource for LiveSource {
                 Ok(Poll::Pending)
             }
             Err(RecvTimeoutError::Disconnected) => {
-                // The drain task finished its last pass: final counters, then the end.
-                if let Some(h) = self.drain.take()
-                    && h.join().is_err()
-                {
-                    self.shared
-                        .fail("the ring-buffer drain thread panicked".into());
+                // The drain tasks finished their last pass: what the merge still holds, final
+                // counters, then the end.
+                for h in self.drains.drain(..) {
+                    if h.join().is_err() {
+                        self.shared
+                            .fail("a ring-buffer drain thread panicked".into());
+                    }
+                }
+                if let Some(m) = self.merger.as_mut() {
+                    let mut rest = Vec::new();
+                    m.finish(&mut rest);
+                    if !rest.is_empty() {
+                        self.delivered += rest.len() as u64;
+                        return Ok(Poll::Batch(Batch {
+                            events: rest,
+                            ..Batch::default()
+                        }));
+                    }
                 }
                 self.ended = true;
                 let failure = self
@@ -225,110 +320,5 @@ impl EventSource for LiveSource {
 
     fn stats(&self) -> Option<&CaptureStats> {
         Some(&self.stats)
-    }
-}
-
-/// Hands a batch to the consumer, or counts it as dropped when the channel is full.
-fn hand_over(tx: &SyncSender<Batch>, batch: &mut Batch, sh: &Shared) -> bool {
-    if batch.events.is_empty() && batch.tasks.is_empty() {
-        return true;
-    }
-    let b = std::mem::take(batch);
-    match tx.try_send(b) {
-        Ok(()) => true,
-        Err(TrySendError::Full(b)) => {
-            sh.user_drops
-                .fetch_add(b.events.len() as u64, Ordering::Relaxed);
-            true
-        }
-        Err(TrySendError::Disconnected(_)) => false,
-    }
-}
-
-/// Drains everything readable now into batches.
-fn drain_ring(
-    ring: &mut RingBuf<MapData>,
-    tx: &SyncSender<Batch>,
-    sh: &Shared,
-    names: &mut TaskTable,
-    batch: &mut Batch,
-) -> bool {
-    while let Some(item) = ring.next() {
-        match decode_record(&item) {
-            Ok((ev, name)) => {
-                if let Some(n) = name
-                    && n.comm.0[0] != 0
-                    && names.learn(n)
-                {
-                    batch.tasks.push(n);
-                }
-                batch.events.push(ev);
-            }
-            Err(_) => {
-                sh.decode_errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        drop(item);
-        if batch.events.len() >= BATCH_EVENTS && !hand_over(tx, batch, sh) {
-            return false;
-        }
-    }
-    true
-}
-
-async fn drain_task(ring: RingBuf<MapData>, tx: SyncSender<Batch>, sh: Arc<Shared>) {
-    // SAFETY: the ring buffer owns its map fd for as long as the AsyncFd (which owns the ring
-    // buffer) lives, and nothing else closes or re-registers that fd.
-    let mut fd =
-        match unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) } {
-            Ok(fd) => fd,
-            Err(e) => {
-                sh.fail(format!("cannot poll the ring buffer: {e}"));
-                return;
-            }
-        };
-    // Names already sent: the table is bounded by the number of tasks that ever ran.
-    let mut names = TaskTable::default();
-    let mut batch = Batch::default();
-    // Small batches are held back briefly: one channel slot per wakeup of this task would let a
-    // busy machine fill the channel with tiny batches.
-    let mut last_handover = Instant::now();
-    loop {
-        if sh.stop.load(Ordering::SeqCst) {
-            // The probes are detached by now, but a program already running on another CPU
-            // (or an fexit trampoline) may still submit: drain, let them finish, drain again.
-            drain_ring(fd.get_mut(), &tx, &sh, &mut names, &mut batch);
-            tokio::time::sleep(Duration::from_millis(30)).await;
-            drain_ring(fd.get_mut(), &tx, &sh, &mut names, &mut batch);
-            hand_over(&tx, &mut batch, &sh);
-            return;
-        }
-        if last_handover.elapsed() >= HOLD {
-            if !hand_over(&tx, &mut batch, &sh) {
-                return;
-            }
-            last_handover = Instant::now();
-        }
-        let ready = tokio::time::timeout(HOLD, fd.readable_mut()).await;
-        match ready {
-            Ok(Ok(mut guard)) => {
-                let ring = guard.get_inner_mut();
-                if !drain_ring(ring, &tx, &sh, &mut names, &mut batch) {
-                    return;
-                }
-                guard.clear_ready();
-            }
-            Ok(Err(e)) => {
-                sh.fail(format!("polling the ring buffer failed: {e}"));
-                return;
-            }
-            // Timeout: the probes do not wake us for every record (see the eBPF `send`), so
-            // read whatever accumulated.
-            Err(_) => {
-                if !drain_ring(fd.get_mut(), &tx, &sh, &mut names, &mut batch) {
-                    return;
-                }
-            }
-        }
     }
 }

@@ -52,6 +52,11 @@ pub struct Cli {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024),
           conflicts_with_all = LIVE_ONLY)]
     pub ringbuf_mb: Option<u32>,
+    /// Ring buffers to spread the CPUs over (1 to 64; default: one per LLC, LLCs of more
+    /// than 16 CPUs split); each is `--ringbuf-mb` large and has its own consumer thread. Live only.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64),
+          conflicts_with_all = LIVE_ONLY)]
+    pub rings: Option<u32>,
     /// Exact ring buffer size in bytes (a power of two, at least one page); for drop tests.
     #[arg(long, hide = true, conflicts_with_all = LIVE_ONLY)]
     pub ringbuf_bytes: Option<u32>,

@@ -266,13 +266,14 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     let ringbuf_bytes = cli
         .ringbuf_bytes
         .map_or(mb << 20, |b| b.clamp(4096, 1 << 30).next_power_of_two());
+    let topo = meta::topology(cli.topology.as_deref())?;
     let cfg = probes::ProbeConfig {
         ringbuf_bytes,
         function_probes: !cli.no_function_probes,
         tracepoint_mode: cli.tracepoint_mode.unwrap_or(probes::TracepointMode::Auto),
         bpf_stats: cli.bpf_stats,
+        rings: wakeviz_core::rings::RingPlan::new(&topo, cli.rings.map(|n| n as usize)),
     };
-    let topo = meta::topology(cli.topology.as_deref())?;
     // Refuse a bad recording path before attaching anything; create the file only once the
     // probes are in (a failed start leaves no empty recording behind).
     if let Some(p) = &cli.record {

@@ -195,6 +195,19 @@ impl Summary<'_> {
             self.stats.drops(),
             self.stats.decode_errors
         ));
+        if !self.stats.rings.is_empty() {
+            s.push_str(&format!(
+                "\n  merge: {} rings, late {} (arrived behind the watermark, left out of the stream)",
+                self.stats.rings.len(),
+                self.stats.late_events
+            ));
+            for (i, r) in self.stats.rings.iter().enumerate() {
+                s.push_str(&format!(
+                    "\n  ring {i} cpus {}: delivered {}, drops kernel {} userspace {}",
+                    r.cpus, r.delivered, r.kernel_drops, r.user_drops
+                ));
+            }
+        }
         if let Some((p, w)) = self.written {
             s.push_str(&format!(
                 "\n  wrote {} events, {} bytes to {} ({:.2} bytes/event)",

@@ -70,6 +70,11 @@ pub struct Drops {
     pub unmatched_wakeups: u64,
     /// Probe runs the kernel skipped (BPF programs do not nest on a CPU).
     pub probe_misses: u64,
+    /// Events left out because they arrived behind the merge's watermark (several rings).
+    pub late_events: u64,
+    /// Per ring buffer, when there were several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rings: Vec<crate::format::RingStats>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -395,6 +400,8 @@ impl Analysis {
                 decode_errors: s.decode_errors,
                 unmatched_wakeups: self.joiner.unmatched_wakeups,
                 probe_misses: s.probe_misses,
+                late_events: s.late_events,
+                rings: s.rings.clone(),
             },
             own_threads: OwnThreads {
                 tids: h.run.own_tids.clone(),

@@ -114,6 +114,14 @@ pub struct CaptureStats {
     /// events never reached a probe, so they are outside `offered`.
     #[serde(default)]
     pub probe_misses: u64,
+    /// Events that reached userspace after the merge of several rings had already passed
+    /// their timestamp: counted and left out of the stream rather than joined out of order.
+    #[serde(default)]
+    pub late_events: u64,
+    /// Per ring buffer, when the capture used more than one (empty otherwise and in older
+    /// files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rings: Vec<RingStats>,
     /// Wall time from the start of the capture to its end (END chunk only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_duration_ns: Option<u64>,
@@ -121,6 +129,20 @@ pub struct CaptureStats {
     /// and in captures without a command. Boxed: every batch carries these counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<Box<crate::run::WorkloadOutcome>>,
+}
+
+/// One ring buffer's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingStats {
+    /// The CPUs whose probes write to it, as a list (`0-15`).
+    pub cpus: String,
+    /// Failed reserves on those CPUs (ring full).
+    pub kernel_drops: u64,
+    /// Records its consumer thread read.
+    pub delivered: u64,
+    /// Records its consumer could not hand over (channel full).
+    #[serde(default)]
+    pub user_drops: u64,
 }
 
 impl CaptureStats {

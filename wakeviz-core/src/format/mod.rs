@@ -35,7 +35,7 @@ mod writer;
 pub use error::FormatError;
 pub use header::{
     CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC, ProbeClock, ProbeMode, ProbeState,
-    ProbeStatus, ScanSource,
+    ProbeStatus, RingStats, ScanSource,
 };
 pub use reader::{ChunkPayload, Reader, read_all};
 pub use writer::{Recorder, RecorderConfig};

@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod btf;
 pub mod floor;
+mod rings;
 pub mod tracefs;
 
 use std::{fmt::Write as _, path::Path};
@@ -30,6 +31,8 @@ pub struct ProbeConfig {
     pub tracepoint_mode: TracepointMode,
     /// Turn on the kernel's BPF run-time statistics (BPF_ENABLE_STATS) for per-program cost.
     pub bpf_stats: bool,
+    /// Which CPU writes to which ring buffer.
+    pub rings: wakeviz_core::rings::RingPlan,
 }
 
 /// Best tracepoint attach mode wakeviz may use.
@@ -49,6 +52,9 @@ pub struct Probes {
     pub status: Vec<ProbeStatus>,
     pub scan_source: ScanSource,
     pub notes: Vec<String>,
+    /// Rings 1.. of `ring_plan` (ring 0 is the `EVENTS` map); empty with a single ring.
+    pub rings: Vec<aya::maps::RingBuf<aya::maps::MapData>>,
+    pub ring_plan: wakeviz_core::rings::RingPlan,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -458,6 +464,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         loader.map_max_entries(name, *n);
     }
     let mut ebpf = load_object(&mut loader, &globals)?;
+    let rings = rings::setup(&mut ebpf, &cfg.rings, cfg.ringbuf_bytes)?;
 
     let mut status = Vec::new();
     for tp in program::TRACEPOINTS {
@@ -522,6 +529,8 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         status,
         scan_source,
         notes,
+        rings,
+        ring_plan: cfg.rings.clone(),
     })
 }
 

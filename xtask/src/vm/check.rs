@@ -322,6 +322,56 @@ pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
     }
 }
 
+/// Several rings (issue 16): the capture used the topology's ring count, nothing arrived behind
+/// the merge's watermark, nothing was dropped, and every workload wakeup is in the recording
+/// and joined: the workloads' sched_waking and sched_wakeup counts equal tracefs's exactly.
+pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, truth: &Counts) {
+    let Some(d) = report.map(|r| &r["drops"]) else {
+        f.fail("rings: no guest report");
+        return;
+    };
+    let rings = d["rings"].as_array().map_or(1, Vec::len);
+    let late = d["late_events"].as_u64();
+    let per_ring: Vec<String> = d["rings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| format!("{}:{}", s(r, "cpus"), r["delivered"]))
+        .collect();
+    f.line(format!(
+        "  rings: {rings} (want {want}), late events {}, drops {} kernel / {} userspace,          unmatched wakeups {}; delivered per ring (cpus:events) {}",
+        late.map_or("?".into(), |n| n.to_string()),
+        d["kernel_drops"],
+        d["user_drops"],
+        d["unmatched_wakeups"],
+        if per_ring.is_empty() { "-".into() } else { per_ring.join(" ") }
+    ));
+    if rings != want {
+        f.fail(format!(
+            "rings: the capture used {rings} ring buffers, want {want}"
+        ));
+    }
+    if late != Some(0) {
+        f.fail(format!("rings: late events {late:?}, want 0"));
+    }
+    if d["kernel_drops"].as_u64() != Some(0) || d["user_drops"].as_u64() != Some(0) {
+        f.fail(format!(
+            "rings: drops {} / {}, want 0",
+            d["kernel_drops"], d["user_drops"]
+        ));
+    }
+    if want > 1 {
+        for kind in ["sched_waking", "sched_wakeup"] {
+            let (a, b) = (total(w, kind), total(truth, kind));
+            if a != b {
+                f.fail(format!(
+                    "rings: {kind} wakeviz {a} vs tracefs {b}, want equal"
+                ));
+            }
+        }
+    }
+}
+
 /// Every wakeup inside a pinned pair must land at the pair's level, in wakeviz's recording and
 /// in the kernel's trace alike.
 pub fn placement(

@@ -39,7 +39,7 @@ const DEMO_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run one topology only: nps1, nps2 or nosmt.
+    /// Run one topology only: nps1, nps2, nosmt or many.
     #[arg(long)]
     pub topology: Option<String>,
     /// wakeviz binary to test [default: <workspace>/target/release/wakeviz, built if missing].
@@ -342,7 +342,7 @@ fn run_topology(
         mode: if wakeviz.is_some() { "test" } else { "infra" },
         pairs,
         iterations: a.iterations,
-        fanout: "wvz-fan:2:4:40",
+        fanout: spec.fanout.unwrap_or("wvz-fan:2:4:40"),
         exp_fanout: spec.experiment.unwrap_or(""),
         buf_kb: 2048,
         duration_s: 600,
@@ -457,6 +457,13 @@ fn run_topology(
         f.fail("no select_task_rq_fair (fentry/fexit) events recorded");
     }
     check::compare_counts(&mut f, &d.counts(), &truth_counts);
+    check::rings(
+        &mut f,
+        guest_report.as_ref(),
+        spec.rings,
+        &d.counts(),
+        &truth_counts,
+    );
     f.line("  placement of pinned pairs (waker CPU -> wakee CPU, the pair's own sched_waking):");
     check::placement(
         &mut f,

@@ -39,6 +39,10 @@ pub struct Spec {
     /// Issue 13's runs (schedstat live, --sched-feature, experiment) on this topology, with
     /// the experiment's fan-out "groups:receivers:loops"; one topology with several LLCs.
     pub experiment: Option<&'static str>,
+    /// The fan-out group run's "comm:groups:receivers:loops" (default `wvz-fan:2:4:40`).
+    pub fanout: Option<&'static str>,
+    /// Ring buffers the capture must have used (wakeviz's default rule: one per LLC).
+    pub rings: usize,
 }
 
 const fn pair(comm: &'static str, waker: u32, wakee: u32, level: Level) -> Pair {
@@ -71,6 +75,8 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-xpkg", 3, 12, Level::CrossPackage),
             ],
             experiment: Some("8:3:150"),
+            fanout: None,
+            rings: 4,
         },
         Spec {
             name: "nps2",
@@ -91,6 +97,8 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-xpkg", 1, 14, Level::CrossPackage),
             ],
             experiment: None,
+            fanout: None,
+            rings: 4,
         },
         Spec {
             name: "nosmt",
@@ -108,6 +116,31 @@ pub fn all() -> Vec<Spec> {
                 pair("wvz-llc", 0, 3, Level::SameLlc),
             ],
             experiment: None,
+            fanout: None,
+            rings: 1,
+        },
+        Spec {
+            name: "many",
+            title: "many vCPUs: 2 packages x 3 LLCs (dies) x 2 cores x SMT2 = 24, one ring per LLC",
+            cpu_model: "Skylake-Server",
+            sockets: 2,
+            dies: 3,
+            cores: 2,
+            threads: 2,
+            llc_cpus: 4,
+            nodes: vec![(0, 11), (12, 23)],
+            mem_mb: 1536,
+            pairs: vec![
+                pair("wvz-smt", 4, 5, Level::SmtSibling),
+                pair("wvz-llc", 8, 10, Level::SameLlc),
+                pair("wvz-node", 1, 9, Level::SameNode),
+                pair("wvz-xpkg", 3, 20, Level::CrossPackage),
+            ],
+            experiment: None,
+            // 4 groups of 6 receivers and a sender: 28 tasks over the 24 vCPUs, so every ring
+            // carries wakeups whose waking and wakeup sides are on other rings.
+            fanout: Some("wvz-fan:4:6:40"),
+            rings: 6,
         },
     ]
 }

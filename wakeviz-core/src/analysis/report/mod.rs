@@ -294,6 +294,21 @@ pub fn text(s: &Snapshot) -> String {
         "  probe runs skipped by the kernel (BPF programs do not nest): {}",
         d.probe_misses
     );
+    if !d.rings.is_empty() || d.late_events > 0 {
+        let _ = writeln!(
+            o,
+            "  late events (behind the merge of {} rings): {}",
+            d.rings.len().max(1),
+            d.late_events
+        );
+    }
+    for (i, r) in d.rings.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "  ring {i:<3} cpus {:<16} delivered {:>12}  drops: kernel {}, userspace {}",
+            r.cpus, r.delivered, r.kernel_drops, r.user_drops
+        );
+    }
     let _ = writeln!(o, "\n== probes");
     for p in &s.probes {
         let mode = p

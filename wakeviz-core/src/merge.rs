@@ -1,0 +1,193 @@
+//! Timestamp merge of several ring buffers' streams, with a watermark.
+//!
+//! A wakeup's `sched_waking` is written on the waker's CPU and its `sched_wakeup` on the target
+//! CPU, so with one ring per CPU group they arrive through different rings, in any order
+//! relative to each other (scxtop's issue 3503: wakeup latencies inflated by exactly this).
+//! The join must see them in time order. Each ring's consumer reports, with every batch, a
+//! CLOCK_MONOTONIC reading taken *before* it drained the ring: every event the ring will still
+//! deliver was stamped after that reading, except one that a probe was between its clock read
+//! and its submit at that moment. The watermark is the minimum of those readings over the open
+//! rings minus [`GRACE_NS`] (that in-flight window, widened by intra-ring reordering: records
+//! are stamped before they take the ring's lock); events at or below it are released, sorted.
+//! An idle ring still reports its clock every poll tick, so a quiet ring never stalls the
+//! stream. Memory is bounded by a cap on held events; past it the oldest are released early and
+//! counted. An event older than what was already released is *late*: counted, never handed on
+//! (it would be joined out of order).
+use std::{cmp::Reverse, collections::BinaryHeap};
+
+use crate::event::Event;
+
+/// Slack below the slowest ring's clock before events are released: far above a probe's
+/// clock-read-to-submit time on bare metal (hundreds of ns, an interrupt's µs), and above what
+/// a virtual CPU descheduled by its host between the two adds (measured: with 2 ms, a 24-vCPU
+/// TCG guest, whose vCPUs share one host thread, had 3 late events in 38 k).
+pub const GRACE_NS: u64 = 20_000_000;
+
+/// Most the grace grows to after late events (see [`Merger::push`]).
+pub const MAX_GRACE_NS: u64 = 1_000_000_000;
+
+/// Default bound on held events: at 10 M events/s about 0.1 s of stream, 4 MB at 40 bytes.
+pub const DEFAULT_CAP: usize = 1 << 20;
+
+/// Counters a merge keeps, cumulative.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// Events that arrived older than an event already released, left out of the stream.
+    pub late_events: u64,
+    /// Events released before the watermark reached them because the cap was hit.
+    pub forced: u64,
+}
+
+impl Merger {
+    /// The grace in force (it grows after late events).
+    pub fn grace_ns(&self) -> u64 {
+        self.grace
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    ts: u64,
+    /// Arrival order: equal timestamps keep the order they came in.
+    seq: u64,
+}
+
+/// The merge state. Rings are numbered `0..rings`.
+pub struct Merger {
+    /// Per ring: the clock it last reported, `u64::MAX` once closed.
+    clocks: Vec<u64>,
+    heap: BinaryHeap<Reverse<(Key, usize)>>,
+    /// Held events, indexed by the heap's `usize`; freed slots are reused.
+    slots: Vec<Option<Event>>,
+    free: Vec<usize>,
+    seq: u64,
+    /// Timestamp of the last event released.
+    released: Option<u64>,
+    cap: usize,
+    grace: u64,
+    stats: MergeStats,
+}
+
+impl Merger {
+    pub fn new(rings: usize, cap: usize) -> Self {
+        Self::with_grace(rings, cap, GRACE_NS)
+    }
+
+    pub fn with_grace(rings: usize, cap: usize, grace: u64) -> Self {
+        Self {
+            clocks: vec![0; rings],
+            heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            released: None,
+            cap: cap.max(1),
+            grace,
+            stats: MergeStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> MergeStats {
+        self.stats
+    }
+
+    /// Events held, waiting for the watermark.
+    pub fn held(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Takes in a batch from `ring`, drained after the clock read `clock_ns`, and appends to
+    /// `out` whatever became releasable, in timestamp order.
+    pub fn push(&mut self, ring: usize, events: &[Event], clock_ns: u64, out: &mut Vec<Event>) {
+        for ev in events {
+            self.insert(*ev);
+        }
+        if let Some(c) = self.clocks.get_mut(ring)
+            && *c != u64::MAX
+        {
+            *c = (*c).max(clock_ns);
+        }
+        self.release(out);
+    }
+
+    /// The ring will deliver nothing more: it no longer holds the watermark back.
+    pub fn close(&mut self, ring: usize, out: &mut Vec<Event>) {
+        if let Some(c) = self.clocks.get_mut(ring) {
+            *c = u64::MAX;
+        }
+        self.release(out);
+    }
+
+    /// Releases everything held (the end of the stream).
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        while let Some(ev) = self.pop() {
+            out.push(ev);
+        }
+    }
+
+    fn insert(&mut self, ev: Event) {
+        let ts = ev.ts_ns();
+        if let Some(r) = self.released
+            && ts < r
+        {
+            self.stats.late_events += 1;
+            // The host is slower to deliver than the grace allowed for: widen it to twice this
+            // lateness, so one stall costs a few events, not a steady stream of them.
+            self.grace = self.grace.max((r - ts).saturating_mul(2)).min(MAX_GRACE_NS);
+            return;
+        }
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(ev);
+                i
+            }
+            None => {
+                self.slots.push(Some(ev));
+                self.slots.len() - 1
+            }
+        };
+        self.heap.push(Reverse((Key { ts, seq: self.seq }, idx)));
+        self.seq += 1;
+    }
+
+    fn pop(&mut self) -> Option<Event> {
+        let Reverse((key, idx)) = self.heap.pop()?;
+        self.released = Some(key.ts);
+        self.free.push(idx);
+        self.slots.get_mut(idx).and_then(Option::take)
+    }
+
+    fn watermark(&self) -> u64 {
+        let min = self.clocks.iter().copied().min().unwrap_or(u64::MAX);
+        if min == u64::MAX {
+            u64::MAX
+        } else {
+            min.saturating_sub(self.grace)
+        }
+    }
+
+    fn release(&mut self, out: &mut Vec<Event>) {
+        let w = self.watermark();
+        while let Some(Reverse((key, _))) = self.heap.peek() {
+            if key.ts > w {
+                break;
+            }
+            if let Some(ev) = self.pop() {
+                out.push(ev);
+            }
+        }
+        // Over the cap: release the oldest down to half of it, so the next batches do not each
+        // force a release of their own.
+        if self.heap.len() > self.cap {
+            while self.heap.len() > self.cap / 2 {
+                if let Some(ev) = self.pop() {
+                    self.stats.forced += 1;
+                    out.push(ev);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! One consumer per ring buffer: a thread with its own single-threaded tokio runtime that drains
+//! the ring through `AsyncFd` into batches for the consumer's channel.
+//!
+//! With several rings every hand-over carries the CLOCK_MONOTONIC reading taken before the last
+//! drain pass whose records it completes, and an idle ring hands over an empty chunk every
+//! [`HOLD`] anyway: that reading is what moves the merge's watermark (`wakeviz_core::merge`).
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+        mpsc::{SyncSender, TrySendError},
+    },
+    time::{Duration, Instant},
+};
+
+use aya::maps::{MapData, RingBuf};
+use tokio::io::unix::AsyncFd;
+use wakeviz_core::{decode::decode_record, event::TaskTable, source::Batch};
+
+use super::Shared;
+
+/// Most events per batch handed to the consumer.
+const BATCH_EVENTS: usize = 8192;
+/// Longest time a partial batch waits in the drain task.
+pub(super) const HOLD: Duration = Duration::from_millis(10);
+
+/// What a ring's consumer hands over.
+pub(super) struct Chunk {
+    pub ring: usize,
+    /// Every record of this ring stamped before this (minus the merge's grace) is in this
+    /// chunk or an earlier one.
+    pub clock_ns: u64,
+    /// The ring's last chunk.
+    pub last: bool,
+    pub batch: Batch,
+}
+
+/// One ring's own counters.
+#[derive(Default)]
+pub(super) struct RingCounters {
+    pub delivered: AtomicU64,
+    pub user_drops: AtomicU64,
+}
+
+pub(super) struct Drain {
+    pub ring: usize,
+    /// Several rings: hand over clock-only chunks too, and the last one without dropping it.
+    pub merged: bool,
+    pub tx: SyncSender<Chunk>,
+    pub sh: Arc<Shared>,
+}
+
+fn now_ns() -> u64 {
+    u64::try_from(crate::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+}
+
+impl Drain {
+    fn counters(&self) -> &RingCounters {
+        &self.sh.rings[self.ring]
+    }
+
+    /// Hands a batch to the consumer, or counts it as dropped when the channel is full.
+    /// False when the consumer is gone.
+    fn hand_over(&self, batch: &mut Batch, clock_ns: u64, last: bool) -> bool {
+        if !self.merged && batch.events.is_empty() && batch.tasks.is_empty() {
+            return true;
+        }
+        let n = batch.events.len() as u64;
+        let chunk = Chunk {
+            ring: self.ring,
+            clock_ns,
+            last,
+            batch: std::mem::take(batch),
+        };
+        if last && self.merged {
+            // The merge must learn that this ring is closed, or it waits for it until the end.
+            let ok = self.tx.send(chunk).is_ok();
+            if ok {
+                self.counters().delivered.fetch_add(n, Ordering::Relaxed);
+            }
+            return ok;
+        }
+        match self.tx.try_send(chunk) {
+            Ok(()) => {
+                self.counters().delivered.fetch_add(n, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Full(c)) => {
+                let n = c.batch.events.len() as u64;
+                self.sh.user_drops.fetch_add(n, Ordering::Relaxed);
+                self.counters().user_drops.fetch_add(n, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    /// Drains everything readable now into batches. `safe` is the clock reading that the
+    /// records handed over so far are complete for; it becomes this pass's reading at the end.
+    fn drain_ring(
+        &self,
+        ring: &mut RingBuf<MapData>,
+        names: &mut TaskTable,
+        batch: &mut Batch,
+        safe: &mut u64,
+    ) -> bool {
+        let pass = now_ns();
+        while let Some(item) = ring.next() {
+            match decode_record(&item) {
+                Ok((ev, name)) => {
+                    if let Some(n) = name
+                        && n.comm.0[0] != 0
+                        && names.learn(n)
+                    {
+                        batch.tasks.push(n);
+                    }
+                    batch.events.push(ev);
+                }
+                Err(_) => {
+                    self.sh.decode_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            drop(item);
+            // Mid-pass: the ring is not drained up to `pass` yet, so the chunk carries the
+            // previous pass's reading.
+            if batch.events.len() >= BATCH_EVENTS && !self.hand_over(batch, *safe, false) {
+                return false;
+            }
+        }
+        *safe = pass;
+        true
+    }
+
+    pub(super) async fn run(self, ring: RingBuf<MapData>) {
+        // SAFETY: the ring buffer owns its map fd for as long as the AsyncFd (which owns the
+        // ring buffer) lives, and nothing else closes or re-registers that fd.
+        let mut fd =
+            match unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) } {
+                Ok(fd) => fd,
+                Err(e) => {
+                    self.sh
+                        .fail(format!("cannot poll ring buffer {}: {e}", self.ring));
+                    return;
+                }
+            };
+        // Names already sent: the table is bounded by the number of tasks that ever ran.
+        let mut names = TaskTable::default();
+        let mut batch = Batch::default();
+        let mut safe = 0u64;
+        // Small batches are held back briefly: one channel slot per wakeup of this task would
+        // let a busy machine fill the channel with tiny batches.
+        let mut last_handover = Instant::now();
+        loop {
+            if self.sh.stop.load(Ordering::SeqCst) {
+                // The probes are detached by now, but a program already running on another CPU
+                // (or an fexit trampoline) may still submit: drain, let them finish, drain
+                // again.
+                self.drain_ring(fd.get_mut(), &mut names, &mut batch, &mut safe);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                self.drain_ring(fd.get_mut(), &mut names, &mut batch, &mut safe);
+                self.hand_over(&mut batch, safe, true);
+                return;
+            }
+            if last_handover.elapsed() >= HOLD {
+                if !self.hand_over(&mut batch, safe, false) {
+                    return;
+                }
+                last_handover = Instant::now();
+            }
+            let ready = tokio::time::timeout(HOLD, fd.readable_mut()).await;
+            match ready {
+                Ok(Ok(mut guard)) => {
+                    let ring = guard.get_inner_mut();
+                    if !self.drain_ring(ring, &mut names, &mut batch, &mut safe) {
+                        return;
+                    }
+                    guard.clear_ready();
+                }
+                Ok(Err(e)) => {
+                    self.sh
+                        .fail(format!("polling ring buffer {} failed: {e}", self.ring));
+                    return;
+                }
+                // Timeout: the probes do not wake us for every record (see the eBPF `send`),
+                // so read whatever accumulated.
+                Err(_) => {
+                    if !self.drain_ring(fd.get_mut(), &mut names, &mut batch, &mut safe) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}

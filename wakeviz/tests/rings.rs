@@ -1,0 +1,187 @@
+//! Two ring buffers on this machine (`--rings 2`: CPU 0 and CPU 1 each their own), checked
+//! against the kernel's own trace: a ping-pong pinned across the two CPUs, so every wakeup's
+//! `sched_waking` goes through one ring and its `sched_wakeup` through the other. Needs root.
+use std::{fs, path::Path, process::Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
+const COMM: &str = "wvz-rings";
+const INSTANCE: &str = "/sys/kernel/tracing/instances/wvz-rings-test";
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn write(path: &str, v: &str) {
+    fs::write(Path::new(INSTANCE).join(path), v).unwrap_or_else(|e| panic!("{path}: {e}"));
+}
+
+/// The ground truth: a tracefs instance with sched_waking and sched_wakeup filtered on the
+/// workload's comm (the woken task's, as in wakeviz's dump).
+struct Trace;
+
+impl Trace {
+    fn start() -> Self {
+        let _ = fs::remove_dir(INSTANCE);
+        if !Path::new("/sys/kernel/tracing/instances").exists() {
+            let _ = Command::new("mount")
+                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+                .status();
+        }
+        fs::create_dir(INSTANCE).unwrap();
+        write("buffer_size_kb", "16384");
+        for ev in ["sched_waking", "sched_wakeup"] {
+            write(
+                &format!("events/sched/{ev}/filter"),
+                &format!("comm == \"{COMM}\""),
+            );
+            write(&format!("events/sched/{ev}/enable"), "1");
+        }
+        write("tracing_on", "1");
+        Trace
+    }
+
+    /// Counts per event, after checking the buffer lost nothing.
+    fn counts(&self) -> (u64, u64) {
+        write("tracing_on", "0");
+        let text = fs::read_to_string(Path::new(INSTANCE).join("trace")).unwrap();
+        let header = text
+            .lines()
+            .find(|l| l.contains("entries-in-buffer/entries-written"))
+            .unwrap_or_default();
+        let nums: Vec<&str> = header
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert!(
+            nums.len() >= 2 && nums[0] == nums[1],
+            "trace lost events: {header}"
+        );
+        let count = |ev: &str| {
+            text.lines()
+                .filter(|l| l.contains(&format!(" {ev}: ")))
+                .count() as u64
+        };
+        (count("sched_waking"), count("sched_wakeup"))
+    }
+}
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        let _ = fs::write(Path::new(INSTANCE).join("tracing_on"), "0");
+        for ev in ["sched_waking", "sched_wakeup"] {
+            let _ = fs::write(
+                Path::new(INSTANCE).join(format!("events/sched/{ev}/enable")),
+                "0",
+            );
+        }
+        let _ = fs::remove_dir(INSTANCE);
+    }
+}
+
+#[test]
+fn two_rings_merge_in_order_and_match_the_kernel_trace() {
+    if !is_root() || std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+        eprintln!("SKIPPED two-ring live test: needs root and 2 CPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let wvz = dir.path().join("rings.wvz");
+    let trace = Trace::start();
+    let out = Command::new(BIN)
+        .args(["--rings", "2", "--headless", "--record"])
+        .arg(&wvz)
+        .args([
+            "--",
+            BIN,
+            "workload",
+            "pingpong",
+            "--waker-cpu",
+            "0",
+            "--wakee-cpu",
+            "1",
+        ])
+        .args(["--iterations", "20000", "--comm", COMM])
+        .output()
+        .unwrap();
+    let (truth_waking, truth_wakeup) = trace.counts();
+    drop(trace);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("merge: 2 rings, late 0"), "{stderr}");
+    assert!(stderr.contains("drops: 0 in the kernel"), "{stderr}");
+    assert!(stderr.contains("0 in userspace"), "{stderr}");
+    for ring in ["ring 0 cpus 0: delivered", "ring 1 cpus 1: delivered"] {
+        let n: u64 = stderr
+            .split(ring)
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{ring}` in {stderr}"));
+        assert!(
+            n > 20_000,
+            "{ring} {n}: both rings carry the ping-pong\n{stderr}"
+        );
+    }
+    let dump = Command::new(BIN)
+        .arg("--replay")
+        .arg(&wvz)
+        .args(["--dump", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(dump.status.success());
+    let (mut waking, mut wakeup, mut prev, mut n) = (0u64, 0u64, 0u64, 0u64);
+    for l in String::from_utf8_lossy(&dump.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let ts = v["ts_ns"].as_u64().unwrap();
+        assert!(
+            ts >= prev,
+            "recording out of timestamp order at event {n}: {prev} then {ts}"
+        );
+        prev = ts;
+        n += 1;
+        if v["comm"] == COMM {
+            match v["kind"].as_str() {
+                Some("sched_waking") => waking += 1,
+                Some("sched_wakeup") => wakeup += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        truth_waking >= 36_000,
+        "the workload ran: {truth_waking} wakings in the trace"
+    );
+    // sched_waking against the kernel's trace exactly. This machine's tracefs instance has
+    // been seen to show 1-6 % fewer sched_wakeup than sched_waking lines for this workload
+    // (every sched_waking has its sched_wakeup in the kernel; the VM suite's tracefs counts
+    // agree exactly), so wakeups are checked against the wakings: every one joined.
+    assert_eq!(
+        waking, truth_waking,
+        "sched_waking: wakeviz vs the kernel's trace"
+    );
+    assert_eq!(
+        wakeup, waking,
+        "every workload wakeup recorded (tracefs showed {truth_wakeup} sched_wakeup)"
+    );
+    assert!(
+        truth_wakeup <= wakeup,
+        "tracefs saw wakeups wakeviz missed: {truth_wakeup}"
+    );
+    // Every wakeup of the workload joined: the report's unmatched count stays at what the
+    // capture's first instants can leave (a sched_wakeup whose sched_waking came before it).
+    let report = Command::new(BIN)
+        .arg("--replay")
+        .arg(&wvz)
+        .args(["--report", "json"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(j["drops"]["late_events"], 0);
+    assert_eq!(j["drops"]["rings"].as_array().map(Vec::len), Some(2));
+    assert!(
+        j["drops"]["unmatched_wakeups"].as_u64().unwrap() <= 2,
+        "{}",
+        j["drops"]
+    );
+}
