@@ -25,25 +25,52 @@ pub fn legend(view: View) -> &'static [(&'static str, &'static str)] {
 }
 
 const TIMELINE: &[(&str, &str)] = &[
-    ("wakeups/s", "placed wakeups per second in each column's interval"),
-    ("mix", "share of each interval's wakeups per level vs the waker"),
-    ("p99", "scan / wakeup-latency p99 per interval (about 6 % bucket bounds)"),
-    ("one column", "interval length; neighbours merge on long sessions"),
+    (
+        "wakeups/s",
+        "placed wakeups per second in each column's interval",
+    ),
+    (
+        "mix",
+        "share of each interval's wakeups per level vs the waker",
+    ),
+    (
+        "p99",
+        "scan / wakeup-latency p99 per interval (about 6 % bucket bounds)",
+    ),
+    (
+        "one column",
+        "interval length; neighbours merge on long sessions",
+    ),
     NAMES,
 ];
 
 const MATRIX: &[(&str, &str)] = &[
-    ("rows / columns", "waker CPU / chosen CPU (LLC x LLC past 64 CPUs)"),
-    ("shade", "wakeups in the cell, log scale; colour: the pair's level"),
+    (
+        "rows / columns",
+        "waker CPU / chosen CPU (LLC x LLC past 64 CPUs)",
+    ),
+    (
+        "shade",
+        "wakeups in the cell, log scale; colour: the pair's level",
+    ),
     ("top", "the selected row's three most frequent destinations"),
     NAMES,
 ];
 
 const TASKS: &[(&str, &str)] = &[
-    ("wakeups", "times the task was woken; wakes: times it woke another task"),
-    ("xLLC%", "share of its wakeups placed outside the waker's LLC"),
+    (
+        "wakeups",
+        "times the task was woken; wakes: times it woke another task",
+    ),
+    (
+        "xLLC%",
+        "share of its wakeups placed outside the waker's LLC",
+    ),
     ("p99", "its wakeup -> running p99"),
-    ("migr", "its migrations; other: tasks beyond the 512 followed"),
+    (
+        "migr",
+        "its migrations; other: tasks beyond the 512 followed",
+    ),
     NAMES,
 ];
 
