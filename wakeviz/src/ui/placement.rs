@@ -92,14 +92,17 @@ fn level_bars(c: &PlacementCounts, width: usize, app: &App) -> Vec<Line<'static>
         c.unclassified,
         fmt::count(app.data.snap.placement.new_tasks.count),
     )));
-    lines.extend(coverage_lines(&app.data.snap.placement.coverage));
+    lines.extend(coverage_lines(
+        &app.data.snap.placement.coverage,
+        width,
+    ));
     lines
 }
 
 /// How many wakeups the bars classify and why the others are not, and what share of them the
 /// Shadow view's rows cover: the counts of `placement.coverage` (the text report's and the
 /// JSON's), cumulative whatever the window. Reasons with a count of 0 are left out.
-fn coverage_lines(c: &Coverage) -> [Line<'static>; 2] {
+fn coverage_lines(c: &Coverage, width: usize) -> [Line<'static>; 2] {
     let nonzero = |v: &[(&str, u64)]| -> String {
         v.iter()
             .filter(|(_, n)| *n > 0)
@@ -137,7 +140,7 @@ fn coverage_lines(c: &Coverage) -> [Line<'static>; 2] {
         None => "shadow evaluation off".into(),
     };
     [
-        Line::from(Span::styled(s, fmt::dim())),
-        Line::from(Span::styled(t, fmt::dim())),
+        Line::from(Span::styled(fmt::ellipsis(&s, width), fmt::dim())),
+        Line::from(Span::styled(fmt::ellipsis(&t, width), fmt::dim())),
     ]
 }

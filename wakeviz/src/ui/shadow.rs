@@ -136,6 +136,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         "probes=idle tests  Δpt=points vs observed  Δ%=relative to observed  -=n/a",
         fmt::dim(),
     )));
+    let topo = &app.data.snap.topology;
     if let Some(r) = rows.get(sel) {
         lines.push(Line::from(Span::styled(
             format!("{}: {}", r.name, r.describe),
@@ -150,10 +151,13 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
                 .iter()
                 .zip(["cpu", "smt", "llc", "node", "pkg", "xpkg"])
             {
-                s.push_str(&format!(
-                    " {short} {}",
+                // A level this topology cannot have is n/a, as in the Placement view.
+                let v = if topo.level_exists(*l) {
                     fmt::pct(counts.get(*l), r.evaluated)
-                ));
+                } else {
+                    "n/a".into()
+                };
+                s.push_str(&format!(" {short} {v}"));
             }
             lines.push(Line::raw(s));
         }

@@ -458,7 +458,7 @@ pub fn text(s: &Snapshot) -> String {
                     p.coverage.placed
                 );
             }
-            o.push_str(&shadow::text(x));
+            o.push_str(&shadow::text_on(x, &|l| s.topology.level_exists(l)));
         }
         None => {
             let _ = writeln!(o, "  not evaluated");

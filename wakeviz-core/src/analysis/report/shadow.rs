@@ -51,6 +51,11 @@ fn slept(h: &SleptReport) -> String {
 
 /// The shadow section as text.
 pub fn text(r: &ShadowReport) -> String {
+    text_on(r, &|_| true)
+}
+
+/// [`text`] on a topology: a level `exists` says cannot occur prints `n/a`, not `0.0`.
+pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -167,7 +172,12 @@ pub fn text(r: &ShadowReport) -> String {
         for counts in [&row.placement.vs_waker, &row.placement.vs_prev] {
             for l in Level::iter() {
                 let p = pct_of(counts.get(l), row.evaluated);
-                line.push_str(&format!(" {:>6}", opt(p, |p| format!("{p:.1}"))));
+                let v = if exists(l) {
+                    opt(p, |p| format!("{p:.1}"))
+                } else {
+                    "n/a".into()
+                };
+                line.push_str(&format!(" {v:>6}"));
             }
             line.push_str("  ");
         }
