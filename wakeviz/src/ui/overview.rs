@@ -243,11 +243,27 @@ fn events(app: &App) -> Vec<Line<'static>> {
         ("select exit, no entry", d.select_unpaired),
         ("wakeup, no sched_waking", d.unmatched_wakeups),
         ("probe skipped (BPF nesting)", d.probe_misses),
+        ("late: behind merge watermark", d.late_events),
     ] {
         l.push(Line::from(Span::styled(
             format!("{what:<29} {:>8}", fmt::count(n)),
             red(n),
         )));
+    }
+    // Per ring only when there are several: one ring's figures are the lines above.
+    if d.rings.len() > 1 {
+        for (i, r) in d.rings.iter().enumerate() {
+            let lost = r.kernel_drops + r.user_drops;
+            l.push(Line::from(Span::styled(
+                format!(
+                    "ring {i} (CPUs {}): {} read, {} lost",
+                    r.cpus,
+                    fmt::count(r.delivered),
+                    fmt::count(lost)
+                ),
+                red(lost),
+            )));
+        }
     }
     l
 }
