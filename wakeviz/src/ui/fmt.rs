@@ -196,3 +196,67 @@ mod tests {
         assert_eq!(c[2].to_string(), "… 3 more ↓");
     }
 }
+
+/// `line` in at most `w` columns, styles kept; a cut ends in `…` so no panel loses the end of
+/// a line silently on a narrow terminal (one column per character: the views draw ASCII,
+/// box, block and braille characters, all one column wide).
+pub fn fit_line(line: Line<'_>, w: u16) -> Line<'_> {
+    let w = usize::from(w);
+    let n: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
+    if n <= w {
+        return line;
+    }
+    let style = line.style;
+    let alignment = line.alignment;
+    let mut left = w.saturating_sub(1);
+    let mut spans = Vec::new();
+    let mut last_style = Style::default();
+    for s in line.spans {
+        if left == 0 {
+            break;
+        }
+        let c = s.content.chars().count();
+        last_style = s.style;
+        if c <= left {
+            left -= c;
+            spans.push(s);
+        } else {
+            let t: String = s.content.chars().take(left).collect();
+            spans.push(Span::styled(t, s.style));
+            left = 0;
+        }
+    }
+    if w > 0 {
+        spans.push(Span::styled("…", last_style));
+    }
+    let mut out = Line::from(spans).style(style);
+    out.alignment = alignment;
+    out
+}
+
+/// [`fit_line`] on every line.
+pub fn fit_lines<'a>(lines: Vec<Line<'a>>, w: u16) -> Vec<Line<'a>> {
+    lines.into_iter().map(|l| fit_line(l, w)).collect()
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+
+    fn text(l: &Line<'_>) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_cut_line_ends_in_an_ellipsis_and_keeps_its_styles() {
+        let l = Line::from(vec![
+            Span::raw("p50 10.7us "),
+            Span::styled("max 233.0ms", bad()),
+        ]);
+        let short = fit_line(l.clone(), 16);
+        assert_eq!(text(&short), "p50 10.7us max …");
+        assert_eq!(short.spans[1].style, bad());
+        assert_eq!(text(&fit_line(l.clone(), 22)), "p50 10.7us max 233.0ms");
+        assert_eq!(text(&fit_line(l, 1)), "…");
+    }
+}

@@ -84,13 +84,16 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     }
     let n = lines.len() as u16;
     let [top, bottom] = Layout::vertical([Constraint::Length(n), Constraint::Min(0)]).areas(area);
-    f.render_widget(Paragraph::new(lines), top);
+    f.render_widget(Paragraph::new(fmt::fit_lines(lines, top.width)), top);
     let (name, s, exists) = &rows[sel];
     let cumulative = if sel == 0 { "" } else { ", cumulative" };
     let unit = app.data.snap.wakeup_latency.log2_unit;
     let title = format!("{name}: log2 buckets [{unit}]{cumulative}  (↑↓ row)");
     f.render_widget(
-        Paragraph::new(histogram(s, *exists, &title, bottom)),
+        Paragraph::new(fmt::fit_lines(
+            histogram(s, *exists, &title, bottom),
+            bottom.width,
+        )),
         bottom,
     );
 }

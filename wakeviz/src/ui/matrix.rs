@@ -127,7 +127,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             fmt::dim(),
         ));
     }
-    f.render_widget(Paragraph::new(lines), area);
+    f.render_widget(Paragraph::new(fmt::fit_lines(lines, area.width)), area);
 }
 
 /// Shade of a cell on a log scale to the busiest cell: a few hot pairs (a pinned pipe) would

@@ -92,10 +92,7 @@ fn level_bars(c: &PlacementCounts, width: usize, app: &App) -> Vec<Line<'static>
         c.unclassified,
         fmt::count(app.data.snap.placement.new_tasks.count),
     )));
-    lines.extend(coverage_lines(
-        &app.data.snap.placement.coverage,
-        width,
-    ));
+    lines.extend(coverage_lines(&app.data.snap.placement.coverage, width));
     lines
 }
 

@@ -51,7 +51,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         Span::raw(sc.source),
     ]);
     f.render_widget(
-        Paragraph::new(vec![src, quantiles(sum), Line::raw("")]),
+        Paragraph::new(fmt::fit_lines(
+            vec![src, quantiles(sum), Line::raw("")],
+            head.width,
+        )),
         head,
     );
     let [left, right] =
@@ -117,7 +120,7 @@ pub fn histogram(f: &mut Frame, area: Rect, s: &LatencySummary, unit: &str) {
             )));
         }
     }
-    f.render_widget(Paragraph::new(lines), area);
+    f.render_widget(Paragraph::new(fmt::fit_lines(lines, area.width)), area);
 }
 
 fn per_llc(f: &mut Frame, area: Rect, app: &App) {
@@ -163,5 +166,5 @@ fn per_llc(f: &mut Frame, area: Rect, app: &App) {
             fmt::dim(),
         )));
     }
-    f.render_widget(Paragraph::new(lines), area);
+    f.render_widget(Paragraph::new(fmt::fit_lines(lines, area.width)), area);
 }

@@ -168,6 +168,9 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             ),
             fmt::dim(),
         ));
-        f.render_widget(Paragraph::new(vec![Line::from(l1), l2]), foot_area);
+        f.render_widget(
+            Paragraph::new(fmt::fit_lines(vec![Line::from(l1), l2], foot_area.width)),
+            foot_area,
+        );
     }
 }

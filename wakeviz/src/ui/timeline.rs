@@ -267,7 +267,10 @@ fn short(f: &mut Frame, area: Rect, head: Line<'static>, strips: Vec<Strip>) {
     cons.extend((0..fit).map(|_| Constraint::Length(each)));
     cons.push(Constraint::Min(0));
     let parts = Layout::vertical(cons).split(area);
-    f.render_widget(Paragraph::new(head), parts[0]);
+    f.render_widget(
+        Paragraph::new(fmt::fit_line(head, parts[0].width)),
+        parts[0],
+    );
     for (i, s) in strips.iter().take(fit).enumerate() {
         draw_strip(f, parts[i + 1], s);
     }
@@ -301,7 +304,7 @@ fn tall(
         Constraint::Length(strip_h),
     ])
     .areas(area);
-    f.render_widget(Paragraph::new(head), top);
+    f.render_widget(Paragraph::new(fmt::fit_line(head, top.width)), top);
     draw_strip(f, rate, &strips[0]);
     mix_chart(f, mix, app, cols);
     draw_strip(f, scan, &strips[2]);
@@ -345,7 +348,10 @@ fn mix_chart(f: &mut Frame, area: Rect, app: &App, cols: &[Column]) {
             Style::default().fg(level_color(l)),
         ));
     }
-    f.render_widget(Paragraph::new(Line::from(spans)), legend);
+    f.render_widget(
+        Paragraph::new(fmt::fit_line(Line::from(spans), legend.width)),
+        legend,
+    );
     let chart = Chart::new(sets)
         .x_axis(Axis::default().bounds([0.0, x_max]))
         .y_axis(
