@@ -7,7 +7,7 @@ use ratatui::{
     layout::Rect,
     style::{Modifier, Style},
     text::{Line, Span},
-    widgets::{Paragraph, Wrap},
+    widgets::Paragraph,
 };
 use wakeviz_core::{
     shadow::report::{DecisionTime, PolicyRow, ProbeCostSource},
@@ -167,7 +167,9 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             fmt::dim(),
         )));
     }
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    // Cut (marked with …) rather than wrapped: a wrapped head would push the policy rows, the
+    // view's main figure, off a short terminal.
+    f.render_widget(Paragraph::new(fmt::fit_lines(lines, area.width)), area);
 }
 
 /// `value delta`: the value, and its difference from the baseline's in points; "-" where
