@@ -19,7 +19,8 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// Bumped whenever a struct below changes layout or meaning.
 /// 2: [`SelectEvent`] may be followed by [`SelectInputs`] (and [`SelectMask`]); records of
 /// version 1 are still read (their new inputs are unknown).
-pub const ABI_VERSION: u32 = 2;
+/// 3: [`SelectFlips`] may follow the inputs ([`exact::FLIPS`]); version-2 records still decode.
+pub const ABI_VERSION: u32 = 3;
 
 /// Length of a task name as the kernel keeps it (`TASK_COMM_LEN`).
 pub const COMM_LEN: usize = 16;
@@ -148,6 +149,8 @@ pub mod exact {
     /// The task's `se.cfs_rq` is not its rq's root `cfs` (a cgroup task): `task_h_load` uses
     /// the group's `h_load`, which the kernel may refresh (once a jiffy) after our read.
     pub const TASK_IN_GROUP: u32 = 1 << 13;
+    /// [`SelectFlips`] follows [`SelectInputs`] (ABI 3): the `record_wakee()` state.
+    pub const FLIPS: u32 = 1 << 14;
     /// [`SelectInputs`] follows the [`SelectEvent`] (ABI 2).
     pub const INPUTS: u32 = 1 << 31;
 }
@@ -242,6 +245,49 @@ pub struct SelectEventMasked {
     pub mask: SelectMask,
 }
 const _: () = assert!(core::mem::size_of::<SelectEventMasked>() == 144);
+
+/// The `record_wakee()` / `wake_wide()` state at `select_task_rq_fair` entry (ABI 3), before
+/// the kernel's own `record_wakee(p)` updates the waker's part. Read because a task inherits
+/// its parent's `wakee_flips` at fork and only decays them when it wakes someone itself: a
+/// thread that never wakes anyone keeps the count it was born with, which no event shows.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct SelectFlips {
+    /// `current->wakee_flips` and `p->wakee_flips`.
+    pub waker_wakee_flips: u32,
+    pub task_wakee_flips: u32,
+    /// Low 32 bits of `current->wakee_flip_decay_ts` and of `jiffies` at entry: the age
+    /// decides whether `record_wakee()` halves the count, and the pairs with `ts_ns` give HZ.
+    pub waker_flip_decay_jiffies: u32,
+    pub jiffies: u32,
+    /// 1 when `current->last_wakee == p` (then `record_wakee()` does not count a flip).
+    pub waker_last_wakee_is_task: u32,
+    pub _pad0: u32,
+}
+const _: () = assert!(core::mem::size_of::<SelectFlips>() == 24);
+
+/// A select record with its inputs and `record_wakee()` state (ABI 3's common case).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct SelectEventV3 {
+    pub ev: SelectEvent,
+    pub inputs: SelectInputs,
+    pub flips: SelectFlips,
+}
+const _: () = assert!(core::mem::size_of::<SelectEventV3>() == 136);
+
+/// ABI 3 with the allowed mask.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct SelectEventMaskedV3 {
+    pub ev: SelectEvent,
+    pub inputs: SelectInputs,
+    pub flips: SelectFlips,
+    pub mask: SelectMask,
+}
+const _: () = assert!(core::mem::size_of::<SelectEventMaskedV3>() == 168);
 
 /// Layout of the per-CPU `STATS` counters array (index -> meaning).
 pub mod stat {

@@ -41,6 +41,10 @@ macro_rules! for_each_global {
             OFF_CFS_RQ_H_NR_DELAYED,
             OFF_CFS_RQ_H_NR_QUEUED,
             OFF_CFS_RQ_H_NR_RUNNABLE,
+            // ABI-3 record_wakee() state (wake_wide)
+            OFF_TASK_WAKEE_FLIPS,
+            OFF_TASK_WAKEE_FLIP_DECAY_TS,
+            OFF_TASK_LAST_WAKEE,
             // online CPUs: a task allowed fewer gets its mask read (0 = never)
             SELECT_ALL_CPUS,
             // 1 when the select probe reads the ABI-2 inputs (0 skips them: cost measurement)

@@ -1,12 +1,14 @@
 //! Ring-buffer records (the `wakeviz-common` ABI) to [`Event`]s. Pure byte parsing, so the fuzzer
 //! and the tests reach it without a kernel.
 use wakeviz_common::{
-    EventHeader, EventKind, MigrateEvent, SelectEvent, SelectEventMasked, SelectEventV2,
-    SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
+    EventHeader, EventKind, MigrateEvent, SelectEvent, SelectEventMasked, SelectEventMaskedV3,
+    SelectEventV2, SelectEventV3, SelectFlips, SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
 };
 use zerocopy::FromBytes;
 
-use crate::event::{Comm, Event, Migrate, Select, SelectInputs, Switch, TaskName, Wake};
+use crate::event::{
+    Comm, Event, Migrate, Select, SelectInputs, Switch, TaskName, Wake, WakeeFlips,
+};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
@@ -126,12 +128,22 @@ fn select_inputs(bytes: &[u8], e: &SelectEvent, kind: u16) -> Result<SelectInput
     if m & exact::INPUTS == 0 {
         return Ok(SelectInputs::default());
     }
-    let (i, allowed) = if m & exact::MASK != 0 {
-        let v: SelectEventMasked = need(bytes, kind)?;
-        (v.inputs, Some(v.mask.bits))
+    // ABI 3 appends the flips block to every record with inputs; an ABI-2 record is shorter.
+    let v3 = |v3_len: usize| bytes.len() >= v3_len;
+    let (i, flips, allowed) = if m & exact::MASK != 0 {
+        if v3(size_of::<SelectEventMaskedV3>()) {
+            let v: SelectEventMaskedV3 = need(bytes, kind)?;
+            (v.inputs, Some(v.flips), Some(v.mask.bits))
+        } else {
+            let v: SelectEventMasked = need(bytes, kind)?;
+            (v.inputs, None, Some(v.mask.bits))
+        }
+    } else if v3(size_of::<SelectEventV3>()) {
+        let v: SelectEventV3 = need(bytes, kind)?;
+        (v.inputs, Some(v.flips), None)
     } else {
         let v: SelectEventV2 = need(bytes, kind)?;
-        (v.inputs, None)
+        (v.inputs, None, None)
     };
     let has = |bit| m & bit != 0;
     let on = |bit, v: u32| has(bit).then_some(v);
@@ -148,6 +160,15 @@ fn select_inputs(bytes: &[u8], e: &SelectEvent, kind: u16) -> Result<SelectInput
         waker_nr_cpus_allowed: on(exact::WAKER_KTHREAD, i.waker_nr_cpus_allowed),
         task_nr_cpus_allowed: on(exact::TASK_CPUS, i.task_nr_cpus_allowed),
         allowed,
+        flips: flips
+            .filter(|_| has(exact::FLIPS))
+            .map(|f: SelectFlips| WakeeFlips {
+                waker: f.waker_wakee_flips,
+                wakee: f.task_wakee_flips,
+                waker_decay_jiffies: f.waker_flip_decay_jiffies,
+                jiffies: f.jiffies,
+                waker_last_wakee_is_task: f.waker_last_wakee_is_task != 0,
+            }),
     })
 }
 
@@ -227,6 +248,83 @@ mod tests {
         assert_eq!(s.waker_nr_running, Some(1));
         assert_eq!(s.nr_idle_scan, None);
         assert_eq!(s.has_idle_cores, Some(true));
+    }
+
+    /// ABI-3 records carry the flips block; ABI-2 ones (shorter) still decode, flips unknown.
+    #[test]
+    fn select_inputs_of_abi_2_and_3() {
+        let ev = SelectEvent {
+            hdr: hdr(EventKind::Select, 0, 9),
+            entry_ts_ns: 1000,
+            prev_cpu: 1,
+            wake_flags: 0x18,
+            chosen_cpu: 0,
+            waker_pid: 8,
+            waker_nr_running: 1,
+            nr_idle_scan: 5,
+            has_idle_cores: 1,
+            prev_nr_idle_scan: 0,
+            prev_has_idle_cores: 0,
+            idle_scan_ns: UNKNOWN_U32,
+            exact_mask: exact::INPUTS | exact::LOADS | exact::FLIPS,
+            _pad0: 0,
+        };
+        let inputs = wakeviz_common::SelectInputs {
+            waker_load: 700,
+            prev_load: 300,
+            ..Default::default()
+        };
+        let flips = SelectFlips {
+            waker_wakee_flips: 31,
+            task_wakee_flips: 5,
+            waker_flip_decay_jiffies: 100,
+            jiffies: 350,
+            waker_last_wakee_is_task: 1,
+            _pad0: 0,
+        };
+        let mask = wakeviz_common::SelectMask {
+            bits: [0b1010, 0, 0, 0],
+        };
+        let get = |b: &[u8]| match decode_record(b) {
+            Ok((Event::Select(s), None)) => s.inputs,
+            other => panic!("not a select: {other:?}"),
+        };
+        let i = get(&bytes(&SelectEventV3 { ev, inputs, flips }));
+        assert_eq!(i.waker_load, Some(700));
+        let f = i.flips.expect("flips read");
+        assert_eq!((f.waker, f.wakee, f.jiffies), (31, 5, 350));
+        assert!(f.waker_last_wakee_is_task);
+        // 250 jiffies old is not "after HZ": no halving; last wakee is p: no flip.
+        assert_eq!(f.waker_after_record(250), 31);
+        assert_eq!(f.waker_after_record(249), 15);
+        let mut evm = ev;
+        evm.exact_mask |= exact::MASK;
+        let r = SelectEventMaskedV3 {
+            ev: evm,
+            inputs,
+            flips,
+            mask,
+        };
+        let i = get(&bytes(&r));
+        assert_eq!((i.allowed, i.flips.map(|f| f.wakee)), (Some(mask.bits), Some(5)));
+        // ABI 2: no flips block, whatever the bit says.
+        let i = get(&bytes(&SelectEventV2 { ev, inputs }));
+        assert_eq!((i.waker_load, i.flips), (Some(700), None));
+        let r = SelectEventMasked {
+            ev: evm,
+            inputs,
+            mask,
+        };
+        assert_eq!(get(&bytes(&r)).allowed, Some(mask.bits));
+        // ABI 3 without the FLIPS bit (fields absent from BTF): the zeros are not a reading.
+        let mut evn = ev;
+        evn.exact_mask &= !exact::FLIPS;
+        let r = SelectEventV3 {
+            ev: evn,
+            inputs,
+            flips,
+        };
+        assert_eq!(get(&bytes(&r)).flips, None);
     }
 
     #[test]

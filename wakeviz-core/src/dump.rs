@@ -1,11 +1,15 @@
 //! `--dump jsonl`: one JSON object per event, like `perf script` for perf.data. Field names are
 //! the kernel's; in wake events `pid`/`comm` are the woken task's and the waker has its own
-//! fields. Unknown kernel inputs are `null`, never a made-up value.
+//! fields. Unknown kernel inputs are `null`, never a made-up value; a select record with the
+//! probe's ABI-2/3 reads has them under `inputs` (the allowed mask as a CPU list of the bits read).
 use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
-use crate::event::{Event, TaskTable, wf};
+use crate::{
+    event::{Event, SelectInputs, TaskTable, wf},
+    topology::CpuSet,
+};
 
 pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
     let mut m = Map::new();
@@ -50,6 +54,42 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
             m.insert("prev_nr_idle_scan".into(), json!(s.prev_nr_idle_scan));
             m.insert("prev_has_idle_cores".into(), json!(s.prev_has_idle_cores));
             m.insert("idle_scan_ns".into(), json!(s.idle_scan_ns));
+            let i = &s.inputs;
+            if *i != SelectInputs::default() {
+                let allowed = i.allowed.map(|words| {
+                    let mut set = CpuSet::with_bound(256);
+                    for cpu in 0..256u32 {
+                        set.set(cpu, words[cpu as usize / 64] & (1 << (cpu % 64)) != 0);
+                    }
+                    set.to_list()
+                });
+                let flips = i.flips.map(|f| {
+                    json!({
+                        "waker_wakee_flips": f.waker,
+                        "task_wakee_flips": f.wakee,
+                        "waker_flip_decay_jiffies": f.waker_decay_jiffies,
+                        "jiffies": f.jiffies,
+                        "waker_last_wakee_is_task": f.waker_last_wakee_is_task,
+                    })
+                });
+                let v = json!({
+                    "waker_load": i.waker_load,
+                    "prev_load": i.prev_load,
+                    "waker_capacity": i.waker_capacity,
+                    "prev_capacity": i.prev_capacity,
+                    "task_h_load": i.task_h_load,
+                    "waker_h_load": i.waker_h_load,
+                    "task_in_group": i.task_in_group,
+                    "waker_h_nr_delayed": i.waker_h_nr_delayed,
+                    "waker_kthread": i.waker_kthread,
+                    "waker_nr_cpus_allowed": i.waker_nr_cpus_allowed,
+                    "task_nr_cpus_allowed": i.task_nr_cpus_allowed,
+                    // As read: bits past the kernel's nr_cpu_ids are stale and the kernel ignores them.
+                    "cpus_ptr_0_255": allowed,
+                    "record_wakee": flips,
+                });
+                m.insert("inputs".into(), v);
+            }
         }
     }
     Value::Object(m)

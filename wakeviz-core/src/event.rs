@@ -126,6 +126,39 @@ pub struct SelectInputs {
     /// The wakee's allowed CPUs 0..255, read when it may not run on every online CPU
     /// (`None` with `task_nr_cpus_allowed` known = every CPU allowed).
     pub allowed: Option<[u64; 4]>,
+    /// The `record_wakee()` state at entry (ABI 3).
+    pub flips: Option<WakeeFlips>,
+}
+
+/// `wake_wide()`'s inputs as the select probe read them, before the kernel's `record_wakee(p)`
+/// for this wakeup: a task inherits `wakee_flips` at fork and decays it only when it wakes
+/// someone, so the count cannot be rebuilt from events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeeFlips {
+    /// `current->wakee_flips`, `p->wakee_flips`.
+    pub waker: u32,
+    pub wakee: u32,
+    /// Low 32 bits of `current->wakee_flip_decay_ts` and of `jiffies` at entry.
+    pub waker_decay_jiffies: u32,
+    pub jiffies: u32,
+    /// `current->last_wakee == p`.
+    pub waker_last_wakee_is_task: bool,
+}
+
+impl WakeeFlips {
+    /// `current->wakee_flips` after the kernel's `record_wakee(p)`, which `wake_wide()` then
+    /// reads: halved when the decay stamp is more than `hz` jiffies old, plus one flip for a new
+    /// wakee.
+    pub fn waker_after_record(&self, hz: u32) -> u32 {
+        let mut f = self.waker;
+        if self.jiffies.wrapping_sub(self.waker_decay_jiffies) as i32 > hz as i32 {
+            f >>= 1;
+        }
+        if !self.waker_last_wakee_is_task {
+            f = f.saturating_add(1);
+        }
+        f
+    }
 }
 
 impl SelectInputs {

@@ -126,6 +126,14 @@ fn events(n: u64) -> Vec<Event> {
                         waker_kthread: (i % 5 == 2).then_some(true),
                         task_nr_cpus_allowed: (i % 5 == 3).then_some(2),
                         allowed: (i % 5 == 3).then_some([0b110, 0, 0, 1 << 63]),
+                        // ABI 3: the record_wakee() state, jiffies wrapping on some.
+                        flips: (i % 3 != 2).then_some(wakeviz_core::event::WakeeFlips {
+                            waker: i as u32 % 40,
+                            wakee: 5,
+                            waker_decay_jiffies: u32::MAX - 3,
+                            jiffies: (i as u32).wrapping_sub(7),
+                            waker_last_wakee_is_task: i % 2 == 0,
+                        }),
                         ..Default::default()
                     },
                 }),

@@ -2,7 +2,7 @@
 use std::{fs, path::Path};
 
 use wakeviz_core::{
-    event::{Event, Select, SelectInputs, Switch, Wake, wf},
+    event::{Event, Select, SelectInputs, Switch, Wake, WakeeFlips, wf},
     format::{FORMAT_VERSION, Header, ProbeMode, ProbeState, ProbeStatus, ScanSource},
     join::Joiner,
     shadow::{
@@ -979,4 +979,69 @@ fn a_task_restricted_to_two_cpus_is_never_placed_elsewhere() {
         exact_sel(loads(3000, 100, 50)),
     );
     assert_eq!(choice(&r, "sis_util"), 6);
+}
+
+// ---- ABI-3 inputs: wake_wide()'s record_wakee() state --------------------------------------
+
+fn flips(waker: u32, wakee: u32, age_jiffies: u32, last_is_task: bool) -> SelectInputs {
+    SelectInputs {
+        flips: Some(WakeeFlips {
+            waker,
+            wakee,
+            waker_decay_jiffies: 1_000,
+            jiffies: 1_000 + age_jiffies,
+            waker_last_wakee_is_task: last_is_task,
+        }),
+        ..Default::default()
+    }
+}
+
+/// A sync wakeup from a lone waker on CPU 0 of a task last on busy CPU 4 (busy_w0_p4): not
+/// wide, the sync rule pulls it to the waker's LLC (idle CPU 2); wide, it stays in prev's LLC
+/// (idle CPU 6). Returns (sis_util's choice, the fidelity JSON) with the kernel at `kernel`.
+fn wide_case(i: SelectInputs, kernel: u32) -> (u32, serde_json::Value) {
+    let mut ev = busy_w0_p4(None);
+    let sel = Sel {
+        sync: true,
+        ..exact_sel(i)
+    };
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 4, kernel, 10),
+        sel,
+    );
+    (choice(&r, "sis_util"), json(&ev)["fidelity"].clone())
+}
+
+#[test]
+fn read_wakee_flips_decide_wake_wide() {
+    // wake_wide(): slave = min, master = max; wide iff slave >= llc_size (4) and
+    // master >= slave * 4. The waker's count is the read one after record_wakee(p): +1 for a
+    // new wakee, halved first when the decay stamp is over HZ (250 assumed) jiffies old.
+    // 30 + 1 = 31 >= 5 * 4, 5 >= 4: wide, prev's LLC.
+    assert_eq!(wide_case(flips(30, 5, 10, false), 6).0, 6);
+    // The wakee's inherited 3 < 4: not wide, the sync pull.
+    assert_eq!(wide_case(flips(30, 3, 10, false), 2).0, 2);
+    // Decay: 30 >> 1 = 15, + 1 = 16 < 20: not wide.
+    assert_eq!(wide_case(flips(30, 5, 300, false), 2).0, 2);
+    // The boundary, and last_wakee == p counting no flip: 19 + 1 = 20 >= 20 wide; 19 not.
+    assert_eq!(wide_case(flips(19, 5, 10, false), 6).0, 6);
+    assert_eq!(wide_case(flips(19, 5, 10, true), 2).0, 2);
+}
+
+#[test]
+fn unread_inherited_flips_are_named_in_the_fidelity_buckets() {
+    // The kernel kept the task in prev's LLC (its wakee_flips inherited at fork); the replay
+    // knows no flips for either task, so the shadow pulls it to the waker: a disagreement
+    // the classifier names, and none once the flips are read.
+    let (shadow, f) = wide_case(SelectInputs::default(), 6);
+    assert_eq!(shadow, 2);
+    assert_eq!(f["agreement"], 0.0, "{f}");
+    assert_eq!(f["disagreements"]["wake_wide_flips_unknown"], 1, "{f}");
+    let (shadow, f) = wide_case(flips(30, 5, 10, false), 6);
+    assert_eq!(shadow, 6);
+    assert_eq!(f["disagreements"]["wake_wide_flips_unknown"], 0, "{f}");
+    assert_eq!(f["agreement"], 1.0, "{f}");
 }

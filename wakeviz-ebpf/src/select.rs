@@ -11,8 +11,8 @@ use aya_ebpf::{
     maps::{Array, PerCpuArray},
 };
 use wakeviz_common::{
-    EventKind, SelectEvent, SelectEventMasked, SelectEventV2, SelectInputs, SelectMask,
-    UNKNOWN_U32, exact, stat,
+    EventKind, SelectEvent, SelectEventMaskedV3, SelectEventV3, SelectFlips, SelectInputs,
+    SelectMask, UNKNOWN_U32, exact, stat,
 };
 
 mod inputs;
@@ -44,6 +44,7 @@ pub struct Entry {
     idle_scan_ns: u32,
     _pad0: u32,
     inputs: SelectInputs,
+    flips: SelectFlips,
     mask: SelectMask,
 }
 
@@ -182,6 +183,7 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
         idle_scan_ns: UNKNOWN_U32,
         _pad0: 0,
         inputs: SelectInputs::default(),
+        flips: SelectFlips::default(),
         mask: SelectMask::default(),
     };
     if READ_RQ.load() != 0 {
@@ -216,6 +218,7 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
         if READ_INPUTS.load() != 0 {
             let r = inputs::read(task, cur, cur_cfs, rq, prev_rq, &mut v.inputs, &mut v.mask);
             v.exact_mask |= r | exact::INPUTS;
+            v.exact_mask |= inputs::read_flips(task, cur, &mut v.flips);
         }
     }
     // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (IRQs off).
@@ -251,12 +254,20 @@ pub fn exit(task: u64, ret: u64) -> i32 {
         idle_scan_ns: v.idle_scan_ns,
         _pad0: 0,
     };
+    // ABI 3 always appends the flips block after the inputs (zeros, without the FLIPS bit, when
+    // the fields are absent), so a record's length follows from INPUTS and MASK alone.
     if v.exact_mask & exact::MASK != 0 {
-        let (inputs, mask) = (v.inputs, v.mask);
-        send(EventKind::Select, SelectEventMasked { ev, inputs, mask });
+        let (inputs, flips, mask) = (v.inputs, v.flips, v.mask);
+        let r = SelectEventMaskedV3 {
+            ev,
+            inputs,
+            flips,
+            mask,
+        };
+        send(EventKind::Select, r);
     } else if v.exact_mask & exact::INPUTS != 0 {
-        let inputs = v.inputs;
-        send(EventKind::Select, SelectEventV2 { ev, inputs });
+        let (inputs, flips) = (v.inputs, v.flips);
+        send(EventKind::Select, SelectEventV3 { ev, inputs, flips });
     } else {
         send(EventKind::Select, ev);
     }

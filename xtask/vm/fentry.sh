@@ -3,7 +3,8 @@
 # WVZ_FENTRY_COST is "rounds:iterations"; results in /out/fentry/times.txt, one line per run:
 #   round config start_uptime end_uptime
 # Configs, order rotated each round: alone; under `wakeviz --record --no-function-probes`;
-# under `wakeviz --record` (the same plus fentry/fexit). The ping-pong pair shares CPUs 1-2
+# under `wakeviz --record` (the same plus fentry/fexit); under `wakeviz --record` with
+# WAKEVIZ_SKIP_SELECT_INPUTS=1 (fentry/fexit without the ABI-2/3 input reads: issue 17's cost). The ping-pong pair shares CPUs 1-2
 # (taskset): a task pinned to one CPU never reaches select_task_rq_fair (the kernel skips the
 # class's select for nr_cpus_allowed == 1), so a pinned pair would not exercise the probes.
 FC=/out/fentry
@@ -11,12 +12,14 @@ FC=/out/fentry
 fc_one() {
     round=$1 cfg=$2
     pid=
+    skip=0
     case $cfg in
     nofunc) set -- --no-function-probes ;;
     func) set -- ;;
+    noinputs) set -- ; skip=1 ;;
     esac
     if [ "$cfg" != alone ]; then
-        "$WVZ" --record "$FC/$cfg.wvz" --headless "$@" 2>"$FC/$cfg-$round.stderr" &
+        WAKEVIZ_SKIP_SELECT_INPUTS=$skip "$WVZ" --record "$FC/$cfg.wvz" --headless "$@" 2>"$FC/$cfg-$round.stderr" &
         pid=$!
         t=0
         while ! grep -q "$WVZ_READY" "$FC/$cfg-$round.stderr" 2>/dev/null; do
@@ -49,16 +52,17 @@ EOF
     link_comm wvz-fc
     r=0
     while [ $r -lt "$rounds" ]; do
-        case $((r % 3)) in
-        0) order="alone nofunc func" ;;
-        1) order="nofunc func alone" ;;
-        *) order="func alone nofunc" ;;
+        case $((r % 4)) in
+        0) order="alone nofunc func noinputs" ;;
+        1) order="nofunc func noinputs alone" ;;
+        2) order="func noinputs alone nofunc" ;;
+        *) order="noinputs alone nofunc func" ;;
         esac
         for c in $order; do
             fc_one "$r" "$c" || return 1
         done
         r=$((r + 1))
     done
-    log "fentry cost: $rounds rounds x 3 configs of $FC_ITER round trips done at $(now)"
+    log "fentry cost: $rounds rounds x 4 configs of $FC_ITER round trips done at $(now)"
 }
 fentry_cost

@@ -282,13 +282,12 @@ diff_runs() {
 # CPUs 0-7 (two LLCs; the rest stay free because the host behind these vCPUs is small): four
 # ping-pong pairs unpinned within them plus six CPU hogs, so wakers and prev CPUs are loaded
 # and WA_WEIGHT decides; `aff`: unpinned pairs under `taskset -c 1,6` (two LLCs), so every choice
-# must stay on CPUs 1 and 6; then alternated ping-pongs with and without the ABI-2 reads
-# (WAKEVIZ_SKIP_SELECT_INPUTS=1) for their cost. Each its own recording, replayed on the host.
+# must stay on CPUs 1 and 6. Each its own recording, replayed on the host. What the reads cost
+# is measured with the function probes' cost (vm/fentry.sh, the nosmt guest).
 inputs_runs() {
-    [ "$WORKLOAD" = wakeviz ] || return 0
+    [ "$WORKLOAD" = wakeviz ] && [ "${WVZ_INPUTS:-0}" = 1 ] || return 0
     link_comm wvz-busy
     link_comm wvz-aff
-    link_comm wvz-cost
     hogs=
     k=0
     while [ $k -lt 6 ]; do
@@ -309,21 +308,6 @@ inputs_runs() {
             /tmp/wvz-aff workload pingpong --iterations $WVZ_ITER --comm wvz-aff & done; wait" \
         >/out/aff.log 2>&1 || fail "affinity run failed: see aff.log"
     log "affinity run done at $(now)"
-    : >/out/inputs_cost.txt
-    # Only the ping-pong is timed (inside the recorded command), not wakeviz's start-up.
-    for round in 1 2 3; do
-        for mode in skip read; do
-            skip=0
-            [ $mode = skip ] && skip=1
-            WAKEVIZ_SKIP_SELECT_INPUTS=$skip "$WVZ" --record /tmp/cost-$round-$mode.wvz --headless -- sh -c "
-                t0=\$(cut -d' ' -f1 /proc/uptime)
-                /tmp/wvz-cost workload pingpong --iterations $((WVZ_ITER * 20)) --comm wvz-cost \
-                    >/dev/null
-                echo $mode \$t0 \$(cut -d' ' -f1 /proc/uptime) >>/out/inputs_cost.txt" \
-                >/dev/null 2>&1 || fail "cost run $mode failed"
-        done
-    done
-    log "inputs cost runs done at $(now)"
 }
 
 snapshot_sysfs

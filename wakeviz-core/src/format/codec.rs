@@ -4,7 +4,7 @@
 //! and the kind's fields (signed ones zigzagged). Timestamps are deltas because the ring buffer
 //! is nearly time-ordered; they may go slightly backwards across CPUs, hence zigzag.
 //! `select_task_rq_fair` stores its duration instead of its entry time.
-use crate::event::{Event, Kind, Migrate, Select, SelectInputs, Switch, Wake};
+use crate::event::{Event, Kind, Migrate, Select, SelectInputs, Switch, Wake, WakeeFlips};
 
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -329,6 +329,7 @@ fn put_inputs(out: &mut Vec<u8>, i: &SelectInputs) {
         bits |= u64::from(v.is_some()) << k;
     }
     bits |= u64::from(i.task_in_group) << 10 | u64::from(i.allowed.is_some()) << 11;
+    bits |= u64::from(i.flips.is_some()) << 12;
     put_varint(out, bits);
     for v in vals.into_iter().flatten() {
         put_varint(out, u64::from(v));
@@ -336,11 +337,23 @@ fn put_inputs(out: &mut Vec<u8>, i: &SelectInputs) {
     for w in i.allowed.iter().flatten() {
         put_varint(out, *w);
     }
+    // Bit 12 (files from ABI 3 on): the record_wakee() state. The two jiffies go as the stamp
+    // and its age, small numbers, rather than two full 32-bit values.
+    if let Some(f) = i.flips {
+        put_varint(out, u64::from(f.waker));
+        put_varint(out, u64::from(f.wakee));
+        put_varint(out, u64::from(f.jiffies));
+        put_varint(
+            out,
+            u64::from(f.jiffies.wrapping_sub(f.waker_decay_jiffies)),
+        );
+        out.push(u8::from(f.waker_last_wakee_is_task));
+    }
 }
 
 fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
     let bits = c.varint()?;
-    if bits >> 12 != 0 {
+    if bits >> 13 != 0 {
         return Err(format!("bad select-input bits {bits:#x}"));
     }
     let mut vals = [None; 10];
@@ -358,6 +371,22 @@ fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
     } else {
         None
     };
+    let flips = if bits & (1 << 12) != 0 {
+        let (waker, wakee, jiffies, age) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
+        let last = c.byte()?;
+        if last > 1 {
+            return Err(format!("bad last_wakee byte {last}"));
+        }
+        Some(WakeeFlips {
+            waker,
+            wakee,
+            waker_decay_jiffies: jiffies.wrapping_sub(age),
+            jiffies,
+            waker_last_wakee_is_task: last == 1,
+        })
+    } else {
+        None
+    };
     Ok(SelectInputs {
         waker_load: vals[0],
         prev_load: vals[1],
@@ -371,5 +400,6 @@ fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
         task_nr_cpus_allowed: vals[9],
         task_in_group: bits & (1 << 10) != 0,
         allowed,
+        flips,
     })
 }

@@ -3,6 +3,7 @@
 //! placement arrives. Calling order and decision time: see the module docs of [`super`].
 use super::{
     fidelity::{Disagreement, Fidelity, Verdict},
+    hz::HzClock,
     metrics::{Outcome, PolicyMetrics},
     park::{Parking, Record},
     policies,
@@ -56,6 +57,8 @@ pub struct ShadowEval {
     pub(super) nr_cpus: usize,
     /// WA_WEIGHT / WA_BIAS / delayed-dequeue sync, from the recorded features.
     pub(super) rules: KernelRules,
+    /// The kernel's HZ, from the ABI-3 records' jiffies.
+    pub(super) hz: HzClock,
 }
 
 /// The policy the running kernel uses, from its release: SIS_PROP before 6.0, else SIS_UTIL.
@@ -120,10 +123,13 @@ impl ShadowEval {
         header: &Header,
         registry: impl FnOnce(&ShadowTopo) -> Vec<Box<dyn Policy>>,
     ) -> Self {
-        let topo = ShadowTopo::new(
+        let mut topo = ShadowTopo::new(
             &header.topology,
             topo::reclaim_distance_for(header.cpu_vendor.as_deref()),
         );
+        if header.cpu_vendor.is_some() {
+            topo.vendor_known();
+        }
         let policies = registry(&topo);
         let (want, flavour_source) = kernel_flavour(header);
         let kernel = policies
@@ -164,6 +170,7 @@ impl ShadowEval {
             last_levels: vec![(None, None); n],
             nr_cpus: header.topology.nr_cpus(),
             rules: KernelRules::of_features(header.run.sched_features.as_deref()),
+            hz: HzClock::default(),
             topo,
         }
     }
@@ -308,7 +315,14 @@ impl ShadowEval {
         if let Some(h) = ctx.exact.p_has_idle_cores {
             st.set_hic(t.llc(ctx.p), h);
         }
-        let (wf, pf) = st.record_wakee(ctx.waker_pid, ctx.w, ctx.pid, ctx.ts_ns);
+        let (mut wf, mut pf) = st.record_wakee(ctx.waker_pid, ctx.w, ctx.pid, ctx.ts_ns);
+        // The probe's read replaces the replayed counts (inherited at fork, unseen otherwise),
+        // and resynchronises them for the tracepoint-only decisions that follow.
+        if let Some(f) = ctx.inputs.flips {
+            let hz = self.hz.observe(ctx.ts_ns, f.jiffies);
+            (wf, pf) = (f.waker_after_record(hz), f.wakee);
+            st.set_flips(ctx.waker_pid, ctx.w, wf, ctx.pid, pf);
+        }
         let llc_size = t.llc_size.get(t.llc(ctx.w) as usize).copied().unwrap_or(1);
         let wide = wake_wide(wf, pf, llc_size);
         ctx.recent_used_cpu = st.recent_used(ctx.pid);
@@ -369,6 +383,7 @@ impl ShadowEval {
                     .inputs
                     .task_nr_cpus_allowed
                     .is_some_and(|n| (n as usize) < self.nr_cpus),
+            flips_read: ctx.inputs.flips.is_some(),
         };
         if let Some(l) = clear {
             self.state.set_hic(l, false);
@@ -506,6 +521,7 @@ impl ShadowEval {
                 recent_used: rec.recent_used,
                 kthread: rec.kthread,
                 mask_unknown: rec.mask_unknown,
+                flips_read: rec.flips_read,
             },
         );
         self.fidelity.add(&verdict);

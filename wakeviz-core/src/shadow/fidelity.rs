@@ -14,25 +14,30 @@
 //! 4. `delayed_dequeue_sync`: a sync wakeup where `nr_running == 1` and
 //!    `nr_running - h_nr_delayed == 1` disagree and the kernel followed the rule the shadow did
 //!    not (the recorded kernel lacks the wake_up_sync fix, or has it without `DELAY_DEQUEUE`);
-//! 5. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
+//! 5. `wake_wide_flips_unknown`: `wake_wide()`'s flips were replayed, not read (older
+//!    recordings, tracepoint-only), and the kernel's CPU sits on the other side of the
+//!    waker/prev LLC split from the shadow's target, as the other `wake_wide()` answer gives: a
+//!    thread inherits its parent's `wakee_flips` at fork and keeps them while it wakes nobody,
+//!    which no event shows;
+//! 6. `numa_affine_reclaim_distance`: waker and prev CPU sit in different packages at a SLIT
 //!    distance of 31-32, where the kernel keeps `SD_WAKE_AFFINE` only on AMD Zen
-//!    (`node_reclaim_distance` 32, else 30); the shadow assumes 32 and the header has no vendor;
-//! 6. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
+//!    (`node_reclaim_distance` 32, else 30), and the header has no vendor (the shadow assumes 32);
+//! 7. `wake_affine_weight_not_modelled`: `wake_affine_idle` was undecided (so `WA_WEIGHT`, which
 //!    needs loads, decided in the kernel) and the two choices sit in different LLCs;
-//! 7. `wake_affine_weight_h_load`: `WA_WEIGHT` was computed from the probe's loads and the
+//! 8. `wake_affine_weight_h_load`: `WA_WEIGHT` was computed from the probe's loads and the
 //!    kernel took the other side (its CPU is the other candidate, or in the other candidate's
 //!    LLC): `task_h_load` uses a group `h_load` the kernel refreshes once a jiffy, and the loads
 //!    were read at entry, a few hundred ns before the kernel's own reads;
-//! 8. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
+//! 9. `recent_used_cpu_unknown`: the kernel chose an idle CPU of the SIS target's LLC other
 //!    than the target and `prev_cpu`, and the shadow did not know the wakee's
 //!    `recent_used_cpu` (no SIS pass or fork of that task since the capture started, and the
 //!    probe does not read the field), which is what SIS's `recent_used_cpu` rule returns;
-//! 9. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
-//!    at decision time although it was not the SIS target (so the kernel saw it idle): our idle
-//!    map lags or leads the kernel's by the events in flight (concurrent wakers, IPIs);
-//! 10. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
+//! 10. `snapshot_skew_or_claimed_cpu_race`: the kernel's CPU was busy in the reconstructed state
+//!     at decision time although it was not the SIS target (so the kernel saw it idle): our idle
+//!     map lags or leads the kernel's by the events in flight (concurrent wakers, IPIs);
+//! 11. `stale_or_emulated_has_idle_cores_or_nr_idle_scan`: the shadow used an emulated hint or
 //!     budget (not read by the probe) and both choices were otherwise plausible;
-//! 11. `unknown`: everything was exact and the kernel's CPU looked idle (SCHED_IDLE or
+//! 12. `unknown`: everything was exact and the kernel's CPU looked idle (SCHED_IDLE or
 //!     core-scheduling predicates, vCPU preemption, or out-of-tree features).
 use strum::{EnumCount, EnumIter, IntoStaticStr};
 
@@ -52,6 +57,8 @@ pub enum Bucket {
     AffinityUnknown,
     #[strum(serialize = "delayed_dequeue_sync")]
     DelayedSync,
+    #[strum(serialize = "wake_wide_flips_unknown")]
+    WakeWideUnknown,
     #[strum(serialize = "numa_affine_reclaim_distance")]
     NumaAffine,
     #[strum(serialize = "wake_affine_weight_not_modelled")]
@@ -96,6 +103,23 @@ pub struct Disagreement {
     pub kthread: Option<bool>,
     /// The wakee may not run everywhere but its mask was not read.
     pub mask_unknown: bool,
+    /// `wake_wide()`'s flips were read by the probe.
+    pub flips_read: bool,
+}
+
+/// The wake-wide bucket's condition (module docs, bucket 5): the other `wake_wide()` answer
+/// explains the kernel's LLC. Not wide: the shadow targeted the waker's side and the kernel
+/// stayed in prev's LLC. Wide: the shadow kept prev and the kernel went to the waker's LLC.
+fn wide_other_answer(t: &ShadowTopo, d: &Disagreement) -> bool {
+    if d.flips_read || t.share_llc(d.w, d.p) {
+        return false;
+    }
+    let (kl, tl) = (t.llc(d.kernel), t.llc(d.front.target));
+    if d.front.wide {
+        kl == t.llc(d.w) && tl == t.llc(d.p)
+    } else {
+        kl == t.llc(d.p) && tl == t.llc(d.w)
+    }
 }
 
 /// The kthread-rule bucket's condition (see the module docs, bucket 2).
@@ -129,6 +153,8 @@ pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
         Bucket::AffinityUnknown
     } else if d.front.delayed_split && (d.kernel == d.w) != (d.front.target == d.w) {
         Bucket::DelayedSync
+    } else if wide_other_answer(t, d) {
+        Bucket::WakeWideUnknown
     } else if t.affine_vendor_dependent(d.w, d.p) {
         Bucket::NumaAffine
     } else if d.front.rule == FrontRule::Undecided && t.llc(d.kernel) != t.llc(d.shadow) {

@@ -28,10 +28,11 @@
 //!   placement; `watch`: the WF_SYNC check; [`tally`]: subsets; [`report`]: the typed report;
 //! - [`policy`]: the `Policy` trait and the shared kernel stages; [`rule`]: decision rules;
 //!   [`policies`]: one file per policy and the registry;
-//! - [`state`]: the reconstructed scheduler state; [`topo`]: the dense topology;
+//! - [`state`]: the reconstructed scheduler state; `hz`: the kernel's HZ from jiffies; [`topo`]: the dense topology;
 //!   [`metrics`], [`fidelity`]: per-policy counters and the fidelity classifier.
 pub mod eval;
 pub mod fidelity;
+mod hz;
 pub mod metrics;
 mod park;
 pub mod policies;

@@ -29,6 +29,8 @@ pub(super) struct Record {
     pub kthread: Option<bool>,
     /// The wakee may not run everywhere but its mask was not read (> 256 CPUs).
     pub mask_unknown: bool,
+    /// `wake_wide()`'s flips came from the probe (ABI 3), not the replay.
+    pub flips_read: bool,
 }
 
 /// A free slot from the pool, or a new one (`np` outcomes and `nw` snapshot words each).

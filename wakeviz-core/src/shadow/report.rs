@@ -29,7 +29,7 @@ pub const APPROXIMATIONS: &[&str] = &[
     "sync test: nr_running - cfs_h_nr_delayed == 1 when the recorded features have DELAY_DEQUEUE on and the probe read the delayed count (h_nr_queued - h_nr_runnable where both exist, else the 6.13 h_nr_delayed), nr_running == 1 otherwise; whether the recorded 6.12 point release carries the wake_up_sync fix is assumed, not read (the delayed_dequeue_sync bucket counts the cases it decides)",
     "WF_SYNC: the waker's PF_EXITING (which cancels sync) is not read: assumed not exiting",
     "affine domain across NUMA nodes when the SLIT distance is <= node_reclaim_distance: 32 on AMD/Hygon (and recordings without a vendor), 30 otherwise, from the header's cpu_vendor",
-    "wake_wide: record_wakee replayed from the (waker pid -> wakee pid) pairs of placed wakeups, HZ=250 decay",
+    "wake_wide: from the waker's and the wakee's wakee_flips, the waker's last_wakee and its decay stamp read at select_task_rq_fair entry (ABI 3), with record_wakee applied on top and HZ measured from the records' jiffies (kernel_hz_measured); older recordings and tracepoint-only decisions replay record_wakee from the placed wakeups (HZ=250), which misses the flips a thread inherits at fork (the wake_wide_flips_unknown bucket)",
     "per-CPU kthread stacking rule from the waker's PF_KTHREAD and nr_cpus_allowed (ABI 2); in_task() is not readable, assumed true unless the waker is an idle task (pid 0); not applied on older recordings",
     "cluster (SD_CLUSTER, select_idle_smt over the cluster) and asymmetric-capacity paths (select_idle_capacity, asym_fits_cpu) are not modelled: symmetric CPUs without clusters assumed",
     "kernel flavour (SIS_UTIL / SIS_PROP / full scan) from the recorded sched_features; from the release string only when the recording has no features (then wrong for kernels that backported SIS_UTIL or turned SIS_PROP on); fidelity.chosen_from says which",
@@ -306,6 +306,9 @@ pub struct ShadowReport {
     pub decision_time: DecisionTime,
     pub per_probe_ns: f64,
     pub per_probe_source: ProbeCostSource,
+    /// The traced kernel's HZ from the select records' jiffies (`None`: no ABI-3 records, or
+    /// under half a second of them; 250 is assumed then).
+    pub kernel_hz_measured: Option<u32>,
     /// Registry order, baseline first; serialized as `{name: row}`.
     #[serde(serialize_with = "rows_by_name")]
     pub policies: Vec<PolicyRow>,
@@ -389,6 +392,7 @@ impl ShadowEval {
             },
             per_probe_ns: ns,
             per_probe_source: src,
+            kernel_hz_measured: self.hz.measured(),
             policies,
             fidelity: FidelityReport::new(kname, self.flavour_source, self.kernel, fidelity),
             wf_sync: WfSyncReport {

@@ -389,6 +389,30 @@ impl State {
         (wf, self.flips_of(wakee))
     }
 
+    /// Overwrites the replayed counts with the probe's reads: the waker's after this
+    /// wakeup's `record_wakee()` (its last wakee now `wakee`), the wakee's as read.
+    pub fn set_flips(
+        &mut self,
+        waker: u32,
+        waker_cpu: u32,
+        waker_flips: u32,
+        wakee: u32,
+        wakee_flips: u32,
+    ) {
+        let f = if waker == 0 {
+            self.idle_flips.get_mut(waker_cpu as usize)
+        } else {
+            Some(&mut self.tasks.entry(waker).or_default().flips)
+        };
+        if let Some(f) = f {
+            f.flips = waker_flips;
+            f.last_wakee = wakee;
+        }
+        if wakee != 0 {
+            self.tasks.entry(wakee).or_default().flips.flips = wakee_flips;
+        }
+    }
+
     fn flips_of(&self, pid: u32) -> u32 {
         if pid == 0 {
             return 0;

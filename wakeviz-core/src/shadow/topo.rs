@@ -299,8 +299,14 @@ impl ShadowTopo {
             .unwrap_or(false)
     }
 
+    /// The recording names its CPU vendor, so `node_reclaim_distance` is known: no NUMA
+    /// level's `SD_WAKE_AFFINE` is in doubt any more.
+    pub fn vendor_known(&mut self) {
+        self.affine_vendor_dependent.fill(false);
+    }
+
     /// Whether [`Self::affine_domain`] for these CPUs hinges on the vendor's reclaim distance
-    /// (SLIT distance 31-32 between different packages).
+    /// (SLIT distance 31-32 between different packages) that the recording does not name.
     pub fn affine_vendor_dependent(&self, w: u32, p: u32) -> bool {
         let (a, b) = (
             self.node_of.get(w as usize).copied().unwrap_or(NONE),

@@ -2,7 +2,8 @@
 //! `wake_affine_weight`, the delayed-dequeue sync test, the per-CPU-kthread stacking rule and
 //! the affinity mask need. Each read is skipped when its offset is unknown (0), and reported
 //! through the returned `exact` bits only when it succeeded.
-use wakeviz_common::{SelectInputs, SelectMask, exact};
+use aya_ebpf::helpers::bpf_jiffies64;
+use wakeviz_common::{SelectFlips, SelectInputs, SelectMask, exact};
 
 use crate::{
     globals::*,
@@ -127,4 +128,31 @@ pub fn read(
         }
     }
     bits
+}
+
+/// The `record_wakee()` state `wake_wide()` reads, as it is before the kernel updates it for
+/// this wakeup (see `wakeviz_common::SelectFlips`); [`exact::FLIPS`] when all of it was read.
+#[inline(always)]
+pub fn read_flips(task: u64, cur: u64, out: &mut SelectFlips) -> u32 {
+    let (of, od, ol) = (
+        OFF_TASK_WAKEE_FLIPS.load(),
+        OFF_TASK_WAKEE_FLIP_DECAY_TS.load(),
+        OFF_TASK_LAST_WAKEE.load(),
+    );
+    let (Some(wf), Some(tf), Some(decay), Some(last)) = (
+        at::<u32>(cur, of),
+        at::<u32>(task, of),
+        at::<u64>(cur, od),
+        at::<u64>(cur, ol),
+    ) else {
+        return 0;
+    };
+    out.waker_wakee_flips = wf;
+    out.task_wakee_flips = tf;
+    // Low halves: userspace compares them with wrapping arithmetic.
+    out.waker_flip_decay_jiffies = decay as u32;
+    // SAFETY: helper without preconditions (5.5+; the select probe needs fentry, 5.5+ too).
+    out.jiffies = unsafe { bpf_jiffies64() } as u32;
+    out.waker_last_wakee_is_task = u32::from(last == task);
+    exact::FLIPS
 }

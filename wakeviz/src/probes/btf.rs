@@ -37,6 +37,10 @@ pub struct Offsets {
     /// wake_up_sync fix's definition (preferred).
     pub cfs_rq_h_nr_queued: Option<u64>,
     pub cfs_rq_h_nr_runnable: Option<u64>,
+    /// ABI-3 `record_wakee()` state (`wake_wide()`'s inputs).
+    pub task_wakee_flips: Option<u64>,
+    pub task_wakee_flip_decay_ts: Option<u64>,
+    pub task_last_wakee: Option<u64>,
 }
 
 impl Offsets {
@@ -81,6 +85,12 @@ impl Offsets {
                 "cfs_rq.h_nr_delayed (or h_nr_queued/h_nr_runnable)",
                 delayed,
             ),
+            ("task_struct.wakee_flips", self.task_wakee_flips.is_some()),
+            (
+                "task_struct.wakee_flip_decay_ts",
+                self.task_wakee_flip_decay_ts.is_some(),
+            ),
+            ("task_struct.last_wakee", self.task_last_wakee.is_some()),
         ]
         .into_iter()
         .filter(|(_, ok)| !ok)
@@ -185,6 +195,9 @@ impl KernelBtf {
             cfs_rq_h_nr_delayed: self.offset("cfs_rq", &["h_nr_delayed"]),
             cfs_rq_h_nr_queued: self.offset("cfs_rq", &["h_nr_queued"]),
             cfs_rq_h_nr_runnable: self.offset("cfs_rq", &["h_nr_runnable"]),
+            task_wakee_flips: self.offset("task_struct", &["wakee_flips"]),
+            task_wakee_flip_decay_ts: self.offset("task_struct", &["wakee_flip_decay_ts"]),
+            task_last_wakee: self.offset("task_struct", &["last_wakee"]),
         }
     }
 }

@@ -171,13 +171,19 @@ pub(crate) fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'sta
         (OFF_CFS_RQ_H_NR_DELAYED, g(off.cfs_rq_h_nr_delayed)),
         (OFF_CFS_RQ_H_NR_QUEUED, g(off.cfs_rq_h_nr_queued)),
         (OFF_CFS_RQ_H_NR_RUNNABLE, g(off.cfs_rq_h_nr_runnable)),
+        (OFF_TASK_WAKEE_FLIPS, g(off.task_wakee_flips)),
+        (
+            OFF_TASK_WAKEE_FLIP_DECAY_TS,
+            g(off.task_wakee_flip_decay_ts),
+        ),
+        (OFF_TASK_LAST_WAKEE, g(off.task_last_wakee)),
         (SELECT_ALL_CPUS, online_cpus()),
         (READ_INPUTS, u64::from(read_inputs())),
     ];
     let missing = off.missing_inputs();
     if !read_inputs() {
         notes.push(format!(
-            "{SKIP_INPUTS_ENV}=1: select inputs of ABI 2 not read"
+            "{SKIP_INPUTS_ENV}=1: select inputs of ABI 2 and 3 not read"
         ));
     } else if !missing.is_empty() {
         notes.push(format!(

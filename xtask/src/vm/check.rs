@@ -577,29 +577,7 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
             Err(e) => f.fail(format!("{name}: {e:#}")),
         }
     }
-    let cost = std::fs::read_to_string(results.join("inputs_cost.txt")).unwrap_or_default();
-    let (mut skip, mut read) = (Vec::new(), Vec::new());
-    for l in cost.lines() {
-        let v: Vec<&str> = l.split_whitespace().collect();
-        if let [mode, a, b] = v[..]
-            && let (Ok(a), Ok(b)) = (a.parse::<f64>(), b.parse::<f64>())
-        {
-            if mode == "skip" { &mut skip } else { &mut read }.push(b - a);
-        }
-    }
-    if skip.is_empty() || read.is_empty() {
-        f.line("  select-input cost: no timed runs");
-        return;
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    f.line(format!(
-        "  select-input cost: ping-pong wall time with/without the ABI-2 reads = {:.3} \
-         ({} alternated runs each: {:?} s vs {:?} s)",
-        mean(&read) / mean(&skip),
-        read.len(),
-        read,
-        skip
-    ));
+    // The reads' cost is measured with the function-probe cost runs (`vm/fentry.sh`).
 }
 
 /// SIS_UTIL's fidelity from `shadow.fidelity`: a number, or an object/list keyed by policy.

@@ -1,7 +1,9 @@
 //! Issue 16: what wakeviz's function probes (fentry/fexit on `select_task_rq_fair`) add to a
 //! wakeup, measured in the guest (the development machine refuses fentry). The guest
 //! (`xtask/vm/fentry.sh`) runs a ping-pong on CPUs 1-2 alone, under `wakeviz --record
-//! --no-function-probes` and under `wakeviz --record`, rotated; this reads its timings.
+//! --no-function-probes`, under `wakeviz --record` and under `wakeviz --record` without the
+//! select probe's input reads (`WAKEVIZ_SKIP_SELECT_INPUTS=1`, issue 17's cost), rotated; this
+//! reads its timings.
 //! A benchmark, not a test: the figures are printed, never judged.
 use std::{collections::BTreeMap, path::Path};
 
@@ -10,7 +12,7 @@ use super::check::Findings;
 /// "rounds:iterations" for the guest.
 pub const SETTING: &str = "5:20000";
 
-const CONFIGS: [&str; 3] = ["alone", "nofunc", "func"];
+const CONFIGS: [&str; 4] = ["alone", "nofunc", "func", "noinputs"];
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -46,7 +48,7 @@ pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
         .filter(|c| CONFIGS.iter().all(|k| c.contains_key(*k)))
         .collect();
     if full.is_empty() {
-        return Err("no complete round (alone, nofunc, func) in fentry/times.txt".into());
+        return Err("no complete round (alone, nofunc, func, noinputs) in fentry/times.txt".into());
     }
     let col = |k: &str| full.iter().map(|c| c[k]).collect::<Vec<f64>>();
     let added = |k: &str| {
@@ -57,6 +59,8 @@ pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
     let (a_no, a_fn, a_fp) = (added("nofunc"), added("func"), median(&mut fp));
     let mut ratio: Vec<f64> = full.iter().map(|c| c["func"] / c["nofunc"]).collect();
     let ratio = median(&mut ratio);
+    let mut inputs: Vec<f64> = full.iter().map(|c| c["func"] / c["noinputs"]).collect();
+    let mut inputs_us: Vec<f64> = full.iter().map(|c| c["func"] - c["noinputs"]).collect();
     Ok(vec![
         format!(
             "  fentry cost ({} rounds x {iterations} round trips on CPUs 1-2, medians): alone {:.1} us/rt; added by wakeviz --record --no-function-probes {a_no:+.1} us/rt, by wakeviz --record {a_fn:+.1} us/rt",
@@ -70,6 +74,11 @@ pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
             } else {
                 "n/a (noise)".into()
             }
+        ),
+        format!(
+            "  select input reads (ABI 2 loads/delayed/kthread/affinity + ABI 3 wakee_flips): with/without ratio {:.3}, {:+.2} us per round trip (paired medians, function probes on in both)",
+            median(&mut inputs),
+            median(&mut inputs_us),
         ),
     ])
 }
@@ -94,9 +103,9 @@ mod tests {
     #[test]
     fn paired_medians_and_ratio() {
         // 1000 round trips: 1 s = 1000 us/rt.
-        let t = "0 alone 10.0 11.0\n0 nofunc 12.0 13.2\n0 func 14.0 15.5\n\
-                 1 nofunc 20.0 21.1\n1 func 22.0 23.4\n1 alone 24.0 24.9\n\
-                 2 func 30.0 31.0\n2 alone 32.0 33.0\n";
+        let t = "0 alone 10.0 11.0\n0 nofunc 12.0 13.2\n0 func 14.0 15.5\n0 noinputs 16 17.4\n\
+                 1 nofunc 20.0 21.1\n1 func 22.0 23.4\n1 noinputs 24 25.3\n1 alone 24.0 24.9\n\
+                 2 func 30.0 31.0\n2 alone 32.0 33.0\n2 noinputs 34 35\n";
         let l = summarise(t, 1000.0).unwrap();
         // Rounds 0 and 1 are complete; round 2 lacks nofunc and is left out.
         assert!(l[0].contains("2 rounds"), "{l:?}");
@@ -106,6 +115,9 @@ mod tests {
         assert!(l[0].contains("wakeviz --record +500.0"), "{l:?}");
         assert!(l[1].contains("add +300.0 us"), "{l:?}");
         assert!(l[1].contains("share of wakeviz's added cost 60%"), "{l:?}");
+        // func / noinputs: 1500 / 1400 = 1.0714 and 1400 / 1300 = 1.0769, median 1.0742.
+        assert!(l[2].contains("ratio 1.074"), "{l:?}");
+        assert!(l[2].contains("+100.00 us"), "{l:?}");
     }
 
     #[test]

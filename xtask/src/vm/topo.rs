@@ -45,6 +45,14 @@ pub struct Spec {
     pub rings: usize,
 }
 
+impl Spec {
+    /// CPUs 0-7 exist and span two LLCs or more: issue 17's busy and `taskset -c 1,6` runs
+    /// need that (a one-LLC guest has no WA_WEIGHT target to move).
+    pub fn two_llcs_in_first_8(&self) -> bool {
+        self.nr_cpus() >= 8 && self.llc_cpus < 8
+    }
+}
+
 const fn pair(comm: &'static str, waker: u32, wakee: u32, level: Level) -> Pair {
     Pair {
         comm,

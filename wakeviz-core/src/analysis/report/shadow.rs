@@ -119,6 +119,12 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
         r.per_probe_ns,
         r.per_probe_source.describe()
     );
+    if let Some(hz) = r.kernel_hz_measured {
+        let _ = writeln!(
+            s,
+            "Kernel HZ: {hz} (measured from the select records' jiffies)."
+        );
+    }
     let _ = writeln!(s);
     let base = r.policies.first();
     let _ = writeln!(
