@@ -6,7 +6,7 @@
 //! The function runs with `p->pi_lock` held and IRQs off, so entry and exit cannot interleave
 //! with another call on the same CPU: one per-CPU slot is enough.
 use aya_ebpf::{
-    helpers::{bpf_get_current_task, bpf_get_smp_processor_id, bpf_ktime_get_ns},
+    helpers::{bpf_get_current_task_btf, bpf_get_smp_processor_id, bpf_ktime_get_ns},
     macros::map,
     maps::{Array, PerCpuArray},
 };
@@ -20,7 +20,7 @@ mod inputs;
 use crate::{
     emit::{bump, header, send},
     globals::*,
-    kread::{at, at0},
+    kread::{Access, at, at0, field},
 };
 
 /// CPUs whose `struct rq` address we can remember.
@@ -170,7 +170,7 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
         // SAFETY: helper without preconditions.
         ts_ns: unsafe { bpf_ktime_get_ns() },
         idle_scan_start_ns: 0,
-        pid: at::<u32>(task, OFF_TASK_PID.load()).unwrap_or(0),
+        pid: field::<u32>(Access::Direct, task, OFF_TASK_PID.load()).unwrap_or(0),
         prev_cpu: prev_cpu as u32,
         wake_flags: wake_flags as u32,
         valid: 1,
@@ -189,8 +189,10 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
     if READ_RQ.load() != 0 {
         // SAFETY: helper without preconditions.
         let cpu = unsafe { bpf_get_smp_processor_id() };
-        // SAFETY: helper without preconditions.
-        let cur = unsafe { bpf_get_current_task() };
+        // SAFETY: helper without preconditions. The BTF-typed `current` (5.11+, older than
+        // fentry's users need) lets the input reads load its integer fields directly, which
+        // the verifier checks against BTF, instead of one helper call each.
+        let cur = unsafe { bpf_get_current_task_btf() } as u64;
         let cur_cfs = cfs_of_task(cur);
         let known = RQ_OF_CPU.get(cpu).copied().unwrap_or(0);
         let rq = if known != 0 {
@@ -232,7 +234,7 @@ pub fn exit(task: u64, ret: u64) -> i32 {
     };
     // SAFETY: as in `entry`.
     let v = unsafe { &mut *e };
-    let pid = at::<u32>(task, OFF_TASK_PID.load()).unwrap_or(0);
+    let pid = field::<u32>(Access::Direct, task, OFF_TASK_PID.load()).unwrap_or(0);
     if v.valid == 0 || v.pid != pid {
         bump(stat::SELECT_UNPAIRED);
         return 0;
