@@ -90,7 +90,7 @@ impl TimeBase {
 mod tests {
     use super::*;
 
-    /// The built-in demo's header (a VM recording, older than clock snapshots).
+    /// The built-in demo's header (a VM recording), with the clock snapshot each test sets.
     fn header(clocks: Option<Recorded>) -> Header {
         let demo: &[u8] = include_bytes!("../../../assets/demo.wvz");
         let r = wakeviz_core::format::Reader::new(demo, std::path::Path::new("demo.wvz")).unwrap();
