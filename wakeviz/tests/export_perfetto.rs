@@ -109,7 +109,11 @@ fn demo_recording_exports_with_every_event_on_its_cpu() {
     // back-to-back reads' own spacing and the boot-time offset the VM started with).
     let bytes = std::fs::read(demo()).unwrap();
     let r = wakeviz_core::format::Reader::new(&bytes[..], &demo()).unwrap();
-    let clocks = r.header().clocks.clone().expect("the demo has a clock snapshot");
+    let clocks = r
+        .header()
+        .clocks
+        .clone()
+        .expect("the demo has a clock snapshot");
     assert_eq!(s["boot_minus_mono_ns"], clocks.boot_minus_probe_ns());
     assert!(s["named_pids"].as_u64().unwrap() > 10, "{s}");
     tracks_match_report(&demo(), &s);

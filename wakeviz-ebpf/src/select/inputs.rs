@@ -118,7 +118,10 @@ pub fn read(
         bits |= exact::H_NR_DELAYED;
     }
     let ncpus = OFF_TASK_NR_CPUS_ALLOWED.load();
-    if let (Some(f), Some(n)) = (int::<u32>(cur, OFF_TASK_FLAGS.load()), int::<u32>(cur, ncpus)) {
+    if let (Some(f), Some(n)) = (
+        int::<u32>(cur, OFF_TASK_FLAGS.load()),
+        int::<u32>(cur, ncpus),
+    ) {
         out.waker_kthread = u32::from(f & PF_KTHREAD != 0);
         out.waker_nr_cpus_allowed = n;
         bits |= exact::WAKER_KTHREAD;
