@@ -51,6 +51,9 @@ struct Shared {
     /// Why the drain task gave up, when it did not end because it was asked to: the consumer
     /// turns it into an error instead of a normal end of stream.
     failure: Mutex<Option<String>>,
+    /// wakeviz's own thread ids (sorted), once known: a drain thread's idle back-off ignores
+    /// the records its own and its siblings' activity produces, or every poll would find some.
+    own_tids: std::sync::OnceLock<Vec<u32>>,
 }
 
 impl Shared {
@@ -106,6 +109,7 @@ impl LiveSource {
             user_drops: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
             failure: Mutex::new(None),
+            own_tids: std::sync::OnceLock::new(),
         });
         let mut drains = Vec::with_capacity(rings.len());
         for (i, ring) in rings.into_iter().enumerate() {
@@ -114,6 +118,7 @@ impl LiveSource {
                 merged,
                 tx: tx.clone(),
                 sh: Arc::clone(&shared),
+                idle_max: drain::idle_max(header.ringbuf_bytes),
             };
             let h = std::thread::Builder::new()
                 .name(format!("wakeviz-drain{i}"))
@@ -132,6 +137,9 @@ impl LiveSource {
         let merger = merged.then(|| Merger::new(plan.len(), DEFAULT_CAP));
         // The drain threads exist from their spawn: recorded with the others as wakeviz's own.
         header.run.own_tids = crate::meta::own_tids();
+        let mut own = header.run.own_tids.clone();
+        own.sort_unstable();
+        let _ = shared.own_tids.set(own);
         Ok(Self {
             header,
             rx,
