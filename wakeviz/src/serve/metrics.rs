@@ -114,10 +114,53 @@ impl Collector for SnapshotCollector {
                 (vec![("where", "user".into())], s.drops.user_drops),
             ],
         )?;
+        rings(&mut e, s)?;
         placement(&mut e, s)?;
         latency(&mut e, s)?;
         shadow(&mut e, s)
     }
+}
+
+/// Per ring buffer (several rings only: one ring is the totals above) and the merge's late
+/// events, so a fleet sees which CPU group loses records on a big host.
+fn rings(e: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), fmt::Error> {
+    counters(
+        e,
+        "wakeviz_late_events",
+        "Events that arrived behind the multi-ring merge's watermark, left out of the stream",
+        &[(vec![], s.drops.late_events)],
+    )?;
+    if s.drops.rings.is_empty() {
+        return Ok(());
+    }
+    let label = |i: usize, cpus: &str| vec![("ring", i.to_string()), ("cpus", cpus.to_string())];
+    let delivered: Vec<(Labels, u64)> = s
+        .drops
+        .rings
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (label(i, &r.cpus), r.delivered))
+        .collect();
+    counters(
+        e,
+        "wakeviz_ring_events",
+        "Records read from each ring buffer by its consumer thread",
+        &delivered,
+    )?;
+    let mut drops = Vec::new();
+    for (i, r) in s.drops.rings.iter().enumerate() {
+        for (w, n) in [("kernel", r.kernel_drops), ("user", r.user_drops)] {
+            let mut l = label(i, &r.cpus);
+            l.push(("where", w.to_string()));
+            drops.push((l, n));
+        }
+    }
+    counters(
+        e,
+        "wakeviz_ring_dropped_events",
+        "Records lost per ring buffer: in the kernel (that ring full) or in userspace",
+        &drops,
+    )
 }
 
 fn placement(e: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), fmt::Error> {

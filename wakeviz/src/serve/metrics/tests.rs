@@ -113,6 +113,7 @@ fn counters_equal_the_snapshot() {
             n as f64
         );
     }
+    assert_eq!(m["wakeviz_late_events_total"], s.drops.late_events as f64);
     assert_eq!(
         m["wakeviz_events_total{kind=\"sched_waking\"}"],
         s.events.0[wakeviz_core::event::Kind::Waking.index()] as f64
@@ -221,4 +222,40 @@ fn an_empty_capture_has_no_ratios_and_no_unavailable_histograms() {
         "{text}"
     );
     assert_eq!(m["wakeviz_wakeup_to_run_seconds_bucket{le=\"+Inf\"}"], 0.0);
+}
+
+#[test]
+fn rings_have_their_own_series() {
+    let mut s = snapshot(20_000);
+    s.drops.rings = vec![
+        wakeviz_core::format::RingStats {
+            cpus: "0-7".into(),
+            kernel_drops: 3,
+            delivered: 1000,
+            user_drops: 0,
+        },
+        wakeviz_core::format::RingStats {
+            cpus: "8-15".into(),
+            kernel_drops: 0,
+            delivered: 2000,
+            user_drops: 5,
+        },
+    ];
+    let m = samples(&text_of(&s, 1));
+    assert_eq!(
+        m["wakeviz_ring_events_total{ring=\"1\",cpus=\"8-15\"}"],
+        2000.0
+    );
+    assert_eq!(
+        m["wakeviz_ring_dropped_events_total{ring=\"0\",cpus=\"0-7\",where=\"kernel\"}"],
+        3.0
+    );
+    assert_eq!(
+        m["wakeviz_ring_dropped_events_total{ring=\"1\",cpus=\"8-15\",where=\"user\"}"],
+        5.0
+    );
+    // One ring: its figures are the totals, no per-ring series.
+    s.drops.rings.clear();
+    let m = samples(&text_of(&s, 1));
+    assert!(!m.keys().any(|k| k.starts_with("wakeviz_ring_")), "{m:?}");
 }
