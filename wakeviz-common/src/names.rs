@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn lists_are_complete_and_distinct() {
-        assert_eq!(global::ALL.len(), 40);
+        assert_eq!(global::ALL.len(), 43);
         assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2);
         assert_eq!(aggregate_program::ALL.len(), 5 * 2);
         assert_eq!(aggregate_map::AGG_CPU, "AGG_CPU");
