@@ -306,7 +306,10 @@ mod tests {
             mask,
         };
         let i = get(&bytes(&r));
-        assert_eq!((i.allowed, i.flips.map(|f| f.wakee)), (Some(mask.bits), Some(5)));
+        assert_eq!(
+            (i.allowed, i.flips.map(|f| f.wakee)),
+            (Some(mask.bits), Some(5))
+        );
         // ABI 2: no flips block, whatever the bit says.
         let i = get(&bytes(&SelectEventV2 { ev, inputs }));
         assert_eq!((i.waker_load, i.flips), (Some(700), None));
