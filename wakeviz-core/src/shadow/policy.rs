@@ -224,6 +224,7 @@ impl Ctx {
 
     /// `select_task_rq()`'s `is_cpu_allowed` check: a choice outside the mask becomes
     /// `select_fallback_rq`'s, the first allowed CPU of prev's node, else the first allowed.
+    #[inline]
     pub fn enforce_allowed(&self, t: &ShadowTopo, d: &mut Decision) {
         let Some(m) = self.allowed.as_ref() else {
             return;
