@@ -50,7 +50,7 @@ impl Pending {
     }
 }
 
-/// The tasks in flight: pid -> slot in a pool of [`Pending`]s. A `Pending` is some 270 bytes
+/// The tasks in flight: pid -> slot in a pool of [`Pending`]s. A `Pending` is about 250 bytes
 /// (a select record's inputs); kept out of the hash table, every insert and remove moves a
 /// 4-byte slot number instead of the whole value, and the table stays small enough to cache.
 #[derive(Default)]
