@@ -4,6 +4,7 @@
 //! target CPU.
 
 use crate::event::{Event, Select, Wake};
+use std::collections::hash_map::Entry;
 
 /// One placed wakeup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,10 +42,81 @@ struct Pending {
     self_wake: bool,
 }
 
+impl Pending {
+    fn last_ts(&self) -> u64 {
+        self.waking
+            .map_or(0, |w| w.ts_ns)
+            .max(self.select.map_or(0, |s| s.ts_ns))
+    }
+}
+
+/// The tasks in flight: pid -> slot in a pool of [`Pending`]s. A `Pending` is about 250 bytes
+/// (a select record's inputs); kept out of the hash table, every insert and remove moves a
+/// 4-byte slot number instead of the whole value, and the table stays small enough to cache.
+#[derive(Default)]
+struct InFlight {
+    /// pid-keyed, on the per-event path: the cheap pid hasher, not SipHash.
+    slot_of: crate::pidmap::PidMap<u32>,
+    slots: Vec<Pending>,
+    free: Vec<u32>,
+}
+
+impl InFlight {
+    /// `pid`'s slot, a fresh (default) one if it has none. Admits `pid` to the map exactly as
+    /// an insert would (the same entries are dropped when over budget); dropped entries' slots
+    /// return to the pool.
+    fn slot(&mut self, pid: u32) -> &mut Pending {
+        let s = match self.slot_of.entry_if_no_eviction(pid) {
+            Some(Entry::Occupied(o)) => *o.get(),
+            Some(Entry::Vacant(v)) => *v.insert(take(&mut self.free, &mut self.slots)),
+            None => {
+                let s = match self.slot_of.get(&pid) {
+                    Some(&s) => s,
+                    None => take(&mut self.free, &mut self.slots),
+                };
+                let free = &mut self.free;
+                self.slot_of
+                    .insert_evicting(pid, s, |_, old| free.push(old));
+                s
+            }
+        };
+        &mut self.slots[s as usize]
+    }
+
+    fn remove(&mut self, pid: u32) -> Option<&Pending> {
+        let s = self.slot_of.remove(&pid)?;
+        self.free.push(s);
+        Some(&self.slots[s as usize])
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&Pending) -> bool) {
+        let (slots, free) = (&self.slots, &mut self.free);
+        self.slot_of.retain(|_, s| {
+            let k = keep(&slots[*s as usize]);
+            if !k {
+                free.push(*s);
+            }
+            k
+        });
+    }
+}
+
+fn take(free: &mut Vec<u32>, slots: &mut Vec<Pending>) -> u32 {
+    match free.pop() {
+        Some(s) => {
+            slots[s as usize] = Pending::default();
+            s
+        }
+        None => {
+            slots.push(Pending::default());
+            (slots.len() - 1) as u32
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Joiner {
-    /// pid-keyed, on the per-event path: the cheap pid hasher, not SipHash.
-    pending: crate::pidmap::PidMap<Pending>,
+    pending: InFlight,
     seen: u64,
     /// Wakeups whose `sched_waking` was never seen (dropped, or before the capture started).
     pub unmatched_wakeups: u64,
@@ -59,40 +131,31 @@ impl Joiner {
 
     /// Tasks with a wakeup in flight.
     pub fn in_flight(&self) -> usize {
-        self.pending.len()
+        self.pending.slot_of.len()
     }
 
     pub fn on_event(&mut self, e: &Event) -> Option<Placement> {
         self.seen += 1;
         if self.seen.is_multiple_of(1 << 16) {
             let now = e.ts_ns();
-            self.pending.retain(|_, p| {
-                let t = p
-                    .waking
-                    .map_or(0, |w| w.ts_ns)
-                    .max(p.select.map_or(0, |s| s.ts_ns));
-                now.saturating_sub(t) < crate::horizons::JOIN_WAKING_NS
-            });
+            self.pending
+                .retain(|p| now.saturating_sub(p.last_ts()) < crate::horizons::JOIN_WAKING_NS);
         }
         match e {
             Event::Waking(w) => {
                 let self_wake = w.pid == w.waker_pid;
-                self.pending.insert(
-                    w.pid,
-                    Pending {
-                        waking: (!self_wake).then_some(*w),
-                        select: None,
-                        self_wake,
-                    },
-                );
+                let p = self.pending.slot(w.pid);
+                p.waking = (!self_wake).then_some(*w);
+                p.select = None;
+                p.self_wake = self_wake;
                 None
             }
             Event::Select(s) => {
-                self.pending.entry(s.pid).or_default().select = Some(*s);
+                self.pending.slot(s.pid).select = Some(*s);
                 None
             }
             Event::Wakeup(w) => {
-                let Some(p) = self.pending.remove(&w.pid) else {
+                let Some(p) = self.pending.remove(w.pid) else {
                     self.unmatched_wakeups += 1;
                     return None;
                 };
@@ -120,7 +183,7 @@ impl Joiner {
             Event::WakeupNew(w) => {
                 // Fork placement runs in the parent's context without sched_waking; the
                 // wakeup_new probe runs there too, so its CPU is the parent's.
-                let select = self.pending.remove(&w.pid).and_then(|p| p.select);
+                let select = self.pending.remove(w.pid).and_then(|p| p.select);
                 Some(Placement {
                     pid: w.pid,
                     waker_pid: w.waker_pid,
@@ -191,6 +254,47 @@ mod tests {
         let p = j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).unwrap();
         assert_eq!(p.select, Some(s));
         assert_eq!(p.sync(), Some(true));
+    }
+
+    #[test]
+    fn a_reused_slot_carries_nothing_of_its_previous_task() {
+        let mut j = Joiner::new();
+        let mut s = select_of(5, 12);
+        j.on_event(&Event::Waking(wake(10, 2, 5, 1, 4)));
+        j.on_event(&Event::Select(s));
+        assert!(j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).is_some());
+        // Pid 7 takes pid 5's freed slot with a select record but no sched_waking: its
+        // wakeup is an orphan, not pid 5's waking joined again.
+        s.pid = 7;
+        j.on_event(&Event::Select(s));
+        assert!(j.on_event(&Event::Wakeup(wake(30, 2, 7, 2, 4))).is_none());
+        assert_eq!(j.unmatched_wakeups, 1);
+        // And a waking after a stale select drops the select.
+        j.on_event(&Event::Select(s));
+        j.on_event(&Event::Waking(wake(40, 3, 7, 1, 4)));
+        let p = j.on_event(&Event::Wakeup(wake(50, 3, 7, 1, 4))).unwrap();
+        assert_eq!((p.select, p.waker_cpu, p.prev_cpu), (None, 3, 1));
+        assert_eq!(j.in_flight(), 0);
+    }
+
+    fn select_of(pid: u32, entry: u64) -> Select {
+        Select {
+            ts_ns: entry + 3,
+            entry_ts_ns: entry,
+            cpu: 2,
+            pid,
+            prev_cpu: 1,
+            wake_flags: 0x18,
+            chosen_cpu: 2,
+            waker_pid: 4,
+            waker_nr_running: None,
+            nr_idle_scan: None,
+            has_idle_cores: None,
+            prev_nr_idle_scan: None,
+            prev_has_idle_cores: None,
+            idle_scan_ns: None,
+            inputs: Default::default(),
+        }
     }
 
     #[test]

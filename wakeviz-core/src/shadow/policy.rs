@@ -224,6 +224,7 @@ impl Ctx {
 
     /// `select_task_rq()`'s `is_cpu_allowed` check: a choice outside the mask becomes
     /// `select_fallback_rq`'s, the first allowed CPU of prev's node, else the first allowed.
+    #[inline]
     pub fn enforce_allowed(&self, t: &ShadowTopo, d: &mut Decision) {
         let Some(m) = self.allowed.as_ref() else {
             return;
@@ -430,6 +431,10 @@ impl Ctx {
 /// A remembered idle-core scan: (LLC, start CPU) -> (idle core, fallback, probes).
 type CoreMemo = (u32, u32, Option<u32>, Option<u32>, u32);
 
+/// A remembered SHORTCUTS run: (target, hint) -> (answer, probes spent, whether it read a
+/// reconstructed input).
+type ShortcutMemo = (u32, bool, Option<(u32, Stage)>, u32, bool);
+
 /// Reusable buffers, so no decision allocates, and a per-wakeup memo of idle-core scans
 /// (several policies scan the same LLC from the same CPU; the state does not change while
 /// one wakeup is being decided).
@@ -438,6 +443,10 @@ pub struct Scratch {
     pub cand: CpuSet,
     memo: [CoreMemo; 4],
     memo_len: usize,
+    /// Six of the ten kernel-like policies run SHORTCUTS, mostly from the same target with
+    /// the same hint: a pure function of the context and the state, so run once per wakeup.
+    sc_memo: [ShortcutMemo; 4],
+    sc_len: usize,
     /// The wakee's allowed CPUs for this wakeup (`None`: all), and the scan span
     /// `llc ∩ allowed` built from it.
     allowed: Option<CpuSet>,
@@ -450,6 +459,8 @@ impl Scratch {
             cand: CpuSet::with_bound(t.bound),
             memo: [(0, 0, None, None, 0); 4],
             memo_len: 0,
+            sc_memo: [(0, false, None, 0, false); 4],
+            sc_len: 0,
             allowed: None,
             span: CpuSet::with_bound(t.bound),
         }
@@ -458,6 +469,41 @@ impl Scratch {
     /// Forgets the memo: call whenever the state may have changed (each new wakeup).
     pub fn reset(&mut self) {
         self.memo_len = 0;
+        self.sc_len = 0;
+    }
+
+    /// [`shortcuts`] for target `tg` with hint `hic`, memoised per wakeup: adds the same
+    /// probes and marks the evaluation inexact exactly as running it again would.
+    pub fn shortcuts(
+        &mut self,
+        ctx: &Ctx,
+        t: &ShadowTopo,
+        st: &State,
+        tg: u32,
+        hic: bool,
+        probes: &mut u32,
+    ) -> Option<(u32, Stage)> {
+        if let Some(m) = self.sc_memo[..self.sc_len]
+            .iter()
+            .find(|m| m.0 == tg && m.1 == hic)
+        {
+            if m.4 {
+                ctx.mark_inexact();
+            }
+            *probes += m.3;
+            return m.2;
+        }
+        let before = ctx.inexact.get();
+        ctx.inexact.set(false);
+        let mut n = 0;
+        let r = shortcuts(ctx, t, st, tg, hic, &mut n);
+        let used = ctx.inexact.get();
+        ctx.inexact.set(before || used);
+        *probes += n;
+        let i = self.sc_len % self.sc_memo.len();
+        self.sc_memo[i] = (tg, hic, r, n, used);
+        self.sc_len = (self.sc_len + 1).min(self.sc_memo.len());
+        r
     }
 
     /// The wakee's allowed mask for this wakeup's scans (call after [`Self::reset`]).
@@ -670,6 +716,9 @@ pub fn core_scan(
     span: &CpuSet,
     start: u32,
 ) -> (Option<u32>, Option<u32>, u32) {
+    // The innermost loop of the idle-core policies: the idle map and the span as plain words,
+    // each core's siblings looked up once.
+    let (idle, span) = (st.idle.words(), span.words());
     let cand = cand.words_mut();
     let nw = cand.len();
     let mut probes = 0;
@@ -685,24 +734,25 @@ pub fn core_scan(
             let b = m.trailing_zeros();
             cand[w] &= !(1u64 << b);
             let c = w as u32 * 64 + b;
+            let sibs = t.siblings(c);
             let mut all = true;
-            for &sib in t.siblings(c) {
+            for &sib in sibs {
                 probes += 1;
-                if !st.is_idle(sib) {
+                if !CpuSet::words_contain(idle, sib) {
                     all = false;
                     if fallback.is_some() {
                         break;
                     }
                     continue;
                 }
-                if fallback.is_none() && span.contains(sib) {
+                if fallback.is_none() && CpuSet::words_contain(span, sib) {
                     fallback = Some(sib);
                 }
             }
             if all {
                 return (Some(c), fallback, probes);
             }
-            for &sib in t.siblings(c) {
+            for &sib in sibs {
                 CpuSet::words_set(cand, sib, false);
             }
         }
@@ -773,7 +823,7 @@ pub fn select_idle_sibling(
     budget: BudgetFn<'_>,
 ) -> (Decision, ScanOut) {
     let mut probes = 0;
-    if let Some((cpu, rule)) = shortcuts(ctx, t, st, tg, hic, &mut probes) {
+    if let Some((cpu, rule)) = s.shortcuts(ctx, t, st, tg, hic, &mut probes) {
         return (
             Decision {
                 cpu,

@@ -13,7 +13,7 @@
 use crate::{
     event::{Event, Kind},
     shadow::{
-        policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, select_idle_cpu, shortcuts},
+        policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, select_idle_cpu},
         state::{MIGRATION_COST_NS, State, jiffies, sis_prop_budget},
         topo::ShadowTopo,
     },
@@ -110,7 +110,7 @@ impl Policy for SisProp {
         let tg = f.target;
         let hic = ctx.has_idle_cores(t, st, t.llc(tg));
         let mut probes = f.probes;
-        if let Some((cpu, rule)) = shortcuts(ctx, t, st, tg, hic, &mut probes) {
+        if let Some((cpu, rule)) = s.shortcuts(ctx, t, st, tg, hic, &mut probes) {
             return Decision {
                 cpu,
                 probes,
