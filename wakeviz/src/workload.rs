@@ -90,12 +90,12 @@ pub fn pingpong(
     wakee_cpu: Option<usize>,
     iterations: u64,
     comm: &str,
-) -> anyhow::Result<(u32, u32)> {
+) -> anyhow::Result<PingPong> {
     let (mut a_rx, mut a_tx) = pipe()?;
     let (mut b_rx, mut b_tx) = pipe()?;
     let comm2 = comm.to_string();
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let peer = std::thread::spawn(move || -> anyhow::Result<()> {
+    let peer = std::thread::spawn(move || -> anyhow::Result<u64> {
         set_comm(&comm2)?;
         if let Some(c) = wakee_cpu {
             pin(c)?;
@@ -103,11 +103,12 @@ pub fn pingpong(
         // SAFETY: gettid has no preconditions.
         let _ = tid_tx.send(unsafe { libc::gettid() } as u32);
         let mut byte = [0u8; 1];
+        let before = voluntary_switches()?;
         for _ in 0..iterations {
             a_rx.read_exact(&mut byte)?;
             b_tx.write_all(&byte)?;
         }
-        Ok(())
+        Ok(voluntary_switches()? - before)
     });
     set_comm(comm)?;
     if let Some(c) = waker_cpu {
@@ -117,15 +118,44 @@ pub fn pingpong(
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() } as u32;
     let mut byte = [1u8; 1];
+    let before = voluntary_switches()?;
     for _ in 0..iterations {
         a_tx.write_all(&byte)?;
         b_rx.read_exact(&mut byte)?;
     }
-    match peer.join() {
+    let blocked = voluntary_switches()? - before;
+    let peer_blocked = match peer.join() {
         Ok(r) => r?,
         Err(_) => bail!("ping-pong peer thread panicked"),
-    }
-    Ok((me, wakee))
+    };
+    Ok(PingPong {
+        waker_tid: me,
+        wakee_tid: wakee,
+        waker_blocked: blocked,
+        wakee_blocked: peer_blocked,
+    })
+}
+
+/// What a ping-pong did, by the kernel's own counts: each time one side blocked in its read
+/// (a voluntary context switch inside the loop), the other side's write woke it, so a capture
+/// must show that many wakings of it by its peer, whatever the machine's timing made of the
+/// round trips.
+#[derive(Clone, Copy, Debug)]
+pub struct PingPong {
+    pub waker_tid: u32,
+    pub wakee_tid: u32,
+    pub waker_blocked: u64,
+    pub wakee_blocked: u64,
+}
+
+/// This thread's `voluntary_ctxt_switches` from `/proc/thread-self/status`.
+fn voluntary_switches() -> anyhow::Result<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/status")
+        .context("reading /proc/thread-self/status")?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .context("no voluntary_ctxt_switches in /proc/thread-self/status")
 }
 
 pub fn fanout(groups: usize, receivers: usize, loops: u64, comm: &str) -> anyhow::Result<()> {
@@ -174,8 +204,12 @@ pub fn run(w: &Workload) -> anyhow::Result<()> {
             iterations,
             comm,
         } => {
-            let (a, b) = pingpong(*waker_cpu, *wakee_cpu, *iterations, comm)?;
-            println!("pingpong done: waker tid {a}, wakee tid {b}, {iterations} round trips");
+            let p = pingpong(*waker_cpu, *wakee_cpu, *iterations, comm)?;
+            println!(
+                "pingpong done: waker tid {}, wakee tid {}, {iterations} round trips; \
+                 waker blocked {} times, wakee blocked {} times",
+                p.waker_tid, p.wakee_tid, p.waker_blocked, p.wakee_blocked
+            );
         }
         Workload::Fanout {
             groups,

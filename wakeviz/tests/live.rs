@@ -23,6 +23,10 @@ struct Capture {
     lines: Vec<serde_json::Value>,
     waker_tid: u32,
     wakee_tid: u32,
+    /// Voluntary context switches of each side inside its loop (the kernel's count of the
+    /// times it blocked, each ended by one waking from its peer).
+    waker_blocked: u64,
+    wakee_blocked: u64,
 }
 
 /// Records while the ping-pong runs; returns the printed summary and the replayed dump.
@@ -85,6 +89,7 @@ fn capture(mode: &str, iterations: u64, comm: &str, extra: &[&str]) -> Capture {
             .unwrap_or_else(|| panic!("no {key} in {so}"))
     };
     let (waker_tid, wakee_tid) = (tid("waker tid"), tid("wakee tid"));
+    let (waker_blocked, wakee_blocked) = (tid("waker blocked"), tid("wakee blocked"));
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
     let mut rest = String::new();
@@ -118,6 +123,8 @@ fn capture(mode: &str, iterations: u64, comm: &str, extra: &[&str]) -> Capture {
         lines,
         waker_tid,
         wakee_tid,
+        waker_blocked: u64::from(waker_blocked),
+        wakee_blocked: u64::from(wakee_blocked),
     }
 }
 
@@ -161,19 +168,23 @@ fn check(mode: &str, comm: &str) {
             })
             .collect::<Vec<_>>()
     };
+    // How many round trips really slept depends on the machine's timing (a read that finds
+    // its byte already there does not block: a noisy host made 13 % of them so in one CI
+    // run), so the reference is the kernel's own count: each voluntary switch of a side in
+    // its loop is one block, ended by exactly one waking from its peer. The slack covers
+    // the few wakings outside the loops (thread start-up hand-off, join).
     let of_wakee = wakings(c.wakee_tid, c.waker_tid);
     let of_waker = wakings(c.waker_tid, c.wakee_tid);
-    let min = iterations * 9 / 10;
-    assert!(
-        of_wakee.len() as u64 >= min,
-        "{} wakings of the wakee: {facts}",
-        of_wakee.len()
-    );
-    assert!(
-        of_waker.len() as u64 >= min,
-        "{} wakings of the waker: {facts}",
-        of_waker.len()
-    );
+    for (what, got, blocked) in [
+        ("wakee", of_wakee.len() as u64, c.wakee_blocked),
+        ("waker", of_waker.len() as u64, c.waker_blocked),
+    ] {
+        assert!(
+            got >= blocked && got <= blocked + 3 && blocked >= iterations / 2,
+            "{got} wakings of the {what}, which blocked {blocked} times in {iterations} \
+             round trips: {facts}"
+        );
+    }
     // The waker CPU is the CPU the waker was pinned to, never the wakee's.
     let (a, b) = if nr_cpus() >= 2 { (0, 1) } else { (0, 0) };
     assert!(of_wakee.iter().all(|l| l["cpu"] == a), "{facts}");
