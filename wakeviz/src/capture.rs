@@ -319,9 +319,10 @@ impl EventSource for LiveSource {
     /// and stop. Detaching first makes the accounting exact: every event the probes offered is
     /// then either delivered or counted as a drop.
     fn stop(&mut self) {
-        if let Some(p) = self.probes.take() {
+        if let Some(mut p) = self.probes.take() {
             self.run_stats = p.run_stats();
             self.probe_misses = p.recursion_misses();
+            p.detach_wakeup_side_first();
         }
         self.shared.stop.store(true, Ordering::SeqCst);
     }
