@@ -223,9 +223,9 @@ mod tests {
         assert_eq!(name.unwrap().comm.as_str(), "pong");
     }
 
-    #[test]
-    fn select_exact_bits() {
-        let e = SelectEvent {
+    /// A select record of pid 9 woken by pid 8 on CPU 0, with `exact_mask`.
+    fn select_record(exact_mask: u32) -> SelectEvent {
+        SelectEvent {
             hdr: hdr(EventKind::Select, 0, 9),
             entry_ts_ns: 1000,
             prev_cpu: 1,
@@ -238,9 +238,14 @@ mod tests {
             prev_nr_idle_scan: 0,
             prev_has_idle_cores: 0,
             idle_scan_ns: UNKNOWN_U32,
-            exact_mask: exact::NR_RUNNING | exact::HAS_IDLE_CORES,
+            exact_mask,
             _pad0: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn select_exact_bits() {
+        let e = select_record(exact::NR_RUNNING | exact::HAS_IDLE_CORES);
         let (Event::Select(s), None) = decode_record(&bytes(&e)).unwrap() else {
             panic!("not a select")
         };
@@ -253,22 +258,7 @@ mod tests {
     /// ABI-3 records carry the flips block; ABI-2 ones (shorter) still decode, flips unknown.
     #[test]
     fn select_inputs_of_abi_2_and_3() {
-        let ev = SelectEvent {
-            hdr: hdr(EventKind::Select, 0, 9),
-            entry_ts_ns: 1000,
-            prev_cpu: 1,
-            wake_flags: 0x18,
-            chosen_cpu: 0,
-            waker_pid: 8,
-            waker_nr_running: 1,
-            nr_idle_scan: 5,
-            has_idle_cores: 1,
-            prev_nr_idle_scan: 0,
-            prev_has_idle_cores: 0,
-            idle_scan_ns: UNKNOWN_U32,
-            exact_mask: exact::INPUTS | exact::LOADS | exact::FLIPS,
-            _pad0: 0,
-        };
+        let ev = select_record(exact::INPUTS | exact::LOADS | exact::FLIPS);
         let inputs = wakeviz_common::SelectInputs {
             waker_load: 700,
             prev_load: 300,

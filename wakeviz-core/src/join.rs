@@ -233,23 +233,7 @@ mod tests {
     fn select_in_between_supplies_prev_and_flags() {
         let mut j = Joiner::new();
         j.on_event(&Event::Waking(wake(10, 2, 5, 1, 4)));
-        let s = Select {
-            ts_ns: 15,
-            entry_ts_ns: 12,
-            cpu: 2,
-            pid: 5,
-            prev_cpu: 1,
-            wake_flags: 0x18,
-            chosen_cpu: 2,
-            waker_pid: 4,
-            waker_nr_running: None,
-            nr_idle_scan: None,
-            has_idle_cores: None,
-            prev_nr_idle_scan: None,
-            prev_has_idle_cores: None,
-            idle_scan_ns: None,
-            inputs: Default::default(),
-        };
+        let s = select_of(5, 12);
         j.on_event(&Event::Select(s));
         let p = j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).unwrap();
         assert_eq!(p.select, Some(s));

@@ -315,14 +315,12 @@ impl ShadowEval {
         if let Some(h) = ctx.exact.p_has_idle_cores {
             st.set_hic(t.llc(ctx.p), h);
         }
-        let (mut wf, mut pf) = st.record_wakee(ctx.waker_pid, ctx.w, ctx.pid, ctx.ts_ns);
-        // The probe's read replaces the replayed counts (inherited at fork, unseen otherwise),
-        // and resynchronises them for the tracepoint-only decisions that follow.
-        if let Some(f) = ctx.inputs.flips {
+        // The probe's read replaces the replayed counts (inherited at fork, unseen otherwise).
+        let read = ctx.inputs.flips.map(|f| {
             let hz = self.hz.observe(ctx.ts_ns, f.jiffies);
-            (wf, pf) = (f.waker_after_record(hz), f.wakee);
-            st.set_flips(ctx.waker_pid, ctx.w, wf, ctx.pid, pf);
-        }
+            (f.waker_after_record(hz), f.wakee)
+        });
+        let (wf, pf) = st.record_wakee(ctx.waker_pid, ctx.w, ctx.pid, ctx.ts_ns, read);
         let llc_size = t.llc_size.get(t.llc(ctx.w) as usize).copied().unwrap_or(1);
         let wide = wake_wide(wf, pf, llc_size);
         ctx.recent_used_cpu = st.recent_used(ctx.pid);

@@ -360,56 +360,48 @@ impl State {
 
     /// Applies `record_wakee()` for `waker` (on `waker_cpu`) waking `wakee` and returns
     /// (waker flips, wakee flips) as `wake_wide()` then reads them. Once per second (HZ
-    /// jiffies) the waker's count is halved; each change of wakee counts one flip.
+    /// jiffies) the waker's count is halved; each change of wakee counts one flip. With
+    /// `read` (the probe's counts, the waker's already past `record_wakee()`), those replace
+    /// the replayed ones, which they resynchronise for the tracepoint-only decisions after.
     pub fn record_wakee(
         &mut self,
         waker: u32,
         waker_cpu: u32,
         wakee: u32,
         ts_ns: u64,
+        read: Option<(u32, u32)>,
     ) -> (u32, u32) {
         let j = jiffies(ts_ns);
-        let f = if waker == 0 {
-            match self.idle_flips.get_mut(waker_cpu as usize) {
-                Some(f) => f,
-                None => return (0, self.flips_of(wakee)),
-            }
-        } else {
-            &mut self.tasks.entry(waker).or_default().flips
-        };
-        if j > f.decay_jiffies + HZ {
-            f.flips >>= 1;
-            f.decay_jiffies = j;
-        }
-        if f.last_wakee != wakee {
-            f.last_wakee = wakee;
-            f.flips = f.flips.saturating_add(1);
-        }
-        let wf = f.flips;
-        (wf, self.flips_of(wakee))
-    }
-
-    /// Overwrites the replayed counts with the probe's reads: the waker's after this
-    /// wakeup's `record_wakee()` (its last wakee now `wakee`), the wakee's as read.
-    pub fn set_flips(
-        &mut self,
-        waker: u32,
-        waker_cpu: u32,
-        waker_flips: u32,
-        wakee: u32,
-        wakee_flips: u32,
-    ) {
         let f = if waker == 0 {
             self.idle_flips.get_mut(waker_cpu as usize)
         } else {
             Some(&mut self.tasks.entry(waker).or_default().flips)
         };
-        if let Some(f) = f {
-            f.flips = waker_flips;
-            f.last_wakee = wakee;
-        }
-        if wakee != 0 {
-            self.tasks.entry(wakee).or_default().flips.flips = wakee_flips;
+        let wf = match f {
+            Some(f) => {
+                if j > f.decay_jiffies + HZ {
+                    f.flips >>= 1;
+                    f.decay_jiffies = j;
+                }
+                if f.last_wakee != wakee {
+                    f.last_wakee = wakee;
+                    f.flips = f.flips.saturating_add(1);
+                }
+                if let Some((w, _)) = read {
+                    f.flips = w;
+                }
+                f.flips
+            }
+            None => read.map_or(0, |(w, _)| w),
+        };
+        match read {
+            Some((_, p)) => {
+                if wakee != 0 {
+                    self.tasks.entry(wakee).or_default().flips.flips = p;
+                }
+                (wf, p)
+            }
+            None => (wf, self.flips_of(wakee)),
         }
     }
 
