@@ -109,6 +109,15 @@ pub fn replayed(path: &Path) -> App {
     app
 }
 
+/// The fixed replayed recording most view and key tests start from (30 000 events on
+/// [`topo`]); the directory holds the file for the dashboard's later reopens.
+pub fn fixture() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = recording(dir.path(), &topo(), 30_000);
+    let app = replayed(&path);
+    (dir, app)
+}
+
 /// What the replay loop does after a filter change or a backward seek: reopen, fold again.
 pub fn refeed(app: &mut App, path: &Path) {
     assert!(
@@ -158,7 +167,8 @@ fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
 }
 
-fn press(app: &mut App, c: KeyCode) {
+/// A key as the keymap would deliver it in the app's current mode and view.
+pub fn press(app: &mut App, c: KeyCode) {
     if let Some(m) = keymap::lookup(app.mode, app.view, app.is_replay(), key(c)) {
         app.update(m);
     }

@@ -1,29 +1,11 @@
 //! Keys of the Timeline, Matrix and Tasks views and of the Scan view's per-LLC histograms.
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyCode;
 use wakeviz_core::analysis::{Filter, tasks::TaskSort};
 
 use super::{
-    App, Mode, View, keymap,
-    tests::{recording, refeed, replayed, topo},
+    Mode, View,
+    tests::{fixture, press, recording, refeed, replayed, topo},
 };
-
-fn press(app: &mut App, c: KeyCode) {
-    if let Some(m) = keymap::lookup(
-        app.mode,
-        app.view,
-        app.is_replay(),
-        KeyEvent::new(c, KeyModifiers::NONE),
-    ) {
-        app.update(m);
-    }
-}
-
-fn fixture() -> (tempfile::TempDir, App) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = recording(dir.path(), &topo(), 30_000);
-    let app = replayed(&path);
-    (dir, app)
-}
 
 #[test]
 fn six_to_eight_switch_to_the_new_views() {

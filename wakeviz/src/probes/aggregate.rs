@@ -22,7 +22,7 @@ use wakeviz_core::{
 
 use super::{
     LoadError, attach_raw_tp, attach_tp_btf, btf, globals, load_object, raise_memlock,
-    recursion_misses, status,
+    recursion_misses, run_time_stats, status,
 };
 
 /// A map value as aya reads it. The types are `wakeviz_common`'s (plain `repr(C)` integers,
@@ -192,17 +192,7 @@ impl AggregateProbes {
     pub fn load(t: &Topology, bpf_stats: bool) -> anyhow::Result<Self> {
         raise_memlock();
         let mut notes = Vec::new();
-        let stats_fd = if bpf_stats {
-            match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
-                Ok(fd) => Some(fd),
-                Err(e) => {
-                    notes.push(format!("BPF run-time statistics unavailable: {e}"));
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let stats_fd = run_time_stats(bpf_stats, &mut notes);
         let kbtf = btf::KernelBtf::open(Path::new("/sys/kernel/btf/vmlinux")).ok();
         let offsets = kbtf
             .as_ref()

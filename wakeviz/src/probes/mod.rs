@@ -433,22 +433,23 @@ pub fn load(cfg: &ProbeConfig) -> Result<Probes, LoadError> {
     load_with(cfg, &[])
 }
 
+/// Turns the kernel's BPF run-time statistics on for as long as the returned fd lives, when
+/// asked; a kernel that refuses is a note, not an error, because only `--bpf-stats` needs them.
+fn run_time_stats(wanted: bool, notes: &mut Vec<String>) -> Option<std::os::fd::OwnedFd> {
+    if !wanted {
+        return None;
+    }
+    aya::sys::enable_stats(aya::sys::Stats::RunTime)
+        .map_err(|e| notes.push(format!("BPF run-time statistics unavailable: {e}")))
+        .ok()
+}
+
 /// [`load`], with the maps in `sizes` given these entry counts (the aggregate programs' maps,
 /// when they are attached beside the streaming ones).
 pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Probes, LoadError> {
     raise_memlock();
     let mut notes = Vec::new();
-    let stats_fd = if cfg.bpf_stats {
-        match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
-            Ok(fd) => Some(fd),
-            Err(e) => {
-                notes.push(format!("BPF run-time statistics unavailable: {e}"));
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let stats_fd = run_time_stats(cfg.bpf_stats, &mut notes);
     if let Some(n) = tracefs::ensure_mounted() {
         notes.push(n);
     }

@@ -12,20 +12,14 @@ use wakeviz_core::{
 use super::draw;
 use crate::app::{
     App, Msg, SourceKind, View,
-    tests::{compared, recording, recording_as, refeed, replayed, topo, topo_of},
+    tests::{compared, fixture, recording, recording_as, refeed, replayed, topo, topo_of},
 };
 
-fn screen(app: &App, w: u16, h: u16) -> String {
+/// The whole dashboard drawn into a `w` x `h` test terminal.
+pub(super) fn screen(app: &App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
     term.draw(|f| draw(f, app)).expect("draw");
     term.backend().to_string()
-}
-
-fn fixture() -> (tempfile::TempDir, App) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = recording(dir.path(), &topo(), 30_000);
-    let app = replayed(&path);
-    (dir, app)
 }
 
 #[test]

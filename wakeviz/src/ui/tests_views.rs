@@ -5,19 +5,13 @@
 use ratatui::{Terminal, backend::TestBackend, layout::Rect};
 use wakeviz_core::topology::fixture::SysfsSpec;
 
-use super::{draw, view_body};
+use super::{tests::screen, view_body};
 use crate::app::{
     App, Msg, View,
-    tests::{recording, replayed, topo, topo_of},
+    tests::{fixture, recording, replayed, topo, topo_of},
 };
 
 const NEW_VIEWS: [View; 3] = [View::Timeline, View::Matrix, View::Tasks];
-
-fn screen(app: &App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
-    term.draw(|f| draw(f, app)).expect("draw");
-    term.backend().to_string()
-}
 
 /// The view alone in a `w` x `h` area.
 fn body(app: &App, w: u16, h: u16) -> String {
@@ -25,13 +19,6 @@ fn body(app: &App, w: u16, h: u16) -> String {
     term.draw(|f| view_body(f, Rect::new(0, 0, w, h), app))
         .expect("draw");
     term.backend().to_string()
-}
-
-fn fixture() -> (tempfile::TempDir, App) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = recording(dir.path(), &topo(), 30_000);
-    let app = replayed(&path);
-    (dir, app)
 }
 
 #[test]

@@ -16,14 +16,15 @@
 //! `messaging`: `perf bench sched messaging` alone and under `wakeviz --record`, alternated; the
 //! slowdown of its reported time.
 use std::{
+    ffi::OsStr,
     path::{Path, PathBuf},
     process::Command,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{Context as _, bail};
 
-use super::{Background, Ctx, Finished, Summary, median, run_measured};
+use super::{Background, Ctx, Finished, Summary, median, run_measured, tracer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Config {
@@ -55,49 +56,25 @@ fn first_num(line: &str) -> Option<f64> {
     line.split_whitespace().find_map(|t| t.parse::<f64>().ok())
 }
 
-fn timeout_cmd() -> Command {
-    let mut c = Command::new("timeout");
-    c.args(["--signal=INT", "--kill-after=30", "600"]);
-    c
-}
-
 /// Starts the tracer of `cfg` and returns once it captures; `None` for the run alone.
 fn start(ctx: &Ctx, cfg: &Config, file: &Path) -> anyhow::Result<Option<Background>> {
     let _ = std::fs::remove_file(file);
     let bg = match cfg {
         Config::Alone => return Ok(None),
         Config::Floor => {
-            let mut c = timeout_cmd();
-            c.arg(&ctx.wakeviz).arg("--floor-probes");
-            let bg = Background::start(&mut c)?;
-            bg.wait_line("floor probes attached", Duration::from_secs(60))?;
-            bg
+            tracer::wakeviz(&ctx.wakeviz, ["--floor-probes"], "floor probes attached")?
         }
         Config::Wakeviz(bin) | Config::WakevizB(bin) => {
-            let mut c = timeout_cmd();
-            c.arg(bin).arg("--record").arg(file).arg("--headless");
-            let bg = Background::start(&mut c)?;
-            bg.wait_line("capturing", Duration::from_secs(60))?;
-            bg
+            let args = [
+                OsStr::new("--record"),
+                file.as_os_str(),
+                OsStr::new("--headless"),
+            ];
+            tracer::wakeviz(bin, args, "capturing")?
         }
-        Config::Perf => {
-            let mut c = timeout_cmd();
-            c.args(["perf", "sched", "record", "-o"]).arg(file);
-            let bg = Background::start(&mut c)?;
-            // perf opens its events, then writes the file header, then enables the events.
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while std::fs::metadata(file).map_or(0, |m| m.len()) == 0 {
-                if Instant::now() > deadline {
-                    let f = bg.stop(Duration::from_secs(10));
-                    bail!("perf sched record did not start:\n{}", f.stderr);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            bg
-        }
+        Config::Perf => tracer::perf_sched(file)?,
     };
-    // The same settling time for every tracer once it captures.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(tracer::SETTLE);
     Ok(Some(bg))
 }
 

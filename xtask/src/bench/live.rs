@@ -2,6 +2,7 @@
 //! sched pipe` and hackbench (alternating, one run), BPF run-time cost per wakeup, drops at the
 //! highest event rate hackbench produces, and bytes per event on disk.
 use std::{
+    ffi::OsStr,
     path::Path,
     process::Command,
     time::{Duration, Instant},
@@ -9,7 +10,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use super::{Background, Ctx, Finished, Summary, indent, median, run_measured};
+use super::{Background, Ctx, Finished, Summary, indent, median, run_measured, tracer};
 
 /// Numbers in a line (tokens that parse as numbers once brackets and commas are trimmed).
 fn nums(line: &str) -> Vec<f64> {
@@ -172,54 +173,21 @@ fn start_tracer(
     let bg = match t {
         Tracer::None => return Ok(None),
         Tracer::Aggregate => {
-            let mut c = Command::new("timeout");
-            c.args(["--signal=INT", "--kill-after=30", "600"])
-                .arg(&ctx.wakeviz)
-                .args(["--aggregate", "--headless"])
-                .args(extra);
-            let bg = Background::start(&mut c)?;
-            bg.wait_line("capturing in-kernel aggregates", Duration::from_secs(60))?;
-            bg
+            let args = ["--aggregate", "--headless"].iter().chain(extra);
+            tracer::wakeviz(&ctx.wakeviz, args, "capturing in-kernel aggregates")?
         }
         Tracer::Wakeviz => {
-            let mut c = Command::new("timeout");
-            c.args(["--signal=INT", "--kill-after=30", "600"])
-                .arg(&ctx.wakeviz)
-                .arg("--record")
-                .arg(file)
-                .arg("--headless")
-                .args(extra);
-            let bg = Background::start(&mut c)?;
-            bg.wait_line("capturing", Duration::from_secs(60))?;
-            bg
+            let mut args = vec![
+                OsStr::new("--record"),
+                file.as_os_str(),
+                OsStr::new("--headless"),
+            ];
+            args.extend(extra.iter().map(OsStr::new));
+            tracer::wakeviz(&ctx.wakeviz, args, "capturing")?
         }
-        Tracer::Perf => {
-            let mut c = Command::new("timeout");
-            c.args([
-                "--signal=INT",
-                "--kill-after=30",
-                "600",
-                "perf",
-                "sched",
-                "record",
-                "-o",
-            ])
-            .arg(file);
-            let bg = Background::start(&mut c)?;
-            // perf opens its events, then writes the file header, then enables the events.
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while std::fs::metadata(file).map_or(0, |m| m.len()) == 0 {
-                if Instant::now() > deadline {
-                    let f = bg.stop(Duration::from_secs(10));
-                    bail!("perf sched record did not start:\n{}", f.stderr);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            bg
-        }
+        Tracer::Perf => tracer::perf_sched(file)?,
     };
-    // Same settling time for both tracers once they capture.
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(tracer::SETTLE);
     Ok(Some(bg))
 }
 

@@ -29,6 +29,7 @@ mod frame;
 mod ingest;
 mod live;
 mod replay;
+mod tracer;
 
 #[derive(clap::Args)]
 pub struct Args {

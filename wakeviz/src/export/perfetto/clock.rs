@@ -40,6 +40,18 @@ impl TimeBase {
         (Self::new(derived), Some(note))
     }
 
+    /// A monotonic probe clock with BOOTTIME `boottime_ns - monotonic_ns` ahead: the export
+    /// tests' fixed time base.
+    #[cfg(test)]
+    pub(super) fn monotonic_for_test(monotonic_ns: u64, boottime_ns: u64) -> Self {
+        Self::new(Recorded {
+            probe_clock: ProbeClock::Monotonic,
+            monotonic_ns,
+            boottime_ns,
+            realtime_ns: 0,
+        })
+    }
+
     fn new(snapshot: Recorded) -> Self {
         let boot_minus_probe = snapshot.boot_minus_probe_ns();
         Self {

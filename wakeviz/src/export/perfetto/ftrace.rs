@@ -150,16 +150,7 @@ mod tests {
     use wakeviz_core::event::{Comm, Migrate, TaskName};
 
     fn tb() -> TimeBase {
-        let demo: &[u8] = include_bytes!("../../../assets/demo.wvz");
-        let r = wakeviz_core::format::Reader::new(demo, std::path::Path::new("demo.wvz")).unwrap();
-        let mut h = r.header().clone();
-        h.clocks = Some(wakeviz_core::format::ClockSnapshot {
-            probe_clock: wakeviz_core::format::ProbeClock::Monotonic,
-            monotonic_ns: 1_000,
-            boottime_ns: 1_100,
-            realtime_ns: 0,
-        });
-        TimeBase::from_header(&h).0
+        TimeBase::monotonic_for_test(1_000, 1_100)
     }
 
     fn sw(ts: u64, cpu: u32, prev: u32, next: u32) -> Event {

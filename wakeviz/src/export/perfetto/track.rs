@@ -364,16 +364,7 @@ mod tests {
     use wakeviz_core::join::Placement;
 
     fn tb() -> TimeBase {
-        let demo: &[u8] = include_bytes!("../../../assets/demo.wvz");
-        let r = wakeviz_core::format::Reader::new(demo, std::path::Path::new("demo.wvz")).unwrap();
-        let mut h = r.header().clone();
-        h.clocks = Some(wakeviz_core::format::ClockSnapshot {
-            probe_clock: wakeviz_core::format::ProbeClock::Monotonic,
-            monotonic_ns: 0,
-            boottime_ns: 1_000,
-            realtime_ns: 0,
-        });
-        TimeBase::from_header(&h).0
+        TimeBase::monotonic_for_test(0, 1_000)
     }
 
     fn record(
