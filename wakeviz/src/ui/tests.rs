@@ -390,6 +390,42 @@ fn every_view_compared_at_80x24_and_120x40() {
     }
 }
 
+/// The compared Scan view numbers its rows as the single-run view does (0 = every LLC), so
+/// the highlighted row, the histogram and the CPU line are the selection's, not the next LLC's.
+#[test]
+fn compared_scan_rows_follow_the_single_run_numbering() {
+    let (_dir, mut app) = compare_fixture();
+    app.update(Msg::Show(View::Scan));
+    let llcs = app.data.snap.scan_latency.per_llc.len();
+    assert!(llcs >= 2, "fixture has {llcs} LLCs");
+    let s = screen(&app, 120, 40);
+    assert!(!s.contains("LLC 0 = CPUs"), "row 0 is every LLC: {s}");
+    assert!(
+        !s.contains("LLC 0 (CPUs"),
+        "row 0 shows the overall histogram: {s}"
+    );
+    app.update(Msg::Move(1));
+    let s = screen(&app, 120, 40);
+    let l0 = &app.data.snap.scan_latency.per_llc[0];
+    assert!(
+        s.contains(&format!("LLC {} = CPUs {}", l0.id, l0.cpus)),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!("LLC {} (CPUs {})", l0.id, l0.cpus)),
+        "{s}"
+    );
+    for _ in 0..llcs + 3 {
+        app.update(Msg::Move(1));
+    }
+    let s = screen(&app, 120, 40);
+    let last = &app.data.snap.scan_latency.per_llc[llcs - 1];
+    assert!(
+        s.contains(&format!("LLC {} = CPUs {}", last.id, last.cpus)),
+        "the last LLC is reachable: {s}"
+    );
+}
+
 /// A share's Δ on screen is the current snapshot's share minus the baseline snapshot's, read
 /// from their JSON trees (the `--report json` of each run).
 #[test]

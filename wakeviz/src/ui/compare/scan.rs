@@ -32,8 +32,42 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, c: &Cmp) {
     let n = table.len() as u16 + 1;
     let [top, hist] = Layout::vertical([Constraint::Length(n), Constraint::Min(0)]).areas(left);
     f.render_widget(Paragraph::new(table), top);
-    histograms(f, hist, &sc.overall.log2, &sb.overall.log2, sc.log2_unit);
-    per_llc(f, right, app, c);
+    // The histograms follow the selection as in the single-run view: row 0 is every LLC, the
+    // others one LLC each (only when both runs have the same LLCs).
+    let sel = selected(app, c);
+    match sel
+        .checked_sub(1)
+        .and_then(|i| sc.per_llc.get(i).zip(sb.per_llc.get(i)))
+    {
+        Some((a, b)) => {
+            let [t, h] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(hist);
+            f.render_widget(
+                Paragraph::new(Line::from(Span::styled(
+                    format!("LLC {} (CPUs {})", a.id, a.cpus),
+                    fmt::bold(),
+                ))),
+                t,
+            );
+            histograms(f, h, &a.latency.log2, &b.latency.log2, sc.log2_unit);
+        }
+        None => histograms(f, hist, &sc.overall.log2, &sb.overall.log2, sc.log2_unit),
+    }
+    per_llc(f, right, sel, c);
+}
+
+/// The selected row: 0 = every LLC, `i + 1` = LLC `i`, the same numbering as the single-run
+/// view so a selection survives switching between them; only row 0 when the layouts differ.
+fn selected(app: &App, c: &Cmp) -> usize {
+    if !c.same_llcs {
+        return 0;
+    }
+    let llcs = c
+        .cur
+        .scan_latency
+        .per_llc
+        .len()
+        .min(c.base.scan_latency.per_llc.len());
+    app.sel[View::Scan.index()].min(llcs)
 }
 
 /// `n`, p50 .. max of both sides and the Δ (relative; `n/a` where a side has no samples).
@@ -71,7 +105,7 @@ pub fn quantile_table(c: &Cmp, a: &Quantiles, b: &Quantiles) -> Vec<Line<'static
     l
 }
 
-fn per_llc(f: &mut Frame, area: Rect, app: &App, c: &Cmp) {
+fn per_llc(f: &mut Frame, area: Rect, sel: usize, c: &Cmp) {
     let (sc, sb) = (&c.cur.scan_latency, &c.base.scan_latency);
     let mut lines = vec![Line::from(Span::styled(
         "per LLC p99 (chosen CPU)",
@@ -92,18 +126,16 @@ fn per_llc(f: &mut Frame, area: Rect, app: &App, c: &Cmp) {
         ),
         fmt::dim(),
     )));
-    let sel = app.sel[View::Scan.index()].min(sc.per_llc.len().saturating_sub(1));
     let rows = usize::from(area.height).saturating_sub(3);
     let first = sel.saturating_sub(rows.saturating_sub(1));
-    for (i, (a, b)) in sc
-        .per_llc
-        .iter()
-        .zip(&sb.per_llc)
-        .enumerate()
-        .skip(first)
-        .take(rows)
-    {
-        let (qa, qb) = (&a.latency.quantiles, &b.latency.quantiles);
+    let list = std::iter::once(("all".to_string(), &sc.overall, &sb.overall)).chain(
+        sc.per_llc
+            .iter()
+            .zip(&sb.per_llc)
+            .map(|(a, b)| (a.id.to_string(), &a.latency, &b.latency)),
+    );
+    for (i, (name, a, b)) in list.enumerate().skip(first).take(rows) {
+        let (qa, qb) = (&a.quantiles, &b.quantiles);
         let show = |q: &Quantiles| {
             if q.count == 0 {
                 "-".into()
@@ -118,7 +150,7 @@ fn per_llc(f: &mut Frame, area: Rect, app: &App, c: &Cmp) {
         };
         let text = format!(
             "{:<4} {:>6} {:>7} {:>7} {d:>7}",
-            a.id,
+            name,
             fmt::count(qa.count),
             show(qa),
             show(qb)
@@ -130,7 +162,7 @@ fn per_llc(f: &mut Frame, area: Rect, app: &App, c: &Cmp) {
         };
         lines.push(Line::from(Span::styled(text, style)));
     }
-    if let Some(l) = sc.per_llc.get(sel) {
+    if let Some(l) = sel.checked_sub(1).and_then(|i| sc.per_llc.get(i)) {
         lines.push(Line::from(Span::styled(
             format!("LLC {} = CPUs {}", l.id, l.cpus),
             fmt::dim(),
