@@ -115,17 +115,18 @@ macro_rules! for_each_aggregate_program {
     };
 }
 
-/// The cost floor's empty tp_btf programs (`wakeviz --floor-probes`), one per tracepoint of
-/// [`for_each_program`]. Calls `$cb! { point: program; ... }`.
+/// The cost floors' tp_btf programs (`wakeviz --floor-probes`), one pair per tracepoint of
+/// [`for_each_program`]: the empty one, the streaming one, the batching one. Calls
+/// `$cb! { point: empty, stream, batch; ... }`.
 #[macro_export]
 macro_rules! for_each_floor_program {
     ($cb:ident) => {
         $cb! {
-            sched_waking: floor_sched_waking;
-            sched_wakeup: floor_sched_wakeup;
-            sched_wakeup_new: floor_sched_wakeup_new;
-            sched_switch: floor_sched_switch;
-            sched_migrate_task: floor_sched_migrate_task;
+            sched_waking: floor_sched_waking, floor_stream_sched_waking, floor_batch_sched_waking;
+            sched_wakeup: floor_sched_wakeup, floor_stream_sched_wakeup, floor_batch_sched_wakeup;
+            sched_wakeup_new: floor_sched_wakeup_new, floor_stream_sched_wakeup_new, floor_batch_sched_wakeup_new;
+            sched_switch: floor_sched_switch, floor_stream_sched_switch, floor_batch_sched_switch;
+            sched_migrate_task: floor_sched_migrate_task, floor_stream_sched_migrate_task, floor_batch_sched_migrate_task;
         }
     };
 }
@@ -208,12 +209,15 @@ pub mod aggregate_program {
     crate::for_each_aggregate_program!(consts);
 }
 
-/// The cost floor's program names: (tracepoint, empty tp_btf program), in the order of
-/// [`program::TRACEPOINTS`].
+/// The cost floors' program names, (tracepoint, program), in the order of
+/// [`program::TRACEPOINTS`]: `EMPTY` return at once, `STREAM` send one timestamped record,
+/// `BATCH` buffer it per CPU and send 32 at a time.
 pub mod floor_program {
     macro_rules! consts {
-        ($($tp:ident: $prog:ident;)*) => {
-            pub const ALL: &[(&str, &str)] = &[$((stringify!($tp), stringify!($prog))),*];
+        ($($tp:ident: $empty:ident, $stream:ident, $batch:ident;)*) => {
+            pub const EMPTY: &[(&str, &str)] = &[$((stringify!($tp), stringify!($empty))),*];
+            pub const STREAM: &[(&str, &str)] = &[$((stringify!($tp), stringify!($stream))),*];
+            pub const BATCH: &[(&str, &str)] = &[$((stringify!($tp), stringify!($batch))),*];
         };
     }
     crate::for_each_floor_program!(consts);
@@ -301,12 +305,18 @@ mod tests {
             .map(|t| t.name)
             .collect();
         assert_eq!(agg, tps(program::TRACEPOINTS), "same points, same order");
-        let floor: Vec<_> = floor_program::ALL.iter().map(|t| t.0).collect();
-        assert_eq!(
-            floor,
-            tps(program::TRACEPOINTS),
-            "the floor covers every point"
-        );
+        for floor in [
+            floor_program::EMPTY,
+            floor_program::STREAM,
+            floor_program::BATCH,
+        ] {
+            let points: Vec<_> = floor.iter().map(|t| t.0).collect();
+            assert_eq!(
+                points,
+                tps(program::TRACEPOINTS),
+                "each floor covers every point"
+            );
+        }
         for list in [
             global::ALL,
             map::ALL,

@@ -114,10 +114,19 @@ pub struct Cli {
     /// aggregate's snapshot (as `--report json`) to FILE at the end.
     #[arg(long, hide = true, value_name = "FILE", conflicts_with_all = LIVE_ONLY)]
     pub aggregate_beside: Option<PathBuf>,
-    /// For the benchmark: attach empty tp_btf programs on the sched tracepoints and nothing
-    /// else until SIGINT (the cost floor of any tracer on these hooks).
-    #[arg(long, hide = true, conflicts_with_all = ["replay", "demo", "record", "aggregate", "serve"])]
-    pub floor_probes: bool,
+    /// For the benchmark: attach tp_btf programs on the sched tracepoints and nothing else
+    /// until SIGINT: `empty` ones (the cost floor of any tracer on these hooks, the default) or
+    /// `stream` ones (a clock read and one record per hit: the floor of a streaming tracer) or
+    /// `batch` ones (the same records sent 32 at a time from a per-CPU buffer).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "FLOOR",
+        num_args = 0..=1,
+        default_missing_value = "empty",
+        conflicts_with_all = ["replay", "demo", "record", "aggregate", "serve"]
+    )]
+    pub floor_probes: Option<crate::probes::floor::Floor>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }

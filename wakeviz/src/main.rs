@@ -69,8 +69,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Experiment(x)) = &cli.workload {
         return experiment::run(x);
     }
-    if cli.floor_probes {
-        probes::floor::run()?;
+    if let Some(floor) = cli.floor_probes {
+        probes::floor::run(floor)?;
         return Ok(ExitCode::SUCCESS);
     }
     if cli.demo {

@@ -1,45 +1,101 @@
-//! `wakeviz --floor-probes` (hidden; for `cargo xtask bench --only floor`): attaches the empty
-//! tp_btf programs of `wakeviz-ebpf/src/floor.rs` on every sched tracepoint the streaming probes
-//! use, and nothing else, until SIGINT/SIGTERM. The benchmark's slowdown under them is the
-//! floor a streaming tracer on these hooks cannot go below.
+//! `wakeviz --floor-probes [empty|stream|batch]` (hidden; for `cargo xtask bench --only floor`):
+//! attaches one of the two floors of `wakeviz-ebpf/src/floor.rs` on every sched tracepoint the
+//! streaming probes use, and nothing else, until SIGINT/SIGTERM. `empty` is the floor no tracer
+//! on these hooks can go below; `stream` (a clock read and one record per hit, drained and
+//! thrown away here as wakeviz's drain threads would read it) is the floor of any tracer that
+//! streams one timestamped record per hit; `batch` the same records sent 32 at a time (the
+//! drain counts ring records, so batches there).
 use std::time::Duration;
 
 use anyhow::Context as _;
-use aya::{Btf, Ebpf, EbpfLoader};
-use wakeviz_common::names::floor_program;
+use aya::{Btf, Ebpf, EbpfLoader, maps::RingBuf};
+use wakeviz_common::names::{floor_program, map};
 
 use super::{LoadError, attach_tp_btf, load_object, raise_memlock};
 
-/// Loads the object and attaches every floor program; any failure is an error, since a partial
-/// floor would understate it.
-pub fn attach() -> anyhow::Result<Ebpf> {
+/// Which floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Floor {
+    /// Programs that return at once.
+    Empty,
+    /// Programs that read the clock and send one record of the real probe's size.
+    Stream,
+    /// The same records, buffered per CPU and sent 32 at a time.
+    Batch,
+}
+
+impl Floor {
+    fn programs(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Empty => floor_program::EMPTY,
+            Self::Stream => floor_program::STREAM,
+            Self::Batch => floor_program::BATCH,
+        }
+    }
+}
+
+/// Loads the object and attaches every program of `floor`; any failure is an error, since a
+/// partial floor would understate it.
+pub fn attach(floor: Floor) -> anyhow::Result<Ebpf> {
     raise_memlock();
     let btf = Btf::from_sys_fs().context("the floor needs the kernel's BTF (tp_btf programs)")?;
     let mut loader = EbpfLoader::new();
     loader.btf(Some(&btf));
-    // The ring buffer is created with the object but never written: keep it small.
-    loader.map_max_entries(wakeviz_common::names::map::EVENTS, 1 << 16);
+    // The empty floor never writes the ring: keep it small. The streaming one gets wakeviz's
+    // default size, so it drops nothing between two polls either.
+    let ring = match floor {
+        Floor::Empty => 1 << 16,
+        Floor::Stream | Floor::Batch => 16 << 20,
+    };
+    loader.map_max_entries(map::EVENTS, ring);
     let mut ebpf = load_object(&mut loader, &[])?;
-    for (tp, prog) in floor_program::ALL {
+    for (tp, prog) in floor.programs() {
         attach_tp_btf(&mut ebpf, prog, tp, &btf)
             .map_err(|why| LoadError::Refused(format!("{tp}: {why}")))?;
     }
     Ok(ebpf)
 }
 
-/// Attaches the floor, says so on stderr, and holds it until a stop signal.
-pub fn run() -> anyhow::Result<()> {
+/// Attaches the floor, says so on stderr, and holds it until a stop signal, draining the ring
+/// every 10 ms (wakeviz's poll interval) for the streaming floor.
+pub fn run(floor: Floor) -> anyhow::Result<()> {
     crate::signals::install();
-    let ebpf = attach()?;
-    let points: Vec<&str> = floor_program::ALL.iter().map(|(tp, _)| *tp).collect();
+    let mut ebpf = attach(floor)?;
+    let mut ring = match floor {
+        Floor::Empty => None,
+        Floor::Stream | Floor::Batch => {
+            let m = ebpf
+                .take_map(map::EVENTS)
+                .context("the object has no EVENTS map")?;
+            Some(RingBuf::try_from(m).context("EVENTS is not a ring buffer")?)
+        }
+    };
+    let points: Vec<&str> = floor.programs().iter().map(|(tp, _)| *tp).collect();
     eprintln!(
-        "wakeviz: floor probes attached (empty tp_btf programs on {}); Ctrl-C to detach",
+        "wakeviz: floor probes attached ({} tp_btf programs on {}); Ctrl-C to detach",
+        match floor {
+            Floor::Empty => "empty",
+            Floor::Stream => "streaming",
+            Floor::Batch => "batching",
+        },
         points.join(", ")
     );
+    let mut records = 0u64;
     while !crate::signals::stop_requested() {
-        std::thread::sleep(Duration::from_millis(20));
+        if let Some(r) = ring.as_mut() {
+            while let Some(item) = r.next() {
+                std::hint::black_box(&*item);
+                records += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
     drop(ebpf);
-    eprintln!("wakeviz: floor probes detached");
+    match floor {
+        Floor::Empty => eprintln!("wakeviz: floor probes detached"),
+        Floor::Stream | Floor::Batch => {
+            eprintln!("wakeviz: floor probes detached; {records} records drained")
+        }
+    }
     Ok(())
 }

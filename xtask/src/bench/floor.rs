@@ -1,9 +1,12 @@
 //! Issue 16, part 2: wakeviz's per-event cost against the real floor, and hackbench.
 //!
 //! `floor`: `taskset -c 0 perf bench sched pipe` alone, under `wakeviz --floor-probes` (empty
-//! tp_btf programs on the same five tracepoints, nothing else), under `wakeviz --record`
-//! (and under a second binary `WAKEVIZ_BIN_B`, e.g. the build before a probe change, when
-//! set), and under `perf sched record`, in alternation; the order rotates every round so no
+//! tp_btf programs on the same five tracepoints, nothing else), under `wakeviz --floor-probes
+//! stream` (a clock read and one ring record per hit: the least any streaming tracer pays),
+//! under `--floor-probes batch` (the same records from a per-CPU buffer, 32 per ring write),
+//! under `wakeviz --record` (and under a second binary `WAKEVIZ_BIN_B`, e.g. the build before a
+//! probe change, when set), under `wakeviz --aggregate` (in-kernel counters, no record per
+//! event) and under `perf sched record`, in alternation; the order rotates every round so no
 //! configuration always runs right after the same other one. Each traced run is paired with the
 //! same round's run alone; the medians of those differences are the added µs/op, and wakeviz's
 //! is printed as a multiple of the floor's and as a fraction of perf's.
@@ -30,7 +33,13 @@ use super::{Background, Ctx, Finished, Summary, median, run_measured, tracer};
 enum Config {
     Alone,
     Floor,
+    /// A clock read and one record per hit, drained: the floor of any streaming tracer.
+    FloorStream,
+    /// The same records from a per-CPU buffer, 32 per ring write: batching's best case.
+    FloorBatch,
     Wakeviz(PathBuf),
+    /// `wakeviz --aggregate`: the in-kernel mode, no record per event.
+    Aggregate,
     /// The second binary of `WAKEVIZ_BIN_B`.
     WakevizB(PathBuf),
     Perf,
@@ -41,6 +50,9 @@ impl Config {
         match self {
             Self::Alone => "alone",
             Self::Floor => "floor (empty tp_btf)",
+            Self::FloorStream => "stream floor",
+            Self::FloorBatch => "batch floor",
+            Self::Aggregate => "wakeviz --aggregate",
             Self::Wakeviz(_) => "wakeviz --record",
             Self::WakevizB(_) => "wakeviz-B --record",
             Self::Perf => "perf sched record",
@@ -64,6 +76,21 @@ fn start(ctx: &Ctx, cfg: &Config, file: &Path) -> anyhow::Result<Option<Backgrou
         Config::Floor => {
             tracer::wakeviz(&ctx.wakeviz, ["--floor-probes"], "floor probes attached")?
         }
+        Config::FloorStream => tracer::wakeviz(
+            &ctx.wakeviz,
+            ["--floor-probes", "stream"],
+            "floor probes attached",
+        )?,
+        Config::FloorBatch => tracer::wakeviz(
+            &ctx.wakeviz,
+            ["--floor-probes", "batch"],
+            "floor probes attached",
+        )?,
+        Config::Aggregate => tracer::wakeviz(
+            &ctx.wakeviz,
+            ["--aggregate", "--headless"],
+            "capturing in-kernel aggregates",
+        )?,
         Config::Wakeviz(bin) | Config::WakevizB(bin) => {
             let args = [
                 OsStr::new("--record"),
@@ -128,7 +155,10 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
     let mut cfgs = vec![
         Config::Alone,
         Config::Floor,
+        Config::FloorStream,
+        Config::FloorBatch,
         Config::Wakeviz(ctx.wakeviz.clone()),
+        Config::Aggregate,
     ];
     if let Some(b) = std::env::var_os("WAKEVIZ_BIN_B") {
         cfgs.push(Config::WakevizB(PathBuf::from(b)));
@@ -136,7 +166,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
     cfgs.push(Config::Perf);
     let desc = format!("taskset -c 0 perf bench sched pipe -l {loops}");
     println!(
-        "\n[16] cost floor: {rounds} rounds of `{desc}` alone, under `wakeviz --floor-probes` (empty tp_btf programs on the five sched tracepoints), under `wakeviz --record --headless`{}, under `perf sched record`; order rotated each round",
+        "\n[16] cost floor: {rounds} rounds of `{desc}` alone, under `wakeviz --floor-probes` (empty tp_btf programs on the five sched tracepoints), under `wakeviz --floor-probes stream` (a clock read and one ring record per hit, nothing else), under `wakeviz --floor-probes batch` (the same records, 32 per ring write), under `wakeviz --record --headless`{}, under `wakeviz --aggregate --headless`, under `perf sched record`; order rotated each round",
         if cfgs.iter().any(|c| matches!(c, Config::WakevizB(_))) {
             " and WAKEVIZ_BIN_B's"
         } else {
@@ -168,9 +198,12 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
         }
     }
     let idx = |want: fn(&Config) -> bool| cfgs.iter().position(want);
-    let (Some(fl), Some(wv), Some(pf)) = (
+    let (Some(fl), Some(fs), Some(fb), Some(wv), Some(ag), Some(pf)) = (
         idx(|c| *c == Config::Floor),
+        idx(|c| *c == Config::FloorStream),
+        idx(|c| *c == Config::FloorBatch),
         idx(|c| matches!(c, Config::Wakeviz(_))),
+        idx(|c| *c == Config::Aggregate),
         idx(|c| *c == Config::Perf),
     ) else {
         bail!("configuration list incomplete");
@@ -186,9 +219,16 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
         let col = |ci: usize| v[ci].iter().map(pick).collect::<Vec<_>>();
         let alone = col(0);
         let added = |ci: usize| paired_added(&alone, &col(ci));
-        let (a_fl, a_wv, a_pf) = (added(fl), added(wv), added(pf));
+        let (a_fl, a_fs, a_fb, a_wv, a_ag, a_pf) = (
+            added(fl),
+            added(fs),
+            added(fb),
+            added(wv),
+            added(ag),
+            added(pf),
+        );
         let mut line = format!(
-            "  {metric}: median alone {:.3}; added (paired medians): floor {a_fl:+.3}, wakeviz {a_wv:+.3}, perf sched record {a_pf:+.3}",
+            "  {metric}: median alone {:.3}; added (paired medians): floor {a_fl:+.3}, stream floor {a_fs:+.3}, batch floor {a_fb:+.3}, wakeviz {a_wv:+.3}, wakeviz --aggregate {a_ag:+.3}, perf sched record {a_pf:+.3}",
             median(&alone)
         );
         if let Some(b) = wb {
@@ -210,6 +250,40 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
             "16",
             format!("pipe-1cpu {metric}: wakeviz added / floor added"),
             format!("{txt} ({a_wv:+.3} / {a_fl:+.3})"),
+            target("<= 1.5x"),
+            x.filter(|_| judged).map(|x| x <= 1.5),
+        );
+        // What streaming itself costs, and how far wakeviz is from the least a streaming
+        // tracer pays: the 1.5x target sits below the first whenever it exceeds 1.5x.
+        let (txt, _) = ratio(a_fs, a_fl);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: stream floor added / floor added"),
+            format!("{txt} ({a_fs:+.3} / {a_fl:+.3})"),
+            "(info: one timestamped record per hit)",
+            None,
+        );
+        let (txt, _) = ratio(a_fb, a_fl);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: batch floor added / floor added"),
+            format!("{txt} ({a_fb:+.3} / {a_fl:+.3})"),
+            "(info: the same records, 32 per ring write)",
+            None,
+        );
+        let (txt, _) = ratio(a_wv, a_fs);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: wakeviz added / stream floor added"),
+            format!("{txt} ({a_wv:+.3} / {a_fs:+.3})"),
+            "(info: wakeviz's own work per record)",
+            None,
+        );
+        let (txt, x) = ratio(a_ag, a_fl);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: wakeviz --aggregate added / floor added"),
+            format!("{txt} ({a_ag:+.3} / {a_fl:+.3})"),
             target("<= 1.5x"),
             x.filter(|_| judged).map(|x| x <= 1.5),
         );
