@@ -22,7 +22,7 @@ use std::cell::Cell;
 pub use super::rule::{Rule, Stage};
 use super::{
     state::State,
-    topo::{NONE, ShadowTopo},
+    topo::{NONE, ShadowTopo, WalkStep},
 };
 use crate::{
     event::{Event, Kind, SelectInputs, wf},
@@ -770,15 +770,16 @@ pub fn core_scan(
 fn core_walk_scan(
     t: &ShadowTopo,
     st: &State,
-    walk: &[u32],
+    walk: &[WalkStep],
     span: &CpuSet,
 ) -> (Option<u32>, Option<u32>, u32) {
     let (idle, span) = (st.idle.words(), span.words());
     let mut probes = 0;
     let mut fallback = None;
-    for &c in walk {
+    for step in walk {
+        let c = step.cpu;
         let mut all = true;
-        for &sib in t.siblings(c) {
+        for &sib in t.step_siblings(step) {
             probes += 1;
             if !CpuSet::words_contain(idle, sib) {
                 all = false;

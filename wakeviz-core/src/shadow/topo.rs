@@ -31,6 +31,14 @@ pub fn reclaim_distance_for(vendor: Option<&str>) -> u32 {
 /// cores take 512 Ki entries).
 pub const CORE_WALK_MAX: usize = 4 << 20;
 
+/// One core of an idle-core scan's visiting order: the CPU the scan meets it at, and where its
+/// SMT siblings are (so the scan does no per-CPU core lookup).
+#[derive(Clone, Copy, Debug)]
+pub struct WalkStep {
+    pub cpu: u32,
+    sibs: (u32, u32),
+}
+
 /// Topology reshaped for the shadow policies.
 #[derive(Clone, Debug)]
 pub struct ShadowTopo {
@@ -59,7 +67,7 @@ pub struct ShadowTopo {
     /// idle-core scan of the whole LLC starting at `x` visits, one per core, in visiting order
     /// (wrap order from `x`, a core at the first of its CPUs met). The scan of every idle-core
     /// policy walks this list instead of re-deriving it bit by bit on every wakeup.
-    core_walk: Vec<u32>,
+    core_walk: Vec<WalkStep>,
     core_walk_off: Vec<u32>,
     /// Whether any core has more than one thread (`sched_smt_active()`).
     pub smt: bool,
@@ -245,7 +253,12 @@ impl ShadowTopo {
                         }
                         *st = pass;
                     }
-                    self.core_walk.push(c);
+                    let k = self.core_of[c as usize] as usize;
+                    let sibs = match (self.core_off.get(k), self.core_off.get(k + 1)) {
+                        (Some(&a), Some(&b)) => (a, b),
+                        _ => (0, 0),
+                    };
+                    self.core_walk.push(WalkStep { cpu: c, sibs });
                 }
                 pass += 1;
                 self.core_walk_off.push(self.core_walk.len() as u32);
@@ -257,7 +270,7 @@ impl ShadowTopo {
     /// the field's docs); `None` when the table was not built. `start` wraps at the sets'
     /// width, as [`CpuSet::wrap_segment`] does.
     #[inline]
-    pub fn core_walk(&self, l: u32, start: u32) -> Option<&[u32]> {
+    pub fn core_walk(&self, l: u32, start: u32) -> Option<&[WalkStep]> {
         if self.core_walk_off.is_empty() {
             return None;
         }
@@ -275,6 +288,14 @@ impl ShadowTopo {
             (Some(&a), Some(&b)) => Some(&self.core_walk[a as usize..b as usize]),
             _ => None,
         }
+    }
+
+    /// The SMT siblings of a walk step's core: [`Self::siblings`] of its CPU.
+    #[inline]
+    pub fn step_siblings(&self, step: &WalkStep) -> &[u32] {
+        self.core_cpus
+            .get(step.sibs.0 as usize..step.sibs.1 as usize)
+            .unwrap_or(&[])
     }
 
     /// Whether `cpu` is a known online CPU (events can carry anything).
