@@ -27,9 +27,9 @@ pub fn reclaim_distance_for(vendor: Option<&str>) -> u32 {
     }
 }
 
-/// Most entries of the idle-core scan's visiting-order table (16 MiB; 8192 CPUs in LLCs of 64
-/// cores take 512 Ki entries).
-pub const CORE_WALK_MAX: usize = 4 << 20;
+/// Most entries of the idle-core scan's visiting-order table (12 bytes each, so 12 MiB: 8192
+/// CPUs in LLCs of 64 cores take 512 Ki entries, in LLCs of 128 cores 1 Mi).
+pub const CORE_WALK_MAX: usize = 1 << 20;
 
 /// One core of an idle-core scan's visiting order: the CPU the scan meets it at, and where its
 /// SMT siblings are (so the scan does no per-CPU core lookup).
