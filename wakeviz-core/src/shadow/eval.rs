@@ -335,6 +335,8 @@ impl ShadowEval {
         let mut clear = None;
         let mut fired = 0u64;
         let outs = self.park.outcomes_mut(slot);
+        // The policies mostly agree: the last answer's CPU, idle bit and queue length.
+        let mut last: Option<(u32, u32, bool, u32)> = None;
         for (i, (pol, out)) in self.policies.iter_mut().zip(outs.iter_mut()).enumerate() {
             if Some(i) == self.observed {
                 continue;
@@ -342,14 +344,22 @@ impl ShadowEval {
             ctx.begin();
             let mut d = pol.decide(&ctx, t, st, &mut self.scratch);
             ctx.enforce_allowed(t, &mut d);
-            let cpu = if t.valid(d.cpu) { d.cpu } else { ctx.p };
+            let (cpu, idle, queue) = match last {
+                Some((asked, cpu, idle, queue)) if asked == d.cpu => (cpu, idle, queue),
+                _ => {
+                    let cpu = if t.valid(d.cpu) { d.cpu } else { ctx.p };
+                    let (idle, queue) = (st.is_idle(cpu), st.nr_running(cpu));
+                    last = Some((d.cpu, cpu, idle, queue));
+                    (cpu, idle, queue)
+                }
+            };
             *out = Outcome {
                 cpu,
                 probes: d.probes,
                 rule: d.rule,
-                idle: st.is_idle(cpu),
+                idle,
                 exact: ctx.was_exact(),
-                queue: st.nr_running(cpu),
+                queue,
                 behind_waker: d.behind_waker,
             };
             if i == self.kernel.0 {

@@ -27,6 +27,18 @@ pub fn reclaim_distance_for(vendor: Option<&str>) -> u32 {
     }
 }
 
+/// Most entries of the idle-core scan's visiting-order table (12 bytes each, so 12 MiB: 8192
+/// CPUs in LLCs of 64 cores take 512 Ki entries, in LLCs of 128 cores 1 Mi).
+pub const CORE_WALK_MAX: usize = 1 << 20;
+
+/// One core of an idle-core scan's visiting order: the CPU the scan meets it at, and where its
+/// SMT siblings are (so the scan does no per-CPU core lookup).
+#[derive(Clone, Copy, Debug)]
+pub struct WalkStep {
+    pub cpu: u32,
+    sibs: (u32, u32),
+}
+
 /// Topology reshaped for the shadow policies.
 #[derive(Clone, Debug)]
 pub struct ShadowTopo {
@@ -51,6 +63,12 @@ pub struct ShadowTopo {
     /// SMT siblings of each core, ascending (`cpu_smt_mask`).
     core_cpus: Vec<u32>,
     core_off: Vec<u32>,
+    /// For each CPU `x` of each LLC (entry `llc_off[l] + i` for `llc_cpus[i]`): the CPUs an
+    /// idle-core scan of the whole LLC starting at `x` visits, one per core, in visiting order
+    /// (wrap order from `x`, a core at the first of its CPUs met). The scan of every idle-core
+    /// policy walks this list instead of re-deriving it bit by bit on every wakeup.
+    core_walk: Vec<WalkStep>,
+    core_walk_off: Vec<u32>,
     /// Whether any core has more than one thread (`sched_smt_active()`).
     pub smt: bool,
     /// For each CPU `t`: the other LLCs of the SIS_NODE domain (parent of `sd_llc(t)`), in the
@@ -90,6 +108,8 @@ impl ShadowTopo {
             llc_cores_off: Vec::with_capacity(t.llcs.len() + 1),
             core_cpus: Vec::new(),
             core_off: Vec::with_capacity(t.cores.len() + 1),
+            core_walk: Vec::new(),
+            core_walk_off: Vec::new(),
             smt: false,
             node_llcs: Vec::new(),
             node_llcs_off: Vec::with_capacity(bound + 1),
@@ -149,6 +169,7 @@ impl ShadowTopo {
             }
             s.llc_cores_off.push(s.llc_cores.len() as u32);
         }
+        s.build_core_walks();
         // SIS_NODE's domain is the parent of the LLC domain unless that parent is NUMA: the
         // package when it holds one node (PKG level), the node when a package holds several
         // (PKG dropped, NODE on top of MC), the package when a node spans packages. All three
@@ -204,6 +225,77 @@ impl ShadowTopo {
             }
         }
         s
+    }
+
+    /// Fills [`Self::core_walk`]: per LLC and start CPU, the cores in the order the scan meets
+    /// them. A CPU without a core (its siblings list is empty) stands alone. Skipped (the scan
+    /// then derives the order itself) when the table would exceed [`CORE_WALK_MAX`] entries:
+    /// it grows with the square of the LLC size, and a header can claim anything.
+    fn build_core_walks(&mut self) {
+        let n_llcs = self.llc_size.len();
+        let total: u64 = (0..n_llcs as u32)
+            .map(|l| self.llc_cpus(l).len() as u64 * self.llc_cores(l).len().max(1) as u64)
+            .sum();
+        if total > CORE_WALK_MAX as u64 {
+            return;
+        }
+        self.core_walk_off.push(0);
+        // Per core, the start position that last visited it.
+        let mut stamp = vec![u32::MAX; self.n_cores()];
+        let mut pass = 0u32;
+        for l in 0..n_llcs {
+            let cpus = self.llc_cpus(l as u32).to_vec();
+            for i in 0..cpus.len() {
+                for &c in cpus[i..].iter().chain(&cpus[..i]) {
+                    if let Some(st) = stamp.get_mut(self.core_of[c as usize] as usize) {
+                        if *st == pass {
+                            continue;
+                        }
+                        *st = pass;
+                    }
+                    let k = self.core_of[c as usize] as usize;
+                    let sibs = match (self.core_off.get(k), self.core_off.get(k + 1)) {
+                        (Some(&a), Some(&b)) => (a, b),
+                        _ => (0, 0),
+                    };
+                    self.core_walk.push(WalkStep { cpu: c, sibs });
+                }
+                pass += 1;
+                self.core_walk_off.push(self.core_walk.len() as u32);
+            }
+        }
+    }
+
+    /// The CPUs a scan of all of LLC `l` in wrap order from `start` visits, one per core (see
+    /// the field's docs); `None` when the table was not built. `start` wraps at the sets'
+    /// width, as [`CpuSet::wrap_segment`] does.
+    #[inline]
+    pub fn core_walk(&self, l: u32, start: u32) -> Option<&[WalkStep]> {
+        if self.core_walk_off.is_empty() {
+            return None;
+        }
+        let cpus = self.llc_cpus(l);
+        if cpus.is_empty() {
+            return Some(&[]);
+        }
+        let s = (start as usize % (self.nwords * 64)) as u32;
+        let mut i = cpus.partition_point(|&c| c < s);
+        if i == cpus.len() {
+            i = 0;
+        }
+        let at = self.llc_off[l as usize] as usize + i;
+        match (self.core_walk_off.get(at), self.core_walk_off.get(at + 1)) {
+            (Some(&a), Some(&b)) => Some(&self.core_walk[a as usize..b as usize]),
+            _ => None,
+        }
+    }
+
+    /// The SMT siblings of a walk step's core: [`Self::siblings`] of its CPU.
+    #[inline]
+    pub fn step_siblings(&self, step: &WalkStep) -> &[u32] {
+        self.core_cpus
+            .get(step.sibs.0 as usize..step.sibs.1 as usize)
+            .unwrap_or(&[])
     }
 
     /// Whether `cpu` is a known online CPU (events can carry anything).

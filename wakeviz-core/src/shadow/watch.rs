@@ -78,6 +78,7 @@ impl SyncWatch {
     }
 
     /// `cpu` switched `prev_pid` out at `ts` with `prev_state`: resolves its watches.
+    #[inline]
     pub fn resolve(
         &mut self,
         metrics: &mut [PolicyMetrics],
@@ -93,9 +94,8 @@ impl SyncWatch {
             return;
         }
         let matched = w.waker == prev_pid;
-        let (n, entries) = (w.n, w.entries);
-        w.n = 0;
-        for &(t0, mask) in &entries[..n] {
+        let n = std::mem::take(&mut w.n);
+        for &(t0, mask) in &w.entries[..n] {
             let mut h = SleptHist::default();
             if !matched {
                 h.unresolved = 1;
