@@ -283,7 +283,7 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                 } else {
                     SelectInputs::default()
                 };
-                out.push(Event::Select(Select {
+                out.push(Event::Select(Box::new(Select {
                     ts_ns,
                     entry_ts_ns: ts_ns.wrapping_sub(dur),
                     cpu,
@@ -299,7 +299,7 @@ pub fn decode(payload: &[u8], count: u32, out: &mut Vec<Event>) -> Result<(), St
                     prev_has_idle_cores,
                     idle_scan_ns,
                     inputs,
-                }));
+                })));
             }
         }
     }
