@@ -12,5 +12,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let count = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
     let mut out = Vec::new();
-    let _ = codec::decode(&data[4..], count, &mut out);
+    let _ = codec::decode(&data[4..], count, &mut out, &mut Vec::new());
 });

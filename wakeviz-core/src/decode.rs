@@ -98,7 +98,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
         EventKind::Select => {
             let e: SelectEvent = need(bytes, hdr.kind)?;
             let has = |bit| e.exact_mask & bit != 0;
-            let ev = Event::Select(Select {
+            let ev = Event::Select(Box::new(Select {
                 ts_ns: e.hdr.ts_ns,
                 entry_ts_ns: e.entry_ts_ns,
                 cpu: u32::from(e.hdr.cpu),
@@ -115,7 +115,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
                     .then_some(e.prev_has_idle_cores != 0),
                 idle_scan_ns: (e.idle_scan_ns != UNKNOWN_U32).then_some(e.idle_scan_ns),
                 inputs: select_inputs(bytes, &e, hdr.kind)?,
-            });
+            }));
             (ev, None)
         }
     })

@@ -196,15 +196,21 @@ pub mod wf {
     pub const CURRENT_CPU: u32 = 0x40;
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Not `Copy`: the select record is boxed. Inline, its optional inputs made every event 216
+/// bytes, the stride of every chunk's vector, although nine events in ten are wakeups and
+/// switches of 32 bytes; boxed, one allocation per select record buys a 40-byte `Event`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     Waking(Wake),
     Wakeup(Wake),
     WakeupNew(Wake),
     Switch(Switch),
     Migrate(Migrate),
-    Select(Select),
+    Select(Box<Select>),
 }
+
+/// Keeps `Event` from growing back silently: every decoded chunk is a vector of them.
+const _: () = assert!(std::mem::size_of::<Event>() <= 40);
 
 /// Event kinds with the kernel's names, indexable for per-kind counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -343,5 +349,20 @@ impl TaskTable {
 
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Comm)> {
         self.names.iter().map(|(p, c)| (*p, c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decoder's element stride; `cargo test -p wakeviz-core event::tests -- --nocapture`
+    /// prints it (216 bytes with the select record inline, before it was boxed).
+    #[test]
+    fn event_is_small() {
+        let (ev, sel) = (size_of::<Event>(), size_of::<Select>());
+        println!("size_of::<Event>() = {ev}, size_of::<Select>() = {sel}");
+        assert!(ev <= 40, "Event grew to {ev} bytes");
+        assert!(size_of::<Wake>() < ev && size_of::<Switch>() < ev);
     }
 }

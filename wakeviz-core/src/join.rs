@@ -151,7 +151,7 @@ impl Joiner {
                 None
             }
             Event::Select(s) => {
-                self.pending.slot(s.pid).select = Some(*s);
+                self.pending.slot(s.pid).select = Some(**s);
                 None
             }
             Event::Wakeup(w) => {
@@ -234,7 +234,7 @@ mod tests {
         let mut j = Joiner::new();
         j.on_event(&Event::Waking(wake(10, 2, 5, 1, 4)));
         let s = select_of(5, 12);
-        j.on_event(&Event::Select(s));
+        j.on_event(&Event::Select(Box::new(s)));
         let p = j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).unwrap();
         assert_eq!(p.select, Some(s));
         assert_eq!(p.sync(), Some(true));
@@ -245,16 +245,16 @@ mod tests {
         let mut j = Joiner::new();
         let mut s = select_of(5, 12);
         j.on_event(&Event::Waking(wake(10, 2, 5, 1, 4)));
-        j.on_event(&Event::Select(s));
+        j.on_event(&Event::Select(Box::new(s)));
         assert!(j.on_event(&Event::Wakeup(wake(20, 2, 5, 2, 4))).is_some());
         // Pid 7 takes pid 5's freed slot with a select record but no sched_waking: its
         // wakeup is an orphan, not pid 5's waking joined again.
         s.pid = 7;
-        j.on_event(&Event::Select(s));
+        j.on_event(&Event::Select(Box::new(s)));
         assert!(j.on_event(&Event::Wakeup(wake(30, 2, 7, 2, 4))).is_none());
         assert_eq!(j.unmatched_wakeups, 1);
         // And a waking after a stale select drops the select.
-        j.on_event(&Event::Select(s));
+        j.on_event(&Event::Select(Box::new(s)));
         j.on_event(&Event::Waking(wake(40, 3, 7, 1, 4)));
         let p = j.on_event(&Event::Wakeup(wake(50, 3, 7, 1, 4))).unwrap();
         assert_eq!((p.select, p.waker_cpu, p.prev_cpu), (None, 3, 1));

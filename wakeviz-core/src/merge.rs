@@ -98,9 +98,16 @@ impl Merger {
 
     /// Takes in a batch from `ring`, drained after the clock read `clock_ns`, and appends to
     /// `out` whatever became releasable, in timestamp order.
-    pub fn push(&mut self, ring: usize, events: &[Event], clock_ns: u64, out: &mut Vec<Event>) {
+    /// Takes the events by value: a boxed select record then moves instead of being cloned.
+    pub fn push(
+        &mut self,
+        ring: usize,
+        events: impl IntoIterator<Item = Event>,
+        clock_ns: u64,
+        out: &mut Vec<Event>,
+    ) {
         for ev in events {
-            self.insert(*ev);
+            self.insert(ev);
         }
         if let Some(c) = self.clocks.get_mut(ring)
             && *c != u64::MAX

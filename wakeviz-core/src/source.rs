@@ -49,6 +49,9 @@ pub trait EventSource {
     fn stats(&self) -> Option<&CaptureStats> {
         None
     }
+    /// Hands a delivered batch back once every consumer is done with it, so the source can
+    /// reuse its memory (a replay: the event vector and the select records' boxes). Optional.
+    fn recycle(&mut self, _batch: Batch) {}
 }
 
 /// Replays a recording as fast as it is polled; pacing belongs to the consumer.
@@ -147,6 +150,10 @@ impl<R: Read> EventSource for ReplaySource<R> {
 
     fn stop(&mut self) {
         self.stopped = true;
+    }
+
+    fn recycle(&mut self, batch: Batch) {
+        self.reader.recycle(batch.events);
     }
 }
 

@@ -334,8 +334,9 @@ pub struct Synth {
     seq: u64,
     phase: u64,
     phase_ns: u64,
-    out: Vec<Event>,
-    out_pos: usize,
+    /// Events of the current step, handed out front first (moved, not copied: `Event` is not
+    /// `Copy`).
+    out: VecDeque<Event>,
     remaining: u64,
     truth: Option<Vec<TruthPlacement>>,
     /// [`SynthConfig::cross_package_ppm`] and, per CPU index, the CPUs of other packages
@@ -431,8 +432,7 @@ impl Synth {
             seq: 0,
             phase: 0,
             phase_ns: cfg.phase_ns.max(1_000_000),
-            out: Vec::with_capacity(256),
-            out_pos: 0,
+            out: VecDeque::with_capacity(256),
             remaining: cfg.events,
             truth: None,
             cross_package_ppm: cfg.cross_package_ppm.min(1_000_000),
@@ -806,7 +806,7 @@ impl Synth {
     }
 
     fn emit(&mut self, e: Event) {
-        self.out.push(e);
+        self.out.push_back(e);
     }
 
     fn start_burst(&mut self, cpu: u32, task: u32, at: u64) {
@@ -1000,7 +1000,7 @@ impl Synth {
                 dur = dur * u64::from(self.scan_scale_pct) / 100;
             }
             let exit = self.stamp(w, entry + dur);
-            self.emit(Event::Select(Select {
+            self.emit(Event::Select(Box::new(Select {
                 ts_ns: exit,
                 entry_ts_ns: entry,
                 cpu: w_no,
@@ -1016,7 +1016,7 @@ impl Synth {
                 prev_has_idle_cores: Some(inputs.4),
                 idle_scan_ns: None,
                 inputs: Default::default(),
-            }));
+            })));
             t = exit;
             chosen
         };
@@ -1235,15 +1235,13 @@ impl Iterator for Synth {
         if self.remaining == 0 {
             return None;
         }
-        while self.out_pos >= self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
+        loop {
+            if let Some(e) = self.out.pop_front() {
+                self.remaining -= 1;
+                return Some(e);
+            }
             self.step();
         }
-        let e = self.out[self.out_pos];
-        self.out_pos += 1;
-        self.remaining -= 1;
-        Some(e)
     }
 }
 

@@ -102,7 +102,7 @@ fn events(n: u64) -> Vec<Event> {
                     orig_cpu: 0,
                     dest_cpu: 3,
                 }),
-                _ => Event::Select(Select {
+                _ => Event::Select(Box::new(Select {
                     ts_ns: ts,
                     entry_ts_ns: ts - 1500,
                     cpu,
@@ -136,7 +136,7 @@ fn events(n: u64) -> Vec<Event> {
                         }),
                         ..Default::default()
                     },
-                }),
+                })),
             }
         })
         .collect()

@@ -181,7 +181,7 @@ fn one_wakeup(
 ) -> Vec<(&'static str, u32)> {
     let events = [
         Event::Waking(wake(ts, w, pid, prev, waker)),
-        Event::Select(select(ts + 10, w, pid, prev, chosen, waker, s)),
+        Event::Select(Box::new(select(ts + 10, w, pid, prev, chosen, waker, s))),
         Event::Wakeup(wake(ts + 20, w, pid, chosen, waker)),
     ];
     let names = ev.policy_names();
@@ -550,7 +550,9 @@ fn claimed_cpu_counts_busy_until_its_wakeup() {
         ..Sel::default()
     };
     ev.on_event(&Event::Waking(wake(10_000, 0, 20, 0, 100)));
-    ev.on_event(&Event::Select(select(10_010, 0, 20, 0, 3, 100, sel)));
+    ev.on_event(&Event::Select(Box::new(select(
+        10_010, 0, 20, 0, 3, 100, sel,
+    ))));
     assert!(!ev.state().is_idle(3), "claimed by pid 20");
     ev.on_event(&Event::Wakeup(wake(10_050, 3, 20, 3, 100)));
     assert!(!ev.state().is_idle(3), "pid 20 queued there now");
@@ -727,7 +729,7 @@ fn claims_end_with_their_wakeup() {
     feed(&mut ev, &mut j, switch(1_000, 2, 0, 30, 0));
     let mut exec = select(2_000, 2, 30, 2, 2, 30, sel);
     exec.wake_flags = wf::EXEC;
-    feed(&mut ev, &mut j, Event::Select(exec));
+    feed(&mut ev, &mut j, Event::Select(Box::new(exec)));
     feed(&mut ev, &mut j, switch(3_000, 2, 30, 0, 1));
     // An interrupt on the idle CPU 2 wakes task 20, which last ran there: target idle.
     let v = one_wakeup(&mut ev, &mut j, 10_000, (2, 20, 2, 2, 0), sel);
@@ -744,7 +746,7 @@ fn claims_end_with_their_wakeup() {
     feed(
         &mut ev,
         &mut j,
-        Event::Select(select(40_000, 6, 40, 1, 1, 0, sel)),
+        Event::Select(Box::new(select(40_000, 6, 40, 1, 1, 0, sel))),
     );
     feed(&mut ev, &mut j, Event::Wakeup(wake(40_100, 1, 40, 1, 0)));
     feed(&mut ev, &mut j, switch(40_200, 1, 0, 40, 0));

@@ -83,15 +83,15 @@ fn degraded_inputs_still_replay() {
     let emulated: Vec<Event> = events
         .iter()
         .map(|e| match e {
-            Event::Select(s) => Event::Select(wakeviz_core::event::Select {
+            Event::Select(s) => Event::Select(Box::new(wakeviz_core::event::Select {
                 waker_nr_running: None,
                 nr_idle_scan: None,
                 has_idle_cores: None,
                 prev_nr_idle_scan: None,
                 prev_has_idle_cores: None,
-                ..*s
-            }),
-            e => *e,
+                ..**s
+            })),
+            e => e.clone(),
         })
         .collect();
     let (ev, _) = replay(&hdr, &emulated);
@@ -115,7 +115,7 @@ fn degraded_inputs_still_replay() {
     let tp: Vec<Event> = events
         .iter()
         .filter(|e| !matches!(e, Event::Select(_)))
-        .copied()
+        .cloned()
         .collect();
     let (ev, _) = replay(&tp_hdr, &tp);
     let f = ev.fidelity().expect("fidelity");

@@ -217,7 +217,7 @@ impl LiveSource {
             out.tasks.extend(chunk.batch.tasks);
             m.push(
                 chunk.ring,
-                &chunk.batch.events,
+                chunk.batch.events,
                 chunk.clock_ns,
                 &mut out.events,
             );

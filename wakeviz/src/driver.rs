@@ -138,6 +138,8 @@ pub fn run(
                     break;
                 }
             }
+            // Every sink is done with it: a replay decodes its next chunk over it.
+            src.recycle(now);
         }
         // A batch held back by pacing is not "ended" yet.
         let turn = Turn {

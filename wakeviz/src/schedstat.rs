@@ -19,7 +19,7 @@ use std::{
 use wakeviz_core::{
     analysis::Analysis,
     format::{CaptureStats, Header},
-    source::{EventSource, Poll, SourceError},
+    source::{Batch, EventSource, Poll, SourceError},
 };
 
 const SCHEDSTAT: &str = "/proc/schedstat";
@@ -106,6 +106,10 @@ impl EventSource for Bracket<'_> {
 
     fn warnings(&self) -> &[String] {
         self.src.warnings()
+    }
+
+    fn recycle(&mut self, batch: Batch) {
+        self.src.recycle(batch);
     }
 
     fn stop(&mut self) {

@@ -10,7 +10,7 @@ use super::{
     codec::{self, Cursor},
     header::{CaptureStats, FORMAT_VERSION, Header, MAGIC},
 };
-use crate::event::{Comm, Event, TaskName};
+use crate::event::{Comm, Event, Select, TaskName};
 
 /// Longest JSON header accepted. A header with the largest topology allowed
 /// ([`crate::topology::MAX_CPUS`] CPUs, [`crate::topology::MAX_NODES`] nodes with their distance
@@ -43,6 +43,15 @@ pub struct Reader<R: Read> {
     /// the decoding time.
     raw: Vec<u8>,
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// Handed back by [`Reader::recycle`]: the next chunk is decoded over it, so a replay stops
+    /// allocating (and faulting in) a vector and a box per select record on every chunk.
+    spare_events: Vec<Event>,
+    /// Select boxes freed by that overwrite (a select slot that now holds another event).
+    #[expect(
+        clippy::vec_box,
+        reason = "the boxes move into `Event::Select` as they are"
+    )]
+    spare_selects: Vec<Box<Select>>,
 }
 
 /// Fills `buf` completely; returns how many bytes were read before EOF.
@@ -202,6 +211,8 @@ impl<R: Read> Reader<R> {
             stored: Vec::new(),
             raw: Vec::new(),
             zstd: None,
+            spare_events: Vec::new(),
+            spare_selects: Vec::new(),
         })
     }
 
@@ -227,6 +238,16 @@ impl<R: Read> Reader<R> {
     /// are never decoded (the writer puts nothing there), but a replay says they exist.
     pub fn trailing_bytes(&self) -> Option<u64> {
         self.trailing.filter(|&n| n > 0)
+    }
+
+    /// Takes back a chunk's events once the caller is done with them; optional (without it
+    /// every chunk allocates anew). The next chunk is decoded over them, reusing the vector
+    /// and the select records' boxes (see [`codec::decode`]). One vector is kept, the
+    /// largest: memory stays bounded by the largest chunk, live during its decoding anyway.
+    pub fn recycle(&mut self, events: Vec<Event>) {
+        if events.capacity() >= self.spare_events.capacity() {
+            self.spare_events = events;
+        }
     }
 
     fn bad(&self, msg: impl Into<String>) -> FormatError {
@@ -351,8 +372,9 @@ impl<R: Read> Reader<R> {
                 ChunkPayload::Tasks(tasks)
             }
             chunk::KIND_EVENTS => {
-                let mut evs = Vec::new();
-                codec::decode(&raw, h.count, &mut evs).map_err(|m| self.bad(m))?;
+                let mut evs = std::mem::take(&mut self.spare_events);
+                codec::decode(&raw, h.count, &mut evs, &mut self.spare_selects)
+                    .map_err(|m| self.bad(m))?;
                 ChunkPayload::Events(evs)
             }
             kind => {

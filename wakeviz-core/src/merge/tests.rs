@@ -82,7 +82,10 @@ fn streams(
             while i < recs.len() && recs[i].0 < clock {
                 i += 1;
             }
-            deliveries.push((recs[start..i].iter().map(|(_, e)| *e).collect(), clock));
+            deliveries.push((
+                recs[start..i].iter().map(|(_, e)| e.clone()).collect(),
+                clock,
+            ));
         }
         out.push(deliveries);
     }
@@ -104,7 +107,7 @@ fn run(rng: &mut Rng, m: &mut Merger, rings: Vec<Deliveries>) -> Vec<Event> {
         }
         let r = open[rng.below(open.len() as u64) as usize];
         if let Some((evs, clock)) = queues[r].pop_front() {
-            m.push(r, &evs, clock, &mut out);
+            m.push(r, evs.iter().cloned(), clock, &mut out);
             if queues[r].is_empty() {
                 m.close(r, &mut out);
             }
@@ -159,12 +162,12 @@ fn shuffled_streams_come_out_sorted_and_complete() {
 fn the_watermark_waits_for_a_slow_ring() {
     let mut m = Merger::with_grace(2, DEFAULT_CAP, 0);
     let mut out = Vec::new();
-    m.push(0, &[ev(10, 0, 0), ev(30, 0, 1)], 40, &mut out);
+    m.push(0, [ev(10, 0, 0), ev(30, 0, 1)], 40, &mut out);
     assert!(out.is_empty(), "ring 1 has not reported: nothing may go");
-    m.push(1, &[ev(20, 1, 2)], 25, &mut out);
+    m.push(1, [ev(20, 1, 2)], 25, &mut out);
     assert_eq!(out.iter().map(id).collect::<Vec<_>>(), [0, 2]);
     // An idle ring's clock alone moves the watermark.
-    m.push(1, &[], 100, &mut out);
+    m.push(1, [], 100, &mut out);
     assert_eq!(out.iter().map(id).collect::<Vec<_>>(), [0, 2, 1]);
 }
 
@@ -208,7 +211,7 @@ fn late_events_are_counted_exactly_and_left_out() {
             if released_before {
                 expect_late += ts1_before;
             }
-            m.push(r, &evs, clock, &mut out);
+            m.push(r, evs.iter().cloned(), clock, &mut out);
             if queues[r].is_empty() {
                 m.close(r, &mut out);
             }
@@ -236,13 +239,13 @@ fn late_events_are_counted_exactly_and_left_out() {
 fn a_late_event_widens_the_grace() {
     let mut m = Merger::with_grace(1, DEFAULT_CAP, 10);
     let mut out = Vec::new();
-    m.push(0, &[ev(100, 0, 0)], 200, &mut out);
+    m.push(0, [ev(100, 0, 0)], 200, &mut out);
     assert_eq!(out.len(), 1);
-    m.push(0, &[ev(70, 0, 1)], 200, &mut out);
+    m.push(0, [ev(70, 0, 1)], 200, &mut out);
     assert_eq!(m.stats().late_events, 1);
     assert_eq!(m.grace_ns(), 60, "twice the 30 ns lateness");
     // Now held back further: 250 - 60 = 190 releases 180 but not 195.
-    m.push(0, &[ev(180, 0, 2), ev(195, 0, 3)], 250, &mut out);
+    m.push(0, [ev(180, 0, 2), ev(195, 0, 3)], 250, &mut out);
     assert_eq!(out.iter().map(id).collect::<Vec<_>>(), [0, 2]);
 }
 
@@ -259,7 +262,7 @@ fn the_cap_bounds_memory_and_counts_what_it_forced() {
     // Ring 3 is starved until the end: without the cap everything would wait for it.
     for r in [0usize, 1, 2, 3] {
         while let Some((evs, clock)) = queues[r].pop_front() {
-            m.push(r, &evs, clock, &mut out);
+            m.push(r, evs.iter().cloned(), clock, &mut out);
             max_held = max_held.max(m.held());
         }
         m.close(r, &mut out);

@@ -108,7 +108,7 @@ impl W {
         let mut v = vec![Event::Waking(wake(self.ts, self.waker_cpu))];
         let mut t = self.ts + 100;
         if let Some(ns) = self.select_ns {
-            v.push(Event::Select(Select {
+            v.push(Event::Select(Box::new(Select {
                 ts_ns: t + ns,
                 entry_ts_ns: t,
                 cpu: self.waker_cpu,
@@ -124,7 +124,7 @@ impl W {
                 prev_has_idle_cores: None,
                 idle_scan_ns: None,
                 inputs: Default::default(),
-            }));
+            })));
             t += ns + 100;
         }
         v.push(Event::Wakeup(Wake {

@@ -162,7 +162,7 @@ pub fn rounds(pids: impl IntoIterator<Item = u32>, ncpus: u32) -> Vec<Vec<u8>> {
         .collect();
     evs.chunks(1 << 16)
         .map(|c| {
-            let (raw, n) = encode(c.iter().copied());
+            let (raw, n) = encode(c.iter().cloned());
             chunk(chunk::KIND_EVENTS, &raw, n, true)
         })
         .collect()
@@ -370,7 +370,7 @@ pub fn pending_wakings(n: u32) -> Vec<u8> {
     let chunks: Vec<Vec<u8>> = evs
         .chunks(1 << 16)
         .map(|c| {
-            let (raw, k) = encode(c.iter().copied());
+            let (raw, k) = encode(c.iter().cloned());
             chunk(chunk::KIND_EVENTS, &raw, k, true)
         })
         .collect();

@@ -47,6 +47,7 @@ pub fn child(file: &Path, stage: &str) -> anyhow::Result<()> {
                 if let ChunkPayload::Events(ev) = c? {
                     events += ev.len() as u64;
                     std::hint::black_box(&ev);
+                    r.recycle(ev);
                 }
             }
             decode_cpu = thread_cpu() - c0;
@@ -82,6 +83,8 @@ pub fn child(file: &Path, stage: &str) -> anyhow::Result<()> {
                     }
                 }
                 stage_cpu += thread_cpu() - t1;
+                // Outside both timers, like the batch's drop was before there was a recycle.
+                src.recycle(b);
             }
             let t = thread_cpu();
             if let Some(a) = &an {
