@@ -161,16 +161,18 @@ fn two_rings_merge_in_order_and_match_the_kernel_trace() {
     };
     let blocks = blocked("waker blocked ") + blocked("wakee blocked ");
     assert!(
-        blocks >= 20_000 && truth_waking >= blocks,
-        "the workload ran: {truth_waking} wakings in the trace for {blocks} blocks"
+        blocks >= 20_000 && waking >= blocks,
+        "the workload ran: {waking} wakings recorded for {blocks} blocks (each ended by one)"
     );
-    // sched_waking against the kernel's trace exactly. This machine's tracefs instance has
-    // been seen to show 1-6 % fewer sched_wakeup than sched_waking lines for this workload
-    // (every sched_waking has its sched_wakeup in the kernel; the VM suite's tracefs counts
-    // agree exactly), so wakeups are checked against the wakings: every one joined.
-    assert_eq!(
-        waking, truth_waking,
-        "sched_waking: wakeviz vs the kernel's trace"
+    // sched_waking against the kernel's trace. wakeviz must have every line the trace has.
+    // The trace is not exact the other way on this machine: its instance can lose lines
+    // without counting them (`entries-written` equal to `entries-in-buffer`, 0 overruns, 0
+    // dropped in `per_cpu/cpu*/stats`). Measured: 1-6 % of the `sched_wakeup` lines, and 2 of
+    // 39673 `sched_waking` lines in one CI run (README, "Several ring buffers"). So a surplus
+    // of at most 0.5 % is the trace's loss; more would be wakeviz inventing events.
+    assert!(
+        waking >= truth_waking && waking - truth_waking <= truth_waking / 200,
+        "sched_waking: wakeviz {waking} vs the kernel's trace {truth_waking}"
     );
     assert_eq!(
         wakeup, waking,
