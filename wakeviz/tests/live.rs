@@ -171,8 +171,12 @@ fn check(mode: &str, comm: &str) {
     // How many round trips really slept depends on the machine's timing (a read that finds
     // its byte already there does not block: a noisy host made 13 % of them so in one CI
     // run), so the reference is the kernel's own count: each voluntary switch of a side in
-    // its loop is one block, ended by exactly one waking from its peer. The slack covers
-    // the few wakings outside the loops (thread start-up hand-off, join).
+    // its loop is one block, ended by exactly one waking from its peer. More wakings than
+    // blocks are real too: a waking that finds its peer still on the CPU between setting
+    // its sleep state and `schedule()` wakes it without a block (`ttwu_runnable`), as do the
+    // hand-offs at thread start and join. That surplus depends on timing (4 in 10000 round
+    // trips in one CI run), so it is bounded at 3 plus 1 % of the round trips: enough to
+    // catch duplicated or invented events, never a lost one.
     let of_wakee = wakings(c.wakee_tid, c.waker_tid);
     let of_waker = wakings(c.waker_tid, c.wakee_tid);
     for (what, got, blocked) in [
@@ -180,7 +184,7 @@ fn check(mode: &str, comm: &str) {
         ("waker", of_waker.len() as u64, c.waker_blocked),
     ] {
         assert!(
-            got >= blocked && got <= blocked + 3 && blocked >= iterations / 2,
+            got >= blocked && got <= blocked + 3 + iterations / 100 && blocked >= iterations / 2,
             "{got} wakings of the {what}, which blocked {blocked} times in {iterations} \
              round trips: {facts}"
         );
