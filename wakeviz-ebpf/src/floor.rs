@@ -56,7 +56,8 @@ pub struct Batch {
 #[map]
 static FLOOR_BATCH: PerCpuArray<Batch> = PerCpuArray::with_max_entries(1, 0);
 
-/// One 48-byte record into this CPU's batch; every `BATCH`-th hands the whole batch to the ring.
+/// One record into this CPU's batch (every slot 48 bytes, the wake and switch records' size);
+/// every `BATCH`-th hands the whole batch to the ring.
 #[inline(always)]
 fn batch() -> i32 {
     let Some(b) = FLOOR_BATCH.get_ptr_mut(0) else {
@@ -75,77 +76,31 @@ fn batch() -> i32 {
     0
 }
 
-#[btf_tracepoint(function = "sched_waking")]
-pub fn floor_sched_waking(_ctx: BtfTracePointContext) -> i32 {
-    0
+/// The three floors' programs of each tracepoint; the names are the shared list's
+/// (`wakeviz_common::for_each_floor_program!`, checked in `main.rs`).
+macro_rules! floor_programs {
+    ($($tp:literal: $empty:ident, $stream:ident => $words:expr, $batch:ident;)*) => {$(
+        #[btf_tracepoint(function = $tp)]
+        pub fn $empty(_ctx: BtfTracePointContext) -> i32 {
+            0
+        }
+
+        #[btf_tracepoint(function = $tp)]
+        pub fn $stream(_ctx: BtfTracePointContext) -> i32 {
+            stream::<{ $words }>()
+        }
+
+        #[btf_tracepoint(function = $tp)]
+        pub fn $batch(_ctx: BtfTracePointContext) -> i32 {
+            batch()
+        }
+    )*};
 }
 
-#[btf_tracepoint(function = "sched_wakeup")]
-pub fn floor_sched_wakeup(_ctx: BtfTracePointContext) -> i32 {
-    0
-}
-
-#[btf_tracepoint(function = "sched_wakeup_new")]
-pub fn floor_sched_wakeup_new(_ctx: BtfTracePointContext) -> i32 {
-    0
-}
-
-#[btf_tracepoint(function = "sched_switch")]
-pub fn floor_sched_switch(_ctx: BtfTracePointContext) -> i32 {
-    0
-}
-
-#[btf_tracepoint(function = "sched_migrate_task")]
-pub fn floor_sched_migrate_task(_ctx: BtfTracePointContext) -> i32 {
-    0
-}
-
-#[btf_tracepoint(function = "sched_waking")]
-pub fn floor_stream_sched_waking(_ctx: BtfTracePointContext) -> i32 {
-    stream::<WAKE_WORDS>()
-}
-
-#[btf_tracepoint(function = "sched_wakeup")]
-pub fn floor_stream_sched_wakeup(_ctx: BtfTracePointContext) -> i32 {
-    stream::<WAKE_WORDS>()
-}
-
-#[btf_tracepoint(function = "sched_wakeup_new")]
-pub fn floor_stream_sched_wakeup_new(_ctx: BtfTracePointContext) -> i32 {
-    stream::<WAKE_WORDS>()
-}
-
-#[btf_tracepoint(function = "sched_switch")]
-pub fn floor_stream_sched_switch(_ctx: BtfTracePointContext) -> i32 {
-    stream::<SWITCH_WORDS>()
-}
-
-#[btf_tracepoint(function = "sched_migrate_task")]
-pub fn floor_stream_sched_migrate_task(_ctx: BtfTracePointContext) -> i32 {
-    stream::<MIGRATE_WORDS>()
-}
-
-#[btf_tracepoint(function = "sched_waking")]
-pub fn floor_batch_sched_waking(_ctx: BtfTracePointContext) -> i32 {
-    batch()
-}
-
-#[btf_tracepoint(function = "sched_wakeup")]
-pub fn floor_batch_sched_wakeup(_ctx: BtfTracePointContext) -> i32 {
-    batch()
-}
-
-#[btf_tracepoint(function = "sched_wakeup_new")]
-pub fn floor_batch_sched_wakeup_new(_ctx: BtfTracePointContext) -> i32 {
-    batch()
-}
-
-#[btf_tracepoint(function = "sched_switch")]
-pub fn floor_batch_sched_switch(_ctx: BtfTracePointContext) -> i32 {
-    batch()
-}
-
-#[btf_tracepoint(function = "sched_migrate_task")]
-pub fn floor_batch_sched_migrate_task(_ctx: BtfTracePointContext) -> i32 {
-    batch()
+floor_programs! {
+    "sched_waking": floor_sched_waking, floor_stream_sched_waking => WAKE_WORDS, floor_batch_sched_waking;
+    "sched_wakeup": floor_sched_wakeup, floor_stream_sched_wakeup => WAKE_WORDS, floor_batch_sched_wakeup;
+    "sched_wakeup_new": floor_sched_wakeup_new, floor_stream_sched_wakeup_new => WAKE_WORDS, floor_batch_sched_wakeup_new;
+    "sched_switch": floor_sched_switch, floor_stream_sched_switch => SWITCH_WORDS, floor_batch_sched_switch;
+    "sched_migrate_task": floor_sched_migrate_task, floor_stream_sched_migrate_task => MIGRATE_WORDS, floor_batch_sched_migrate_task;
 }

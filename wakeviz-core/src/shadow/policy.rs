@@ -740,21 +740,7 @@ pub fn core_scan(
             cand[w] &= !(1u64 << b);
             let c = w as u32 * 64 + b;
             let sibs = t.siblings(c);
-            let mut all = true;
-            for &sib in sibs {
-                probes += 1;
-                if !CpuSet::words_contain(idle, sib) {
-                    all = false;
-                    if fallback.is_some() {
-                        break;
-                    }
-                    continue;
-                }
-                if fallback.is_none() && CpuSet::words_contain(span, sib) {
-                    fallback = Some(sib);
-                }
-            }
-            if all {
+            if probe_core(sibs, idle, span, &mut probes, &mut fallback) {
                 return (Some(c), fallback, probes);
             }
             for &sib in sibs {
@@ -777,26 +763,45 @@ fn core_walk_scan(
     let mut probes = 0;
     let mut fallback = None;
     for step in walk {
-        let c = step.cpu;
-        let mut all = true;
-        for &sib in t.step_siblings(step) {
-            probes += 1;
-            if !CpuSet::words_contain(idle, sib) {
-                all = false;
-                if fallback.is_some() {
-                    break;
-                }
-                continue;
-            }
-            if fallback.is_none() && CpuSet::words_contain(span, sib) {
-                fallback = Some(sib);
-            }
-        }
-        if all {
-            return (Some(c), fallback, probes);
+        if probe_core(
+            t.step_siblings(step),
+            idle,
+            span,
+            &mut probes,
+            &mut fallback,
+        ) {
+            return (Some(step.cpu), fallback, probes);
         }
     }
     (None, fallback, probes)
+}
+
+/// One core of an idle-core scan: whether every sibling is idle, counting each sibling looked
+/// at in `probes` and noting the first idle one in `span` as the idle-CPU `fallback`. Once a
+/// busy sibling is seen and a fallback is known, the rest of the core cannot change the answer.
+#[inline(always)]
+fn probe_core(
+    sibs: &[u32],
+    idle: &[u64],
+    span: &[u64],
+    probes: &mut u32,
+    fallback: &mut Option<u32>,
+) -> bool {
+    let mut all = true;
+    for &sib in sibs {
+        *probes += 1;
+        if !CpuSet::words_contain(idle, sib) {
+            all = false;
+            if fallback.is_some() {
+                break;
+            }
+            continue;
+        }
+        if fallback.is_none() && CpuSet::words_contain(span, sib) {
+            *fallback = Some(sib);
+        }
+    }
+    all
 }
 
 /// SHORTCUTS (spec §1.7 steps 2-8) for target `tg` with idle-core hint `hic`. Returns the
