@@ -51,6 +51,8 @@ macro_rules! for_each_global {
             READ_INPUTS,
             // 1 when the function probes may read run-queue state (all rq/sd offsets resolved)
             READ_RQ,
+            // 1 when records are batched per CPU (`wakeviz_common::batch`); 0 sends each alone
+            BATCHING,
             // classic tracepoint records (offsets inside the record, from tracefs format files)
             TP_WAKE_PID,
             TP_WAKE_PRIO,
@@ -72,7 +74,10 @@ macro_rules! for_each_global {
 /// The programs, by probe point. Calls
 /// `$cb! { tracepoints { point: tp_btf, raw_tp, classic; ... }
 ///         functions { CONST = function: fentry, fexit; ... }
-///         calibration { CONST = program; ... } }`.
+///         calibration { CONST = program; ... }
+///         batching { CONST = program; ... } }`.
+/// The batching program is a raw_tp program that is never attached: userspace runs it on a CPU
+/// (`BPF_PROG_TEST_RUN` with `BPF_F_TEST_RUN_ON_CPU`) to send that CPU's pending batch.
 /// A tracepoint's or function's own name is the kernel's (attach target and probe-status name).
 #[macro_export]
 macro_rules! for_each_program {
@@ -94,6 +99,9 @@ macro_rules! for_each_program {
             calibration {
                 CALIB_EMPTY = calib_empty;
                 CALIB_CLOCK = calib_clock;
+            }
+            batching {
+                FLUSH_BATCH = flush_batch;
             }
         }
     };
@@ -143,7 +151,7 @@ macro_rules! for_each_aggregate_map {
 #[macro_export]
 macro_rules! for_each_map {
     ($cb:ident) => {
-        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU }
+        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU, BATCH_PENDING }
     };
 }
 
@@ -249,6 +257,7 @@ pub mod program {
             tracepoints { $($tp:ident: $btf:ident, $raw:ident, $classic:ident;)* }
             functions { $($fconst:ident = $func:ident: $fentry:ident, $fexit:ident;)* }
             calibration { $($cconst:ident = $calib:ident;)* }
+            batching { $($bconst:ident = $bprog:ident;)* }
         ) => {
             /// Every sched tracepoint wakeviz attaches, in attach (and report) order.
             pub const TRACEPOINTS: &[Tracepoint] = &[$(Tracepoint {
@@ -265,11 +274,13 @@ pub mod program {
             /// The kernel functions wakeviz probes, in attach (and report) order.
             pub const FUNCTIONS: &[Function] = &[$($fconst),*];
             $( pub const $cconst: &str = stringify!($calib); )*
+            $( pub const $bconst: &str = stringify!($bprog); )*
             /// Every program in the probe object.
             pub const ALL: &[&str] = &[
                 $(stringify!($btf), stringify!($raw), stringify!($classic),)*
                 $(stringify!($fentry), stringify!($fexit),)*
                 $(stringify!($calib),)*
+                $(stringify!($bprog),)*
             ];
         };
     }
@@ -295,8 +306,8 @@ mod tests {
 
     #[test]
     fn lists_are_complete_and_distinct() {
-        assert_eq!(global::ALL.len(), 43);
-        assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2);
+        assert_eq!(global::ALL.len(), 44);
+        assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2 + 1);
         assert_eq!(aggregate_program::ALL.len(), 5 * 2);
         assert_eq!(aggregate_map::AGG_CPU, "AGG_CPU");
         let tps = |l: &[program::Tracepoint]| l.iter().map(|t| t.name).collect::<Vec<_>>();

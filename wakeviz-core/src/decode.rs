@@ -10,6 +10,9 @@ use crate::event::{
     Comm, Event, Migrate, Select, SelectInputs, Switch, TaskName, Wake, WakeeFlips,
 };
 
+mod ring;
+pub use ring::{RingRecords, ring_records};
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
     #[error("record of {len} bytes is shorter than its header")]
@@ -22,6 +25,12 @@ pub enum DecodeError {
         len: usize,
         expected: usize,
     },
+    #[error("batch claims {claimed} bytes of records, {present} present")]
+    BatchOverrun { claimed: usize, present: usize },
+    /// A batch framing where one record was expected (inside a batch, or handed to
+    /// [`decode_record`] without [`ring_records`]).
+    #[error("a batch where a record was expected")]
+    UnexpectedBatch,
 }
 
 /// Reads a `T` from the start of `bytes`, which may be longer (ring-buffer records are padded
@@ -95,6 +104,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
             });
             (ev, None)
         }
+        EventKind::Batch => return Err(DecodeError::UnexpectedBatch),
         EventKind::Select => {
             let e: SelectEvent = need(bytes, hdr.kind)?;
             let has = |bit| e.exact_mask & bit != 0;

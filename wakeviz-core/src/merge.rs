@@ -13,7 +13,18 @@
 //! stream. Memory is bounded by a cap on held events; past it the oldest are released early and
 //! counted. An event older than what was already released is *late*: counted, never handed on
 //! (it would be joined out of order).
-use std::{cmp::Reverse, collections::BinaryHeap};
+//!
+//! With per-CPU batching (`wakeviz_common::batch`) a record can reach its ring long after its
+//! stamp, so a ring's clock alone no longer bounds what it will still deliver. Userspace then
+//! also reports, every few ms, when it read the CPUs' `BATCH_PENDING` stamps and the oldest
+//! stamp still held ([`Merger::note_batches`]). A reading taken at `t` with oldest held stamp
+//! `p` proves: every record stamped before `min(t, p)` had left its batch by `t`. So once every
+//! ring's clock has passed `t`, those records have been delivered, and the watermark may go up
+//! to `min(t, p)`; it uses the latest reading whose `t` every ring's clock has passed.
+use std::{
+    cmp::Reverse,
+    collections::{BinaryHeap, VecDeque},
+};
 
 use crate::event::Event;
 
@@ -28,6 +39,19 @@ pub const MAX_GRACE_NS: u64 = 1_000_000_000;
 
 /// Default bound on held events: at 10 M events/s about 0.1 s of stream, 4 MB at 40 bytes.
 pub const DEFAULT_CAP: usize = 1 << 20;
+
+/// Most batch readings kept while the rings' clocks catch up with them (about 10 s of readings
+/// every 10 ms). Past it new readings are not kept, which only holds the watermark lower.
+const MAX_BATCH_READINGS: usize = 1024;
+
+/// One reading of the CPUs' held batches (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BatchReading {
+    /// CLOCK_MONOTONIC when the stamps were read.
+    at_ns: u64,
+    /// `min(at_ns, oldest held stamp)`.
+    bound_ns: u64,
+}
 
 /// Counters a merge keeps, cumulative.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,6 +90,9 @@ pub struct Merger {
     cap: usize,
     grace: u64,
     stats: MergeStats,
+    /// `Some` when records may wait in per-CPU batches: the readings not yet superseded, oldest
+    /// first. Until one is usable nothing is released.
+    batches: Option<VecDeque<BatchReading>>,
 }
 
 impl Merger {
@@ -84,7 +111,28 @@ impl Merger {
             cap: cap.max(1),
             grace,
             stats: MergeStats::default(),
+            batches: None,
         }
+    }
+
+    /// Records may wait in per-CPU batches: hold the watermark below the batch readings too.
+    pub fn with_batches(mut self) -> Self {
+        self.batches = Some(VecDeque::new());
+        self
+    }
+
+    /// A reading of the CPUs' held batches, taken at `at_ns`, whose oldest held record was
+    /// stamped `oldest_ns` (`None`: no CPU held one). Appends what became releasable to `out`.
+    pub fn note_batches(&mut self, at_ns: u64, oldest_ns: Option<u64>, out: &mut Vec<Event>) {
+        let Some(readings) = self.batches.as_mut() else {
+            return;
+        };
+        let bound_ns = oldest_ns.map_or(at_ns, |p| p.min(at_ns));
+        let newer = readings.back().is_none_or(|r| at_ns > r.at_ns);
+        if newer && readings.len() < MAX_BATCH_READINGS {
+            readings.push_back(BatchReading { at_ns, bound_ns });
+        }
+        self.release(out);
     }
 
     pub fn stats(&self) -> MergeStats {
@@ -164,13 +212,25 @@ impl Merger {
         self.slots.get_mut(idx).and_then(Option::take)
     }
 
-    fn watermark(&self) -> u64 {
-        let min = self.clocks.iter().copied().min().unwrap_or(u64::MAX);
-        if min == u64::MAX {
-            u64::MAX
-        } else {
-            min.saturating_sub(self.grace)
+    fn watermark(&mut self) -> u64 {
+        let rings = self.clocks.iter().copied().min().unwrap_or(u64::MAX);
+        if rings == u64::MAX {
+            return u64::MAX;
         }
+        let min = match self.batches.as_mut() {
+            None => rings,
+            Some(readings) => {
+                // Drop the readings a later usable one supersedes.
+                while readings.len() > 1 && readings[1].at_ns <= rings {
+                    readings.pop_front();
+                }
+                match readings.front() {
+                    Some(r) if r.at_ns <= rings => rings.min(r.bound_ns),
+                    _ => 0,
+                }
+            }
+        };
+        min.saturating_sub(self.grace)
     }
 
     fn release(&mut self, out: &mut Vec<Event>) {

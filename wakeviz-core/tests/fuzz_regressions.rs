@@ -3,7 +3,10 @@
 //! fixed without needing the fuzzer.
 use std::path::{Path, PathBuf};
 
-use wakeviz_core::{decode::decode_record, format::Reader};
+use wakeviz_core::{
+    decode::{decode_record, ring_records},
+    format::Reader,
+};
 
 fn inputs(target: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
@@ -44,7 +47,9 @@ fn ringbuf_inputs_never_panic() {
     assert!(!files.is_empty());
     for f in files {
         let bytes = std::fs::read(&f).unwrap();
-        let _ = decode_record(&bytes);
+        for rec in ring_records(&bytes).flatten() {
+            let _ = decode_record(rec);
+        }
     }
 }
 

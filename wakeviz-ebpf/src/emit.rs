@@ -7,11 +7,12 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use wakeviz_common::{
-    COMM_LEN, EventHeader, EventKind, MAX_RINGS, MigrateEvent, SwitchEvent, UNKNOWN_U32, WakeEvent,
-    stat,
+    COMM_LEN, EventHeader, EventKind, MAX_RINGS, MigrateEvent, SelectEvent, SelectEventMaskedV3,
+    SelectEventV3, SwitchEvent, UNKNOWN_U32, WakeEvent, stat,
 };
 
 use crate::{
+    batch::{self, After},
     globals::*,
     kread::{Access, field},
 };
@@ -38,10 +39,17 @@ pub static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(stat::LEN, 0)
 
 #[inline(always)]
 pub fn bump(idx: u32) {
+    bump_by(idx, 1);
+}
+
+#[inline(always)]
+pub fn bump_by(idx: u32, n: u64) {
     if let Some(p) = STATS.get_ptr_mut(idx) {
-        // SAFETY: per-CPU slot, and these programs do not nest on one CPU (tracepoints run with
-        // preemption disabled), so nothing else writes it concurrently.
-        unsafe { *p += 1 };
+        // SAFETY: per-CPU slot. A program that interrupts another on this CPU (a hard-IRQ
+        // wakeup) could lose one increment of the interrupted one's read-modify-write; the
+        // counters are statistics, and such nesting is rare (the sched tracepoints mostly run
+        // with interrupts off).
+        unsafe { *p += n };
     }
 }
 
@@ -59,7 +67,54 @@ pub fn header(kind: EventKind, pid: u32) -> EventHeader {
 
 const BPF_RB_NO_WAKEUP: u64 = 1;
 
-/// Offers one record to this CPU's ring; a full ring buffer is counted, never silent.
+/// A record of the ABI: every one starts with an [`EventHeader`].
+pub trait Record: 'static {
+    fn ts_ns(&self) -> u64;
+}
+
+macro_rules! records {
+    ($($t:ty => $($path:ident).+;)*) => {$(
+        impl Record for $t {
+            #[inline(always)]
+            fn ts_ns(&self) -> u64 {
+                self.$($path).+.ts_ns
+            }
+        }
+    )*};
+}
+
+records! {
+    WakeEvent => hdr;
+    SwitchEvent => hdr;
+    MigrateEvent => hdr;
+    SelectEvent => hdr;
+    SelectEventV3 => ev.hdr;
+    SelectEventMaskedV3 => ev.hdr;
+}
+
+/// How a record travels (see `batch`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// To the ring on its own: made in the idle task's context, where the CPU may stay idle
+    /// and must not hold a batch.
+    Alone,
+    /// Into this CPU's batch.
+    Batch(After),
+}
+
+impl Route {
+    /// Alone when the task running here is the idle task.
+    #[inline(always)]
+    pub fn by_current(current_pid: u32) -> Self {
+        if current_pid == 0 {
+            Self::Alone
+        } else {
+            Self::Batch(After::Hold)
+        }
+    }
+}
+
+/// Offers one record; a full ring buffer is counted, never silent.
 ///
 /// Records are submitted without waking the reader: a wakeup per event would make the drain
 /// thread itself a scheduler workload (every traced wakeup causing one more, measured). The
@@ -67,8 +122,16 @@ const BPF_RB_NO_WAKEUP: u64 = 1;
 /// events/s between two polls, and asking the buffer's fill level on every event to wake the
 /// reader early would cost a helper call per event for no gain at that size.
 #[inline(always)]
-pub fn send<T: 'static>(kind: EventKind, val: T) {
+pub fn send<T: Record>(kind: EventKind, val: T, route: Route) {
     bump(kind as u32);
+    if BATCHING.load() != 0 {
+        if let Route::Batch(after) = route
+            && batch::add(&val, val.ts_ns(), after)
+        {
+            return;
+        }
+        bump(stat::UNBATCHED);
+    }
     let ring = RING_OF_CPU.get(0).copied().unwrap_or(0);
     // Ring 0 (every CPU's with a single ring) keeps the direct path: no map-in-map lookup.
     let entry = if ring == 0 {
@@ -115,16 +178,18 @@ fn prio_of(how: Access, task: u64) -> i32 {
 
 #[inline(always)]
 pub fn wake_from_task(how: Access, kind: EventKind, task: u64) -> i32 {
+    let waker_pid = current_pid();
     send(
         kind,
         WakeEvent {
             hdr: header(kind, pid_of(how, task)),
             target_cpu: cpu_of(how, task),
-            waker_pid: current_pid(),
+            waker_pid,
             prio: prio_of(how, task),
             _pad0: 0,
             comm: comm_of(how, task),
         },
+        Route::by_current(waker_pid),
     );
     0
 }
@@ -140,32 +205,47 @@ fn rec<T: Copy + Default>(ctx: &TracePointContext, off: u64) -> T {
 
 pub fn wake_from_record(kind: EventKind, ctx: &TracePointContext) -> i32 {
     let pid: u32 = rec(ctx, TP_WAKE_PID.load());
+    let waker_pid = current_pid();
     send(
         kind,
         WakeEvent {
             hdr: header(kind, pid),
             target_cpu: rec(ctx, TP_WAKE_TARGET_CPU.load()),
-            waker_pid: current_pid(),
+            waker_pid,
             prio: rec(ctx, TP_WAKE_PRIO.load()),
             _pad0: 0,
             comm: rec(ctx, TP_WAKE_COMM.load()),
         },
+        Route::by_current(waker_pid),
     );
     0
 }
 
+/// A switch leaves the idle task (its CPU is busy from now: batch it) or enters it (send the
+/// batch with it, so the idle CPU holds none).
+#[inline(always)]
+fn switch_route(next_pid: u32) -> Route {
+    Route::Batch(if next_pid == 0 {
+        After::Flush
+    } else {
+        After::Hold
+    })
+}
+
 #[inline(always)]
 pub fn switch_from_tasks(how: Access, prev: u64, next: u64, prev_state: u64) -> i32 {
+    let next_pid = pid_of(how, next);
     send(
         EventKind::Switch,
         SwitchEvent {
             hdr: header(EventKind::Switch, pid_of(how, prev)),
-            next_pid: pid_of(how, next),
+            next_pid,
             prev_state: prev_state as u32,
             prev_prio: prio_of(how, prev),
             next_prio: prio_of(how, next),
             next_comm: comm_of(how, next),
         },
+        switch_route(next_pid),
     );
     0
 }
@@ -174,16 +254,18 @@ pub fn switch_from_record(ctx: &TracePointContext) -> i32 {
     let prev_pid: u32 = rec(ctx, TP_SW_PREV_PID.load());
     // The classic record stores prev_state as a long.
     let prev_state: u64 = rec(ctx, TP_SW_PREV_STATE.load());
+    let next_pid: u32 = rec(ctx, TP_SW_NEXT_PID.load());
     send(
         EventKind::Switch,
         SwitchEvent {
             hdr: header(EventKind::Switch, prev_pid),
-            next_pid: rec(ctx, TP_SW_NEXT_PID.load()),
+            next_pid,
             prev_state: prev_state as u32,
             prev_prio: rec(ctx, TP_SW_PREV_PRIO.load()),
             next_prio: rec(ctx, TP_SW_NEXT_PRIO.load()),
             next_comm: rec(ctx, TP_SW_NEXT_COMM.load()),
         },
+        switch_route(next_pid),
     );
     0
 }
@@ -198,6 +280,8 @@ pub fn migrate_from_task(how: Access, task: u64, dest_cpu: u64) -> i32 {
             orig_cpu: cpu_of(how, task),
             dest_cpu: dest_cpu as u32,
         },
+        // Load balancing also runs on idle CPUs (nohz balancing, in softirq).
+        Route::by_current(current_pid()),
     );
     0
 }
@@ -211,6 +295,7 @@ pub fn migrate_from_record(ctx: &TracePointContext) -> i32 {
             orig_cpu: rec(ctx, TP_MIG_ORIG_CPU.load()),
             dest_cpu: rec(ctx, TP_MIG_DEST_CPU.load()),
         },
+        Route::by_current(current_pid()),
     );
     0
 }

@@ -8,6 +8,7 @@
 #![no_main]
 
 mod aggregate;
+mod batch;
 mod emit;
 mod floor;
 mod globals;
@@ -200,6 +201,16 @@ pub fn calib_clock(_ctx: BtfTracePointContext) -> i32 {
     (t & 1) as i32
 }
 
+// ---- batching (`batch.rs`) ----------------------------------------------------------------------
+
+/// Never attached: userspace runs it on one CPU (`BPF_PROG_TEST_RUN`, `BPF_F_TEST_RUN_ON_CPU`)
+/// to send a batch that CPU has held too long. The tracepoint named is only the program's
+/// section; a raw_tp program is the kind the kernel runs on a chosen CPU.
+#[raw_tracepoint(tracepoint = "sched_switch")]
+pub fn flush_batch(_ctx: RawTracePointContext) -> i32 {
+    batch::flush_from_user() as i32
+}
+
 // ---- names userspace looks up -----------------------------------------------------------------
 
 /// Names every program and map of the shared lists (`wakeviz_common::names`), so a list entry
@@ -209,11 +220,13 @@ macro_rules! check_programs {
         tracepoints { $($tp:ident: $btf:ident, $raw:ident, $classic:ident;)* }
         functions { $($fconst:ident = $func:ident: $fentry:ident, $fexit:ident;)* }
         calibration { $($cconst:ident = $calib:ident;)* }
+        batching { $($bconst:ident = $bprog:ident;)* }
     ) => {
         fn _programs_exist() {
             $( let _ = ($btf, $raw, $classic); )*
             $( let _ = ($fentry, $fexit); )*
             $( let _ = $calib; )*
+            $( let _ = $bprog; )*
         }
     };
 }
@@ -222,8 +235,15 @@ wakeviz_common::for_each_program!(check_programs);
 macro_rules! check_maps {
     ($($name:ident),* $(,)?) => {
         fn _maps_exist() {
-            $( let _ = &emit::$name; )*
+            $( let _ = &maps::$name; )*
         }
+    };
+}
+/// Where each map of the shared list lives.
+mod maps {
+    pub use crate::{
+        batch::BATCH_PENDING,
+        emit::{EVENTS, RING_OF_CPU, RINGS, STATS},
     };
 }
 wakeviz_common::for_each_map!(check_maps);

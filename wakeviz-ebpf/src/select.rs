@@ -18,7 +18,7 @@ use wakeviz_common::{
 mod inputs;
 
 use crate::{
-    emit::{bump, header, send},
+    emit::{Route, bump, header, send},
     globals::*,
     kread::{Access, at, at0, field},
 };
@@ -240,13 +240,15 @@ pub fn exit(task: u64, ret: u64) -> i32 {
         return 0;
     }
     v.valid = 0;
+    let waker_pid = aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32;
+    let route = Route::by_current(waker_pid);
     let ev = SelectEvent {
         hdr: header(EventKind::Select, pid),
         entry_ts_ns: v.ts_ns,
         prev_cpu: v.prev_cpu,
         wake_flags: v.wake_flags,
         chosen_cpu: ret as u32,
-        waker_pid: aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32,
+        waker_pid,
         waker_nr_running: v.waker_nr_running,
         nr_idle_scan: v.nr_idle_scan,
         has_idle_cores: v.has_idle_cores,
@@ -266,12 +268,16 @@ pub fn exit(task: u64, ret: u64) -> i32 {
             flips,
             mask,
         };
-        send(EventKind::Select, r);
+        send(EventKind::Select, r, route);
     } else if v.exact_mask & exact::INPUTS != 0 {
         let (inputs, flips) = (v.inputs, v.flips);
-        send(EventKind::Select, SelectEventV3 { ev, inputs, flips });
+        send(
+            EventKind::Select,
+            SelectEventV3 { ev, inputs, flips },
+            route,
+        );
     } else {
-        send(EventKind::Select, ev);
+        send(EventKind::Select, ev, route);
     }
     0
 }

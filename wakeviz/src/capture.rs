@@ -3,9 +3,13 @@
 //! rings the batches go through `wakeviz_core::merge` first, so the analyses and the recording
 //! see one stream in timestamp order, and what arrives behind the watermark is counted as late.
 //!
+//! With per-CPU batching the merge is used for one ring too (a CPU's batch reaches the ring
+//! later than another CPU's newer records), and [`batches`] tells it what the CPUs still hold.
+//!
 //! Drops are counted where they happen: the probes count failed reserves per CPU (kernel
 //! drops), the drain task counts batches it could not hand over because the channel was full
 //! (user drops). The UI or recorder never slows the kernel side down: it just sees drops.
+mod batches;
 mod drain;
 
 use std::{
@@ -20,10 +24,12 @@ use std::{
 
 use anyhow::Context as _;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
+use batches::BatchWatch;
 use drain::{Chunk, Drain, RingCounters};
 use wakeviz_common::{names::map, stat};
 use wakeviz_core::{
-    format::{CaptureStats, Header, RingStats},
+    event::Event,
+    format::{BatchStats, CaptureStats, Header, RingStats},
     merge::{DEFAULT_CAP, Merger},
     rings::RingPlan,
     source::{Batch, EventSource, Poll, SourceError},
@@ -68,9 +74,11 @@ pub struct LiveSource {
     rx: Receiver<Chunk>,
     shared: Arc<Shared>,
     drains: Vec<JoinHandle<()>>,
-    /// Several rings: their streams merged by timestamp. `None` with one ring (its records are
-    /// passed on in ring order, as before rings were split).
+    /// Several rings, or batches: the streams merged by timestamp. `None` with one ring and no
+    /// batching (its records are passed on in ring order).
     merger: Option<Merger>,
+    /// The CPUs' held batches, when the probes batch.
+    batch_watch: Option<BatchWatch>,
     plan: RingPlan,
     stats_map: PerCpuArray<MapData, u64>,
     stats: CaptureStats,
@@ -82,6 +90,8 @@ pub struct LiveSource {
     probes: Option<Probes>,
     run_stats: Vec<RunStat>,
     probe_misses: u64,
+    /// See [`CaptureStats::max_hold_ns`].
+    max_hold_ns: u64,
 }
 
 impl LiveSource {
@@ -100,7 +110,12 @@ impl LiveSource {
             .context("probe object has no STATS map")?;
         let stats_map: PerCpuArray<MapData, u64> =
             PerCpuArray::try_from(stats_map).context("STATS is not a per-CPU array")?;
-        let merged = rings.len() > 1;
+        let batch_watch = if probes.batching {
+            Some(BatchWatch::new(&mut probes)?)
+        } else {
+            None
+        };
+        let merged = rings.len() > 1 || batch_watch.is_some();
         let (tx, rx) =
             std::sync::mpsc::sync_channel((CHANNEL_BATCHES * rings.len()).min(MAX_CHANNEL));
         let shared = Arc::new(Shared {
@@ -134,7 +149,14 @@ impl LiveSource {
                 .with_context(|| format!("spawning the drain thread of ring buffer {i}"))?;
             drains.push(h);
         }
-        let merger = merged.then(|| Merger::new(plan.len(), DEFAULT_CAP));
+        let merger = merged.then(|| {
+            let m = Merger::new(plan.len(), DEFAULT_CAP);
+            if batch_watch.is_some() {
+                m.with_batches()
+            } else {
+                m
+            }
+        });
         // The drain threads exist from their spawn: recorded with the others as wakeviz's own.
         header.run.own_tids = crate::meta::own_tids();
         let mut own = header.run.own_tids.clone();
@@ -146,6 +168,7 @@ impl LiveSource {
             shared,
             drains,
             merger,
+            batch_watch,
             plan,
             stats_map,
             stats: CaptureStats::default(),
@@ -156,6 +179,7 @@ impl LiveSource {
             probes: Some(probes),
             run_stats: Vec::new(),
             probe_misses: 0,
+            max_hold_ns: 0,
         })
     }
 
@@ -168,12 +192,28 @@ impl LiveSource {
         s.kernel_drops = sum(&self.stats_map, stat::RINGBUF_DROPS);
         if let Some(m) = &self.merger {
             s.late_events = m.stats().late_events;
-            s.rings = self.ring_stats();
+            if self.plan.len() > 1 {
+                s.rings = self.ring_stats();
+            }
+        }
+        if let Some(w) = &mut self.batch_watch {
+            s.batches = Some(Box::new(BatchStats {
+                sent: sum(&self.stats_map, stat::BATCHES),
+                unbatched: sum(&self.stats_map, stat::UNBATCHED),
+                flushed_by_wakeviz: w.flushed,
+                dropped_records: sum(&self.stats_map, stat::BATCH_DROPS),
+            }));
+            if let Some(why) = w.failure.take() {
+                self.warnings.push(format!(
+                    "a CPU's batch could not be flushed ({why}): its records wait for its next event"
+                ));
+            }
         }
         s.select_unpaired = sum(&self.stats_map, stat::SELECT_UNPAIRED);
         s.user_drops = self.shared.user_drops.load(Ordering::Relaxed);
         s.delivered = self.delivered;
         s.decode_errors = self.shared.decode_errors.load(Ordering::Relaxed);
+        s.max_hold_ns = self.max_hold_ns;
         if let Some(p) = &self.probes {
             self.probe_misses = p.recursion_misses();
         }
@@ -205,9 +245,24 @@ impl LiveSource {
         let deadline = Instant::now() + timeout;
         let mut out = Batch::default();
         loop {
+            if let (Some(w), Some(m)) = (self.batch_watch.as_mut(), self.merger.as_mut()) {
+                w.tick(self.probes.as_ref(), m, &mut out.events);
+            }
             let left = deadline.saturating_duration_since(Instant::now());
-            let chunk = match self.rx.recv_timeout(left) {
+            // With batches, wake up for the next reading even when no chunk comes.
+            let wait = if self.batch_watch.is_some() {
+                left.min(batches::EVERY)
+            } else {
+                left
+            };
+            let chunk = match self.rx.recv_timeout(wait) {
                 Ok(c) => c,
+                Err(RecvTimeoutError::Timeout) if wait < left => {
+                    if out.events.is_empty() {
+                        continue;
+                    }
+                    return Ok(out);
+                }
                 Err(e) if out.tasks.is_empty() && out.events.is_empty() => return Err(e),
                 Err(_) => return Ok(out),
             };
@@ -254,6 +309,10 @@ impl EventSource for LiveSource {
         match r {
             Ok(mut b) => {
                 self.delivered += b.events.len() as u64;
+                if let Some(oldest) = b.events.iter().map(Event::ts_ns).min() {
+                    let held = drain::now_ns().saturating_sub(oldest);
+                    self.max_hold_ns = self.max_hold_ns.max(held);
+                }
                 if stale {
                     self.refresh_stats();
                     b.stats = Some(self.stats.clone());
@@ -322,7 +381,11 @@ impl EventSource for LiveSource {
         if let Some(mut p) = self.probes.take() {
             self.run_stats = p.run_stats();
             self.probe_misses = p.recursion_misses();
-            p.detach_wakeup_side_first();
+            for (cpu, why) in p.detach_and_flush() {
+                self.warnings.push(format!(
+                    "CPU {cpu}'s last batch was not sent at the end ({why}): its records are lost"
+                ));
+            }
         }
         self.shared.stop.store(true, Ordering::SeqCst);
     }

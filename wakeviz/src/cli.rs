@@ -67,6 +67,10 @@ pub struct Cli {
     /// Do not try fentry/fexit on select_task_rq_fair / select_idle_cpu.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub no_function_probes: bool,
+    /// Send every record to its ring on its own instead of in per-CPU batches (each record
+    /// then pays the ring's lock; for measuring what batching saves).
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
+    pub no_batch: bool,
     /// Keep wakeviz's own threads (`wakeviz`, `wakeviz-drain`) in the figures: by default
     /// their wakeups are left out, live and in replays of recordings that name them.
     #[arg(long)]

@@ -273,6 +273,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         tracepoint_mode: cli.tracepoint_mode.unwrap_or(probes::TracepointMode::Auto),
         bpf_stats: cli.bpf_stats,
         rings: wakeviz_core::rings::RingPlan::new(&topo, cli.rings.map(|n| n as usize)),
+        batching: !cli.no_batch,
     };
     // Refuse a bad recording path before attaching anything; create the file only once the
     // probes are in (a failed start leaves no empty recording behind).

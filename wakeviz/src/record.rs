@@ -195,11 +195,13 @@ impl Summary<'_> {
             self.stats.drops(),
             self.stats.decode_errors
         ));
-        if !self.stats.rings.is_empty() {
+        if !self.stats.rings.is_empty() || self.stats.batches.is_some() {
+            let n = self.stats.rings.len().max(1);
             s.push_str(&format!(
-                "\n  merge: {} rings, late {} (arrived behind the watermark, left out of the stream)",
-                self.stats.rings.len(),
-                self.stats.late_events
+                "\n  merge: {n} ring{}, late {} (arrived behind the watermark, left out of the stream); events reached the analyses at most {:.0} ms after their probe",
+                if n == 1 { "" } else { "s" },
+                self.stats.late_events,
+                self.stats.max_hold_ns as f64 / 1e6
             ));
             for (i, r) in self.stats.rings.iter().enumerate() {
                 s.push_str(&format!(
@@ -207,6 +209,9 @@ impl Summary<'_> {
                     r.cpus, r.delivered, r.kernel_drops, r.user_drops
                 ));
             }
+        }
+        if let Some(b) = &self.stats.batches {
+            s.push_str(&format!("\n  {}", b.summary()));
         }
         if let Some((p, w)) = self.written {
             s.push_str(&format!(

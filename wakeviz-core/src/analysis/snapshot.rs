@@ -75,6 +75,12 @@ pub struct Drops {
     /// Per ring buffer, when there were several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rings: Vec<crate::format::RingStats>,
+    /// Per-CPU batching, when the capture batched records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batches: Option<crate::format::BatchStats>,
+    /// The longest an event took from its probe to the analyses, live (0: not measured).
+    #[serde(skip_serializing_if = "crate::format::is_zero")]
+    pub max_hold_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -402,6 +408,8 @@ impl Analysis {
                 probe_misses: s.probe_misses,
                 late_events: s.late_events,
                 rings: s.rings.clone(),
+                batches: s.batches.as_deref().cloned(),
+                max_hold_ns: s.max_hold_ns,
             },
             own_threads: OwnThreads {
                 tids: h.run.own_tids.clone(),

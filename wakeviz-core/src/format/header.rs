@@ -122,6 +122,14 @@ pub struct CaptureStats {
     /// files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rings: Vec<RingStats>,
+    /// Per-CPU batching, when the capture batched records (absent otherwise and in older
+    /// files). Boxed, as `workload`: every batch of events carries these counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<Box<BatchStats>>,
+    /// The longest any event took from its probe's stamp to the analyses (drain polling, the
+    /// merge's grace, batches): how far the live view can lag the kernel. 0 when not measured.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_hold_ns: u64,
     /// Wall time from the start of the capture to its end (END chunk only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_duration_ns: Option<u64>,
@@ -143,6 +151,36 @@ pub struct RingStats {
     /// Records its consumer could not hand over (channel full).
     #[serde(default)]
     pub user_drops: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+pub(crate) fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// How the probes' per-CPU batches went (`wakeviz_common::batch`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchStats {
+    /// Batches handed to the rings.
+    pub sent: u64,
+    /// Records sent on their own: made in the idle task's context, or by a probe that
+    /// interrupted another on its CPU.
+    pub unbatched: u64,
+    /// Batches wakeviz asked a CPU to send because it held one for more than a few ms without
+    /// a scheduler event (a CPU running one task).
+    pub flushed_by_wakeviz: u64,
+    /// Records lost with batches a full ring refused (also in `kernel_drops`).
+    pub dropped_records: u64,
+}
+
+impl BatchStats {
+    /// One line for the summary and the text report.
+    pub fn summary(&self) -> String {
+        format!(
+            "per-CPU batches: {} sent, {} flushed by wakeviz (a CPU quiet for 5 ms), {} records sent alone (idle context or nested), {} records lost with refused batches",
+            self.sent, self.flushed_by_wakeviz, self.unbatched, self.dropped_records
+        )
+    }
 }
 
 impl CaptureStats {

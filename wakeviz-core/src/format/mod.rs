@@ -33,9 +33,10 @@ mod reader;
 mod writer;
 
 pub use error::FormatError;
+pub(crate) use header::is_zero;
 pub use header::{
-    CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC, ProbeClock, ProbeMode, ProbeState,
-    ProbeStatus, RingStats, ScanSource,
+    BatchStats, CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC, ProbeClock, ProbeMode,
+    ProbeState, ProbeStatus, RingStats, ScanSource,
 };
 pub use reader::{ChunkPayload, Reader, read_all};
 pub use writer::{Recorder, RecorderConfig};

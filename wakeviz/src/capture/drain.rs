@@ -17,7 +17,7 @@ use std::{
 use aya::maps::{MapData, RingBuf};
 use tokio::io::unix::AsyncFd;
 use wakeviz_core::{
-    decode::decode_record,
+    decode::{decode_record, ring_records},
     event::{Event, TaskTable},
     source::Batch,
 };
@@ -74,7 +74,7 @@ pub(super) struct Drain {
     pub idle_max: Duration,
 }
 
-fn now_ns() -> u64 {
+pub(super) fn now_ns() -> u64 {
     u64::try_from(crate::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
 }
 
@@ -148,21 +148,24 @@ impl Drain {
     ) -> bool {
         let pass = now_ns();
         while let Some(item) = ring.next() {
-            match decode_record(&item) {
-                Ok((ev, name)) => {
-                    if !self.own(&ev) {
-                        *read += 1;
+            // One record, or a CPU's batch of them.
+            for rec in ring_records(&item) {
+                match rec.and_then(decode_record) {
+                    Ok((ev, name)) => {
+                        if !self.own(&ev) {
+                            *read += 1;
+                        }
+                        if let Some(n) = name
+                            && n.comm.0[0] != 0
+                            && names.learn(n)
+                        {
+                            batch.tasks.push(n);
+                        }
+                        batch.events.push(ev);
                     }
-                    if let Some(n) = name
-                        && n.comm.0[0] != 0
-                        && names.learn(n)
-                    {
-                        batch.tasks.push(n);
+                    Err(_) => {
+                        self.sh.decode_errors.fetch_add(1, Ordering::Relaxed);
                     }
-                    batch.events.push(ev);
-                }
-                Err(_) => {
-                    self.sh.decode_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
             drop(item);

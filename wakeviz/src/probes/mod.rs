@@ -4,6 +4,7 @@
 //! reason it failed, and the modes tried before) is recorded, so wakeviz runs on whatever the
 //! kernel allows and says exactly what is degraded.
 pub mod aggregate;
+mod batching;
 pub mod btf;
 pub mod floor;
 mod rings;
@@ -33,6 +34,8 @@ pub struct ProbeConfig {
     pub bpf_stats: bool,
     /// Which CPU writes to which ring buffer.
     pub rings: wakeviz_core::rings::RingPlan,
+    /// Records go to the rings in per-CPU batches (`wakeviz_common::batch`).
+    pub batching: bool,
 }
 
 /// Best tracepoint attach mode wakeviz may use.
@@ -55,6 +58,8 @@ pub struct Probes {
     /// Rings 1.. of `ring_plan` (ring 0 is the `EVENTS` map); empty with a single ring.
     pub rings: Vec<aya::maps::RingBuf<aya::maps::MapData>>,
     pub ring_plan: wakeviz_core::rings::RingPlan,
+    /// Records are batched per CPU; whether userspace can flush a CPU's batch is in `notes`.
+    pub batching: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -463,7 +468,8 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         .map(btf::KernelBtf::offsets)
         .unwrap_or_default();
     let aya_btf = Btf::from_sys_fs().ok();
-    let globals = globals(&offsets, &mut notes);
+    let mut globals = globals(&offsets, &mut notes);
+    globals.push((BATCHING, u64::from(cfg.batching)));
     let mut loader = EbpfLoader::new();
     loader.btf(aya_btf.as_ref());
     loader.map_max_entries(map::EVENTS, cfg.ringbuf_bytes);
@@ -472,6 +478,13 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
     }
     let mut ebpf = load_object(&mut loader, &globals)?;
     let rings = rings::setup(&mut ebpf, &cfg.rings, cfg.ringbuf_bytes)?;
+    if cfg.batching
+        && let Err(why) = batching::load_flush(&mut ebpf)
+    {
+        notes.push(format!(
+            "degraded: per-CPU batches cannot be flushed from userspace ({why}); a CPU that runs one task without scheduler events holds its last records until its next event, and the merge waits for them (up to its cap)"
+        ));
+    }
 
     let mut status = Vec::new();
     for tp in program::TRACEPOINTS {
@@ -538,6 +551,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         notes,
         rings,
         ring_plan: cfg.rings.clone(),
+        batching: cfg.batching,
     })
 }
 
@@ -622,6 +636,23 @@ impl Probes {
                     Some(Program::BtfTracePoint(p)) => p.unload(),
                     Some(Program::RawTracePoint(p)) => p.unload(),
                     Some(Program::TracePoint(p)) => p.unload(),
+                    _ => Ok(()),
+                };
+            }
+        }
+    }
+}
+
+impl Probes {
+    /// Detaches the function probes, fentry before fexit so a call under way keeps its exit.
+    pub fn detach_functions(&mut self) {
+        use aya::programs::Program;
+        for f in program::FUNCTIONS {
+            for name in [f.fentry, f.fexit] {
+                // As in `detach_wakeup_side_first`: an error only means "not loaded".
+                let _ = match self.ebpf.program_mut(name) {
+                    Some(Program::FEntry(p)) => p.unload(),
+                    Some(Program::FExit(p)) => p.unload(),
                     _ => Ok(()),
                 };
             }

@@ -38,6 +38,8 @@ enum Config {
     /// The same records from a per-CPU buffer, 32 per ring write: batching's best case.
     FloorBatch,
     Wakeviz(PathBuf),
+    /// `wakeviz --record --no-batch`: every record on its own, as before per-CPU batching.
+    WakevizUnbatched(PathBuf),
     /// `wakeviz --aggregate`: the in-kernel mode, no record per event.
     Aggregate,
     /// The second binary of `WAKEVIZ_BIN_B`.
@@ -54,6 +56,7 @@ impl Config {
             Self::FloorBatch => "batch floor",
             Self::Aggregate => "wakeviz --aggregate",
             Self::Wakeviz(_) => "wakeviz --record",
+            Self::WakevizUnbatched(_) => "wakeviz --no-batch",
             Self::WakevizB(_) => "wakeviz-B --record",
             Self::Perf => "perf sched record",
         }
@@ -96,6 +99,15 @@ fn start(ctx: &Ctx, cfg: &Config, file: &Path) -> anyhow::Result<Option<Backgrou
                 OsStr::new("--record"),
                 file.as_os_str(),
                 OsStr::new("--headless"),
+            ];
+            tracer::wakeviz(bin, args, "capturing")?
+        }
+        Config::WakevizUnbatched(bin) => {
+            let args = [
+                OsStr::new("--record"),
+                file.as_os_str(),
+                OsStr::new("--headless"),
+                OsStr::new("--no-batch"),
             ];
             tracer::wakeviz(bin, args, "capturing")?
         }
@@ -158,6 +170,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
         Config::FloorStream,
         Config::FloorBatch,
         Config::Wakeviz(ctx.wakeviz.clone()),
+        Config::WakevizUnbatched(ctx.wakeviz.clone()),
         Config::Aggregate,
     ];
     if let Some(b) = std::env::var_os("WAKEVIZ_BIN_B") {
@@ -166,7 +179,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
     cfgs.push(Config::Perf);
     let desc = format!("taskset -c 0 perf bench sched pipe -l {loops}");
     println!(
-        "\n[16] cost floor: {rounds} rounds of `{desc}` alone, under `wakeviz --floor-probes` (empty tp_btf programs on the five sched tracepoints), under `wakeviz --floor-probes stream` (a clock read and one ring record per hit, nothing else), under `wakeviz --floor-probes batch` (the same records, 32 per ring write), under `wakeviz --record --headless`{}, under `wakeviz --aggregate --headless`, under `perf sched record`; order rotated each round",
+        "\n[16] cost floor: {rounds} rounds of `{desc}` alone, under `wakeviz --floor-probes` (empty tp_btf programs on the five sched tracepoints), under `wakeviz --floor-probes stream` (a clock read and one ring record per hit, nothing else), under `wakeviz --floor-probes batch` (the same records, 32 per ring write), under `wakeviz --record --headless` (per-CPU batches) and with `--no-batch`{}, under `wakeviz --aggregate --headless`, under `perf sched record`; order rotated each round",
         if cfgs.iter().any(|c| matches!(c, Config::WakevizB(_))) {
             " and WAKEVIZ_BIN_B's"
         } else {
@@ -209,6 +222,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
         bail!("configuration list incomplete");
     };
     let wb = idx(|c| matches!(c, Config::WakevizB(_)));
+    let wu = idx(|c| matches!(c, Config::WakevizUnbatched(_))).context("no --no-batch run")?;
     for (metric, pick) in [
         (
             "reported us/op",
@@ -231,6 +245,8 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
             "  {metric}: median alone {:.3}; added (paired medians): floor {a_fl:+.3}, stream floor {a_fs:+.3}, batch floor {a_fb:+.3}, wakeviz {a_wv:+.3}, wakeviz --aggregate {a_ag:+.3}, perf sched record {a_pf:+.3}",
             median(&alone)
         );
+        let a_wu = added(wu);
+        line += &format!(", wakeviz --no-batch {a_wu:+.3}");
         if let Some(b) = wb {
             line += &format!(", wakeviz-B {:+.3}", added(b));
         }
@@ -294,6 +310,22 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
             format!("{txt} ({a_wv:+.3} / {a_pf:+.3})"),
             target("<= 0.33x"),
             x.filter(|_| judged).map(|x| x <= 1.0 / 3.0),
+        );
+        let (txt, _) = ratio(a_wv, a_wu);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: wakeviz added / wakeviz --no-batch added"),
+            format!("{txt} ({a_wv:+.3} / {a_wu:+.3})"),
+            "(info: what per-CPU batching saves)",
+            None,
+        );
+        let (txt, _) = ratio(a_wu, a_pf);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: wakeviz --no-batch added / perf sched record's"),
+            format!("{txt} ({a_wu:+.3} / {a_pf:+.3})"),
+            "(info: before batching)",
+            None,
         );
         if let Some(b) = wb {
             let a_b = added(b);

@@ -294,12 +294,14 @@ pub fn text(s: &Snapshot) -> String {
         "  probe runs skipped by the kernel (BPF programs do not nest): {}",
         d.probe_misses
     );
-    if !d.rings.is_empty() || d.late_events > 0 {
+    if !d.rings.is_empty() || d.late_events > 0 || d.batches.is_some() {
+        let n = d.rings.len().max(1);
         let _ = writeln!(
             o,
-            "  late events (behind the merge of {} rings): {}",
-            d.rings.len().max(1),
-            d.late_events
+            "  late events (behind the merge of {n} ring{}): {}; events reached the analyses at most {:.0} ms after their probe",
+            if n == 1 { "" } else { "s" },
+            d.late_events,
+            d.max_hold_ns as f64 / 1e6
         );
     }
     for (i, r) in d.rings.iter().enumerate() {
@@ -308,6 +310,9 @@ pub fn text(s: &Snapshot) -> String {
             "  ring {i:<3} cpus {:<16} delivered {:>12}  drops: kernel {}, userspace {}",
             r.cpus, r.delivered, r.kernel_drops, r.user_drops
         );
+    }
+    if let Some(b) = &d.batches {
+        let _ = writeln!(o, "  {}", b.summary());
     }
     let _ = writeln!(o, "\n== probes");
     for p in &s.probes {

@@ -1,0 +1,80 @@
+//! Watching the probes' per-CPU batches (`wakeviz_common::batch`) from the consumer's thread:
+//! every few ms, read each CPU's oldest held stamp (`BATCH_PENDING`), ask a CPU that has held
+//! a batch too long to send it, and tell the merge what the reading proves (see
+//! `wakeviz_core::merge`): that is what keeps a held record from being overtaken.
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use aya::maps::{MapData, PerCpuArray};
+use wakeviz_common::names::map;
+use wakeviz_core::{event::Event, merge::Merger};
+
+use crate::probes::Probes;
+
+/// Readings are taken at most this often: the merge's grace is 20 ms, so a few readings fall in
+/// each grace.
+pub(super) const EVERY: Duration = Duration::from_millis(5);
+
+/// A CPU whose oldest held record is older than this is asked to send its batch. A CPU that
+/// makes events sends on its own within `batch::MAX_AGE_NS` (2 ms) of its next one; one older
+/// than this has made none since, so it runs one task and the IPI costs it little.
+const FLUSH_AFTER_NS: u64 = 5_000_000;
+
+pub(super) struct BatchWatch {
+    pending: PerCpuArray<MapData, u64>,
+    last: Option<Instant>,
+    /// Batches sent because wakeviz asked.
+    pub flushed: u64,
+    /// Why asking a CPU failed, the first time it did (then a warning).
+    pub failure: Option<String>,
+}
+
+impl BatchWatch {
+    pub fn new(probes: &mut Probes) -> anyhow::Result<Self> {
+        let m = probes
+            .ebpf
+            .take_map(map::BATCH_PENDING)
+            .context("probe object has no BATCH_PENDING map")?;
+        let pending = PerCpuArray::try_from(m).context("BATCH_PENDING is not a per-CPU array")?;
+        Ok(Self {
+            pending,
+            last: None,
+            flushed: 0,
+            failure: None,
+        })
+    }
+
+    /// Takes a reading when one is due. `probes` is `None` once the capture is stopping (the
+    /// batches were all sent then). Appends what the merge can release to `out`.
+    pub fn tick(&mut self, probes: Option<&Probes>, merger: &mut Merger, out: &mut Vec<Event>) {
+        if self.last.is_some_and(|t| t.elapsed() < EVERY) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let at = super::drain::now_ns();
+        // A failed read proves nothing: the merge then waits (or releases at its cap).
+        let Ok(values) = self.pending.get(&0, 0) else {
+            return;
+        };
+        let mut oldest: Option<u64> = None;
+        for (cpu, &stamp) in values.iter().enumerate() {
+            if stamp == 0 {
+                continue;
+            }
+            oldest = Some(oldest.map_or(stamp, |o| o.min(stamp)));
+            if at.saturating_sub(stamp) > FLUSH_AFTER_NS
+                && let Some(p) = probes
+            {
+                match p.flush_batch(cpu as u32) {
+                    Ok(true) => self.flushed += 1,
+                    // Busy: it is being written right now, so it is not stale; next time.
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.failure.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        merger.note_batches(at, oldest, out);
+    }
+}
