@@ -21,10 +21,11 @@
 //! `p` proves: every record stamped before `min(t, p)` had left its batch by `t`. So once every
 //! ring's clock has passed `t`, those records have been delivered, and the watermark may go up
 //! to `min(t, p)`; it uses the latest reading whose `t` every ring's clock has passed.
-use std::{
-    cmp::Reverse,
-    collections::{BinaryHeap, VecDeque},
-};
+mod held;
+
+use std::collections::VecDeque;
+
+use held::Held;
 
 use crate::event::Event;
 
@@ -69,22 +70,11 @@ impl Merger {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    ts: u64,
-    /// Arrival order: equal timestamps keep the order they came in.
-    seq: u64,
-}
-
 /// The merge state. Rings are numbered `0..rings`.
 pub struct Merger {
     /// Per ring: the clock it last reported, `u64::MAX` once closed.
     clocks: Vec<u64>,
-    heap: BinaryHeap<Reverse<(Key, usize)>>,
-    /// Held events, indexed by the heap's `usize`; freed slots are reused.
-    slots: Vec<Option<Event>>,
-    free: Vec<usize>,
-    seq: u64,
+    held: Held,
     /// Timestamp of the last event released.
     released: Option<u64>,
     cap: usize,
@@ -103,10 +93,7 @@ impl Merger {
     pub fn with_grace(rings: usize, cap: usize, grace: u64) -> Self {
         Self {
             clocks: vec![0; rings],
-            heap: BinaryHeap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
-            seq: 0,
+            held: Held::default(),
             released: None,
             cap: cap.max(1),
             grace,
@@ -141,7 +128,7 @@ impl Merger {
 
     /// Events held, waiting for the watermark.
     pub fn held(&self) -> usize {
-        self.heap.len()
+        self.held.len()
     }
 
     /// Takes in a batch from `ring`, drained after the clock read `clock_ns`, and appends to
@@ -175,9 +162,7 @@ impl Merger {
 
     /// Releases everything held (the end of the stream).
     pub fn finish(&mut self, out: &mut Vec<Event>) {
-        while let Some(ev) = self.pop() {
-            out.push(ev);
-        }
+        self.release_held(u64::MAX, out);
     }
 
     fn insert(&mut self, ev: Event) {
@@ -191,25 +176,16 @@ impl Merger {
             self.grace = self.grace.max((r - ts).saturating_mul(2)).min(MAX_GRACE_NS);
             return;
         }
-        let idx = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(ev);
-                i
-            }
-            None => {
-                self.slots.push(Some(ev));
-                self.slots.len() - 1
-            }
-        };
-        self.heap.push(Reverse((Key { ts, seq: self.seq }, idx)));
-        self.seq += 1;
+        self.held.insert(ev);
     }
 
-    fn pop(&mut self) -> Option<Event> {
-        let Reverse((key, idx)) = self.heap.pop()?;
-        self.released = Some(key.ts);
-        self.free.push(idx);
-        self.slots.get_mut(idx).and_then(Option::take)
+    /// Releases what is held up to `w`, and notes the last stamp released.
+    fn release_held(&mut self, w: u64, out: &mut Vec<Event>) {
+        let start = out.len();
+        self.held.release_to(w, out);
+        if let Some(e) = out[start..].last() {
+            self.released = Some(e.ts_ns());
+        }
     }
 
     fn watermark(&mut self) -> u64 {
@@ -235,22 +211,14 @@ impl Merger {
 
     fn release(&mut self, out: &mut Vec<Event>) {
         let w = self.watermark();
-        while let Some(Reverse((key, _))) = self.heap.peek() {
-            if key.ts > w {
-                break;
-            }
-            if let Some(ev) = self.pop() {
-                out.push(ev);
-            }
-        }
+        self.release_held(w, out);
         // Over the cap: release the oldest down to half of it, so the next batches do not each
         // force a release of their own.
-        if self.heap.len() > self.cap {
-            while self.heap.len() > self.cap / 2 {
-                if let Some(ev) = self.pop() {
-                    self.stats.forced += 1;
-                    out.push(ev);
-                }
+        if self.held.len() > self.cap {
+            let start = out.len();
+            self.stats.forced += self.held.release_oldest(self.cap / 2, out);
+            if let Some(e) = out[start..].last() {
+                self.released = Some(e.ts_ns());
             }
         }
     }

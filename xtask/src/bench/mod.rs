@@ -28,6 +28,7 @@ mod floor;
 mod frame;
 mod ingest;
 mod live;
+mod merge;
 mod replay;
 mod tracer;
 

@@ -346,6 +346,26 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
         d["unmatched_wakeups"],
         if per_ring.is_empty() { "-".into() } else { per_ring.join(" ") }
     ));
+    // Per-CPU batching is on by default: the guest's records went through batches, and the
+    // counts below hold with them.
+    let b = &d["batches"];
+    f.line(format!(
+        "  per-CPU batches: {} sent, {} flushed by wakeviz, {} records alone, {} records lost; events held at most {:.0} ms",
+        b["sent"],
+        b["flushed_by_wakeviz"],
+        b["unbatched"],
+        b["dropped_records"],
+        d["max_hold_ns"].as_f64().unwrap_or(0.0) / 1e6
+    ));
+    if b["sent"].as_u64().is_none_or(|n| n == 0) {
+        f.fail("batches: the capture sent no per-CPU batch".to_string());
+    }
+    if b["dropped_records"].as_u64() != Some(0) {
+        f.fail(format!(
+            "batches: {} records lost with refused batches, want 0",
+            b["dropped_records"]
+        ));
+    }
     if rings != want {
         f.fail(format!(
             "rings: the capture used {rings} ring buffers, want {want}"
