@@ -4,6 +4,7 @@
 //! and the kind's fields (signed ones zigzagged). Timestamps are deltas because the ring buffer
 //! is nearly time-ordered; they may go slightly backwards across CPUs, hence zigzag.
 //! `select_task_rq_fair` stores its duration instead of its entry time.
+use super::slots::{put, put_select};
 use crate::event::{Event, Kind, Migrate, Select, SelectInputs, Switch, Wake, WakeeFlips};
 
 #[inline]
@@ -16,12 +17,12 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 #[inline]
-const fn zigzag(v: i64) -> u64 {
+pub(super) const fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
 #[inline]
-const fn unzigzag(v: u64) -> i64 {
+pub(super) const fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
@@ -324,18 +325,7 @@ pub fn decode(
                     idle_scan_ns,
                     inputs,
                 };
-                if let Some(Event::Select(b)) = out.get_mut(i_) {
-                    **b = sel;
-                } else {
-                    let b = match spare.pop() {
-                        Some(mut b) => {
-                            *b = sel;
-                            b
-                        }
-                        None => Box::new(sel),
-                    };
-                    put(out, i_, Event::Select(b), spare);
-                }
+                put_select(out, i_, sel, spare);
             }
         }
     }
@@ -346,27 +336,9 @@ pub fn decode(
     Ok(())
 }
 
-/// Stores `e` as event `i`: over a recycled event (keeping a select box it held) or appended.
-#[inline(always)]
-#[expect(
-    clippy::vec_box,
-    reason = "the boxes move into `Event::Select` as they are"
-)]
-fn put(out: &mut Vec<Event>, i: usize, e: Event, spare: &mut Vec<Box<Select>>) {
-    match out.get_mut(i) {
-        Some(slot @ Event::Select(_)) => {
-            if let Event::Select(b) = std::mem::replace(slot, e) {
-                spare.push(b);
-            }
-        }
-        Some(slot) => *slot = e,
-        None => out.push(e),
-    }
-}
-
 /// The ABI-2 select inputs: a varint of presence bits (the order below), then each present
 /// value. Files from before have no block (presence bit 6 of the select record clear).
-fn put_inputs(out: &mut Vec<u8>, i: &SelectInputs) {
+pub(super) fn put_inputs(out: &mut Vec<u8>, i: &SelectInputs) {
     let vals = [
         i.waker_load,
         i.prev_load,
@@ -406,7 +378,7 @@ fn put_inputs(out: &mut Vec<u8>, i: &SelectInputs) {
     }
 }
 
-fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
+pub(super) fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
     let bits = c.varint()?;
     if bits >> 13 != 0 {
         return Err(format!("bad select-input bits {bits:#x}"));

@@ -3,8 +3,11 @@ use serde::{Deserialize, Serialize};
 use crate::{event::Kind, topology::Topology};
 
 pub const MAGIC: &[u8; 8] = b"WVZTRACE";
-/// Bumped on any incompatible change of the layout described in the module docs.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped on any incompatible change of the layout described in the module docs. Version 2:
+/// `EVENTS` payloads are columns ([`super::columns`]); version 1 files (rows of varints,
+/// [`super::codec`]) are still read. A reader older than 2 refuses a version-2 file by this
+/// number instead of misreading its chunks.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How a probe is attached, best first within its group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,8 +17,9 @@
 //! - `TASKS`: pid -> comm entries learnt since the previous chunk (always written before the
 //!   event chunk that first references them), so the dictionary is incremental and survives a
 //!   crash exactly as far as the events do;
-//! - `EVENTS`: events encoded by [`codec`] (kind, CPU, zigzag-delta timestamp, varint fields),
-//!   zstd-compressed;
+//! - `EVENTS`: events, zstd-compressed, in the layout the format version names: version 2,
+//!   columns of fixed-width byte planes ([`columns`], written now); version 1, rows of varints
+//!   ([`codec`]: kind, CPU, zigzag-delta timestamp, the kind's fields), still read;
 //! - `STATS`: cumulative capture counters (events offered per kind, kernel ring-buffer drops,
 //!   userspace channel drops) at that moment, written with every flush;
 //! - `END`: the final counters; its absence means the recording was cut short.
@@ -27,9 +28,11 @@
 //! `kill -9` loses at most the last second.
 pub mod chunk;
 pub mod codec;
+pub mod columns;
 mod error;
 mod header;
 mod reader;
+mod slots;
 mod writer;
 
 pub use error::FormatError;

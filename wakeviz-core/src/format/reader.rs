@@ -8,6 +8,7 @@ use super::{
     FormatError,
     chunk::{self, ChunkHeader},
     codec::{self, Cursor},
+    columns,
     header::{CaptureStats, FORMAT_VERSION, Header, MAGIC},
 };
 use crate::event::{Comm, Event, Select, TaskName};
@@ -33,6 +34,9 @@ pub struct Reader<R: Read> {
     inner: R,
     path: PathBuf,
     header: Header,
+    /// The preamble's format version: it names the layout of the `EVENTS` payloads (1 = rows
+    /// of varints, [`codec`]; 2 = columns, [`columns`]).
+    version: u32,
     offset: u64,
     index: u64,
     done: bool,
@@ -52,6 +56,8 @@ pub struct Reader<R: Read> {
         reason = "the boxes move into `Event::Select` as they are"
     )]
     spare_selects: Vec<Box<Select>>,
+    /// The widened columns of the last format-2 chunk, reused.
+    columns: columns::Scratch,
 }
 
 /// Fills `buf` completely; returns how many bytes were read before EOF.
@@ -204,6 +210,7 @@ impl<R: Read> Reader<R> {
             inner,
             path,
             header,
+            version,
             offset: 20 + u64::from(len),
             index: 0,
             done: false,
@@ -213,6 +220,7 @@ impl<R: Read> Reader<R> {
             zstd: None,
             spare_events: Vec::new(),
             spare_selects: Vec::new(),
+            columns: columns::Scratch::default(),
         })
     }
 
@@ -373,8 +381,13 @@ impl<R: Read> Reader<R> {
             }
             chunk::KIND_EVENTS => {
                 let mut evs = std::mem::take(&mut self.spare_events);
-                codec::decode(&raw, h.count, &mut evs, &mut self.spare_selects)
-                    .map_err(|m| self.bad(m))?;
+                let (spare, scratch) = (&mut self.spare_selects, &mut self.columns);
+                let r = if self.version == 1 {
+                    codec::decode(&raw, h.count, &mut evs, spare)
+                } else {
+                    columns::decode(&raw, h.count, &mut evs, spare, scratch)
+                };
+                r.map_err(|m| self.bad(m))?;
                 ChunkPayload::Events(evs)
             }
             kind => {

@@ -6,7 +6,8 @@ use std::{
 use super::{
     FormatError,
     chunk::{self, ChunkHeader},
-    codec::{Encoder, put_varint},
+    codec::put_varint,
+    columns::Encoder,
     header::{CaptureStats, FORMAT_VERSION, Header, MAGIC},
 };
 use crate::event::{Event, TaskName, TaskTable};
@@ -46,13 +47,21 @@ pub struct Recorder<W: Write> {
     /// Events in chunks that were written whole: what the file holds after a write error.
     events_on_file: u64,
     frame: Vec<u8>,
+    /// The pending chunk's payload, laid out at flush.
+    payload: Vec<u8>,
 }
 
 impl<W: Write> Recorder<W> {
     pub fn new(mut out: W, header: &Header, mut cfg: RecorderConfig) -> Result<Self, FormatError> {
         // Readers refuse bigger chunks.
         cfg.chunk_events = cfg.chunk_events.min(chunk::MAX_CHUNK_ENTRIES);
-        let json = serde_json::to_vec(header).map_err(|e| FormatError::Write(e.into()))?;
+        // The layout of the chunks is this writer's, whatever version the caller's header names
+        // (a header built for an older format would otherwise contradict the preamble).
+        let header = Header {
+            format_version: FORMAT_VERSION,
+            ..header.clone()
+        };
+        let json = serde_json::to_vec(&header).map_err(|e| FormatError::Write(e.into()))?;
         let mut pre = Vec::with_capacity(20 + json.len());
         pre.extend_from_slice(MAGIC);
         pre.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -73,6 +82,7 @@ impl<W: Write> Recorder<W> {
             events: 0,
             events_on_file: 0,
             frame: Vec::new(),
+            payload: Vec::new(),
         })
     }
 
@@ -140,13 +150,14 @@ impl<W: Write> Recorder<W> {
             self.pending_tasks.clear();
         }
         if self.enc.count > 0 {
-            let buf = std::mem::take(&mut self.enc.buf);
-            let r = self.write_chunk(chunk::KIND_EVENTS, &buf, self.enc.count);
-            self.enc.buf = buf;
-            let n = u64::from(self.enc.count);
-            self.enc.clear();
+            let n = self.enc.count;
+            let mut buf = std::mem::take(&mut self.payload);
+            buf.clear();
+            self.enc.finish(&mut buf);
+            let r = self.write_chunk(chunk::KIND_EVENTS, &buf, n);
+            self.payload = buf;
             r?;
-            self.events_on_file += n;
+            self.events_on_file += u64::from(n);
         }
         let stats = serde_json::to_vec(&self.stats).map_err(|e| FormatError::Write(e.into()))?;
         self.write_chunk(chunk::KIND_STATS, &stats, 0)?;

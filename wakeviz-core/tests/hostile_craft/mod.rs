@@ -4,6 +4,8 @@
 //! and `wakeviz/tests/hostile.rs` (`#[path]`), so the library and the binary see the same files.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+mod columns;
+
 use serde_json::{Value, json};
 use wakeviz_core::{
     event::{Event, Migrate, Switch, Wake},
@@ -81,7 +83,11 @@ pub fn chunk(kind: u8, raw: &[u8], count: u32, zstd: bool) -> Vec<u8> {
     out
 }
 
-/// Encoded events and their count.
+/// The format version whose `EVENTS` chunks are rows of varints (`codec::Encoder`), the layout
+/// every helper here writes; `columns` crafts the current, columnar one.
+pub const ROWS: u32 = 1;
+
+/// Encoded events (rows, format 1) and their count.
 pub fn encode(evs: impl IntoIterator<Item = Event>) -> (Vec<u8>, u32) {
     let mut e = Encoder::default();
     for ev in evs {
@@ -95,9 +101,16 @@ pub fn end() -> Vec<u8> {
     chunk(chunk::KIND_END, &s, 0, false)
 }
 
-/// A whole file: the header over `topology`, `chunks`, END.
+/// A whole format-1 file (row chunks): the header over `topology`, `chunks`, END.
 pub fn file(topology: Value, chunks: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = preamble(FORMAT_VERSION, &header(topology));
+    file_of(ROWS, topology, chunks)
+}
+
+/// A whole file of format `version`: the header over `topology`, `chunks`, END.
+pub fn file_of(version: u32, topology: Value, chunks: &[Vec<u8>]) -> Vec<u8> {
+    let mut h = header(topology);
+    h["format_version"] = json!(version);
+    let mut out = preamble(version, &h);
     for c in chunks {
         out.extend_from_slice(c);
     }

@@ -1,0 +1,245 @@
+//! Decoding a columnar `EVENTS` payload: the columns are located and checked first (their
+//! lengths follow from the kinds column), widened into per-kind rows (`widen.rs`), then
+//! one pass builds the events.
+use super::{
+    COLUMNS, col, flag, is_wide,
+    widen::{self, Planes, Scratch},
+};
+use crate::{
+    event::{Event, Migrate, Select, Switch, Wake},
+    format::{
+        codec::{Cursor, get_inputs, unzigzag},
+        slots::{put, put_select_with},
+    },
+};
+
+/// Decodes `count` events from a columnar payload into `out`, replacing what it held (over a
+/// recycled chunk as [`crate::format::codec::decode`] does). `scratch` holds the widened
+/// columns; its contents on entry do not matter.
+pub fn decode(
+    payload: &[u8],
+    count: u32,
+    out: &mut Vec<Event>,
+    spare: &mut Vec<Box<Select>>,
+    scratch: &mut Scratch,
+) -> Result<(), String> {
+    let n = count as usize;
+    let (widths, rest) = payload
+        .split_at_checked(COLUMNS)
+        .ok_or("payload ends inside the column widths")?;
+    let (kinds, rest) = rest
+        .split_at_checked(n)
+        .ok_or_else(|| format!("payload ends inside the kinds of {n} events"))?;
+    let (cols, inputs) = locate(widths, kinds, rest, &mut scratch.flags)?;
+    fill(scratch, &cols);
+    // Every event took at least 6 bytes of columns (kind, cpu, ts, three fields), so `n` is
+    // bounded by the payload: reserving it allocates no more than the bytes justify.
+    out.reserve(n.saturating_sub(out.len()));
+    let s = &*scratch;
+    let mut inputs = Cursor::new(inputs);
+    let (mut wi, mut si, mut mi, mut seli, mut opti) = (0, 0, 0, 0, 0);
+    let lost = |i: usize| format!("event {i}: no row left in its columns");
+    let zz = |v: u32| unzigzag(u64::from(v)) as i32;
+    let common = kinds.iter().zip(&s.ts).zip(&s.cpu).enumerate();
+    for (i, ((&kind, &ts_ns), &cpu)) in common {
+        match kind {
+            1..=3 => {
+                let &[pid, target_cpu, waker_pid, prio] = s.wakes.get(wi).ok_or_else(|| lost(i))?;
+                wi += 1;
+                let w = Wake {
+                    ts_ns,
+                    cpu,
+                    pid,
+                    target_cpu,
+                    waker_pid,
+                    prio: zz(prio),
+                };
+                let e = match kind {
+                    1 => Event::Waking(w),
+                    2 => Event::Wakeup(w),
+                    _ => Event::WakeupNew(w),
+                };
+                put(out, i, e, spare);
+            }
+            4 => {
+                let &[prev_pid, next_pid, prev_state, prev_prio, next_prio] =
+                    s.switches.get(si).ok_or_else(|| lost(i))?;
+                si += 1;
+                let e = Event::Switch(Switch {
+                    ts_ns,
+                    cpu,
+                    prev_pid,
+                    next_pid,
+                    prev_state,
+                    prev_prio: zz(prev_prio),
+                    next_prio: zz(next_prio),
+                });
+                put(out, i, e, spare);
+            }
+            5 => {
+                let &[pid, orig_cpu, dest_cpu] = s.migrates.get(mi).ok_or_else(|| lost(i))?;
+                mi += 1;
+                let e = Event::Migrate(Migrate {
+                    ts_ns,
+                    cpu,
+                    pid,
+                    orig_cpu,
+                    dest_cpu,
+                });
+                put(out, i, e, spare);
+            }
+            6 => {
+                let &[pid, prev_cpu, wake_flags, chosen_cpu, waker_pid, f] =
+                    s.selects.get(seli).ok_or_else(|| lost(i))?;
+                let duration = s.durations.get(seli).copied().ok_or_else(|| lost(i))?;
+                seli += 1;
+                let has = |bit: u32| f & bit != 0;
+                let mut opt = |bit: u32| -> Result<Option<u32>, String> {
+                    if !has(bit) {
+                        return Ok(None);
+                    }
+                    opti += 1;
+                    s.optional
+                        .get(opti - 1)
+                        .copied()
+                        .map(Some)
+                        .ok_or_else(|| lost(i))
+                };
+                let waker_nr_running = opt(flag::WAKER_NR_RUNNING)?;
+                let nr_idle_scan = opt(flag::NR_IDLE_SCAN)?;
+                let prev_nr_idle_scan = opt(flag::PREV_NR_IDLE_SCAN)?;
+                let idle_scan_ns = opt(flag::IDLE_SCAN_NS)?;
+                let inputs = has(flag::INPUTS)
+                    .then(|| get_inputs(&mut inputs).map_err(|e| format!("event {i}: {e}")))
+                    .transpose()?;
+                put_select_with(out, i, spare, || Select {
+                    ts_ns,
+                    entry_ts_ns: ts_ns.wrapping_sub(duration),
+                    cpu,
+                    pid,
+                    prev_cpu,
+                    wake_flags,
+                    chosen_cpu,
+                    waker_pid,
+                    waker_nr_running,
+                    nr_idle_scan,
+                    has_idle_cores: has(flag::HAS_IDLE_CORES)
+                        .then_some(has(flag::HAS_IDLE_CORES_TRUE)),
+                    prev_nr_idle_scan,
+                    prev_has_idle_cores: has(flag::PREV_HAS_IDLE_CORES)
+                        .then_some(has(flag::PREV_HAS_IDLE_CORES_TRUE)),
+                    idle_scan_ns,
+                    inputs: inputs.unwrap_or_default(),
+                });
+            }
+            // `locate` refused unknown kinds; kept as an error rather than a panic.
+            _ => return Err(format!("event {i}: unknown kind {kind}")),
+        }
+    }
+    if !inputs.is_empty() {
+        return Err("trailing bytes after the last select-inputs block".into());
+    }
+    out.truncate(n);
+    Ok(())
+}
+
+/// Checks the kinds and the widths and finds each column, sized from the kinds (and the select
+/// flags for the optional values); returns the columns and the select-inputs stream after them.
+fn locate<'a>(
+    widths: &[u8],
+    kinds: &[u8],
+    mut rest: &'a [u8],
+    flags: &mut Vec<u32>,
+) -> Result<([Planes<'a>; COLUMNS], &'a [u8]), String> {
+    let mut per_kind = [0usize; 256];
+    for &k in kinds {
+        per_kind[usize::from(k)] += 1;
+    }
+    if per_kind[1..=6].iter().sum::<usize>() != kinds.len() {
+        let (i, k) = kinds
+            .iter()
+            .enumerate()
+            .find(|&(_, &k)| !(1..=6).contains(&k))
+            .unwrap_or((0, &0));
+        return Err(format!("event {i}: unknown kind {k}"));
+    }
+    let wakes = per_kind[1] + per_kind[2] + per_kind[3];
+    let empty = Planes {
+        bytes: &[],
+        rows: 0,
+    };
+    let mut cols = [empty; COLUMNS];
+    for (c, &w) in widths.iter().enumerate().take(COLUMNS) {
+        if !(matches!(w, 1 | 2 | 4) || w == 8 && is_wide(c)) {
+            return Err(format!("column {c}: width {w} bytes"));
+        }
+        let rows = match c {
+            col::CPU | col::TS => kinds.len(),
+            col::WAKE..col::SWITCH => wakes,
+            col::SWITCH..col::MIGRATE => per_kind[4],
+            col::MIGRATE..col::SELECT => per_kind[5],
+            col::SELECT..col::SEL_OPTIONAL => per_kind[6],
+            _ => optional_rows(cols[col::SEL_FLAGS], flags)?,
+        };
+        let len = rows * usize::from(w);
+        let Some((bytes, after)) = rest.split_at_checked(len) else {
+            return Err(format!(
+                "column {c} needs {len} bytes ({rows} x {w}), {} left in the payload",
+                rest.len()
+            ));
+        };
+        cols[c] = Planes { bytes, rows };
+        rest = after;
+    }
+    Ok((cols, rest))
+}
+
+/// Checks every select record's flags and counts the values they put in `select.optional`.
+fn optional_rows(p: Planes<'_>, flags: &mut Vec<u32>) -> Result<usize, String> {
+    widen::narrow(flags, p);
+    let mut rows = 0;
+    for (i, &f) in flags.iter().enumerate() {
+        let orphan = f & flag::HAS_IDLE_CORES_TRUE != 0 && f & flag::HAS_IDLE_CORES == 0
+            || f & flag::PREV_HAS_IDLE_CORES_TRUE != 0 && f & flag::PREV_HAS_IDLE_CORES == 0;
+        if f & !flag::ALL != 0 || orphan {
+            return Err(format!("select record {i}: bad flags {f:#x}"));
+        }
+        rows += (f & flag::OPTIONAL).count_ones() as usize;
+    }
+    Ok(rows)
+}
+
+/// Widens every located column into `s`: absolute timestamps, then each kind's rows.
+fn fill(s: &mut Scratch, cols: &[Planes<'_>; COLUMNS]) {
+    let ts = cols[col::TS];
+    widen::resize(&mut s.ts, ts.rows, 0);
+    let mut prev = 0u64;
+    ts.widen(s.ts.iter_mut(), |t, delta| {
+        prev = prev.wrapping_add(unzigzag(delta) as u64);
+        *t = prev;
+    });
+    widen::narrow(&mut s.cpu, cols[col::CPU]);
+    rows(&mut s.wakes, &cols[col::WAKE..col::SWITCH]);
+    rows(&mut s.switches, &cols[col::SWITCH..col::MIGRATE]);
+    rows(&mut s.migrates, &cols[col::MIGRATE..col::SELECT]);
+    widen::wide(&mut s.durations, cols[col::SEL_DURATION]);
+    let sel = &cols[col::SELECT..col::SEL_OPTIONAL];
+    let narrow_sel = sel
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| k != 1)
+        .map(|(_, p)| *p);
+    widen::resize(&mut s.selects, sel[0].rows, [0; 6]);
+    for (f, p) in narrow_sel.enumerate() {
+        widen::field(&mut s.selects, f, p);
+    }
+    widen::narrow(&mut s.optional, cols[col::SEL_OPTIONAL]);
+}
+
+/// One kind's rows from its columns (field `f` from `cols[f]`).
+fn rows<const N: usize>(dst: &mut Vec<[u32; N]>, cols: &[Planes<'_>]) {
+    widen::resize(dst, cols.first().map_or(0, |p| p.rows), [0; N]);
+    for (f, p) in cols.iter().enumerate() {
+        widen::field(dst, f, *p);
+    }
+}

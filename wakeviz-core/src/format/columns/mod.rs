@@ -1,0 +1,101 @@
+//! Columnar event encoding inside an `EVENTS` chunk of a format-2 recording (before zstd).
+//!
+//! Format 1 stored each event as a row of varints ([`super::codec`]): decoding spent about 210
+//! instructions per event in a loop whose every branch depends on the byte before it. Here each
+//! field of a chunk is one column of fixed-width integers, the width chosen per column and
+//! chunk as the narrowest that holds its largest value, stored as byte planes (every value's
+//! low byte, then every value's next byte, ...). zstd does the compression: the high planes of
+//! small values are long runs of zeros, the low planes literals. The decoder widens whole
+//! columns in straight loops (`widen.rs`) and then builds the events in one pass whose only
+//! data-dependent branch is the event's kind.
+//!
+//! ```text
+//! payload := widths kinds column* inputs
+//! widths  := one byte per numeric column below (1, 2 or 4; 8 also allowed for u64 columns)
+//! kinds   := count bytes, the ABI tag of each event
+//! column  := width planes of rows bytes (rows as in the table): bits 0-7 of every row, then
+//!            bits 8-15, ...
+//! inputs  := the select-input blocks (format 1's varint block, see `codec::put_inputs`), one
+//!            per select record whose flag bit 6 is set, in record order, to the payload's end
+//! ```
+//!
+//! | #  | column              | rows                   | type | value                          |
+//! |----|---------------------|------------------------|------|--------------------------------|
+//! |  0 | cpu                 | every event            | u32  | `cpu`                          |
+//! |  1 | ts                  | every event            | u64  | zigzag(ts - previous ts)       |
+//! |  2 | wake.pid            | waking/wakeup/new      | u32  | `pid`                          |
+//! |  3 | wake.target_cpu     | waking/wakeup/new      | u32  |                                |
+//! |  4 | wake.waker_pid      | waking/wakeup/new      | u32  |                                |
+//! |  5 | wake.prio           | waking/wakeup/new      | u32  | zigzag(`prio`)                 |
+//! |  6 | switch.prev_pid     | switch                 | u32  |                                |
+//! |  7 | switch.next_pid     | switch                 | u32  |                                |
+//! |  8 | switch.prev_state   | switch                 | u32  |                                |
+//! |  9 | switch.prev_prio    | switch                 | u32  | zigzag                         |
+//! | 10 | switch.next_prio    | switch                 | u32  | zigzag                         |
+//! | 11 | migrate.pid         | migrate                | u32  |                                |
+//! | 12 | migrate.orig_cpu    | migrate                | u32  |                                |
+//! | 13 | migrate.dest_cpu    | migrate                | u32  |                                |
+//! | 14 | select.pid          | select                 | u32  |                                |
+//! | 15 | select.duration     | select                 | u64  | `ts_ns - entry_ts_ns`          |
+//! | 16 | select.prev_cpu     | select                 | u32  |                                |
+//! | 17 | select.wake_flags   | select                 | u32  |                                |
+//! | 18 | select.chosen_cpu   | select                 | u32  |                                |
+//! | 19 | select.waker_pid    | select                 | u32  |                                |
+//! | 20 | select.flags        | select                 | u32  | [`flag`] bits                  |
+//! | 21 | select.optional     | one per set OPTIONAL bit | u32 | the present optional inputs  |
+//!
+//! Rows of a kind's columns are that kind's events in chunk order; the decoder counts them from
+//! the kinds column, so no length is stored: a column either has exactly its rows' bytes in the
+//! payload or the chunk is refused, and after the last column only the inputs blocks remain.
+//! `select.optional` holds, for each select record in turn, the values of its set bits 0, 1, 3
+//! and 5 in that order. The smallest event (a migrate with one-byte columns) is 6 bytes, as in
+//! format 1, so [`super::codec::MIN_EVENT_BYTES`] bounds a chunk's count for both layouts.
+mod decode;
+mod encode;
+mod widen;
+
+pub use decode::decode;
+pub use encode::Encoder;
+pub use widen::Scratch;
+
+/// Numeric columns (everything after the width table but the kinds and the inputs).
+pub const COLUMNS: usize = 22;
+
+/// Column indices, in payload order.
+pub mod col {
+    pub const CPU: usize = 0;
+    pub const TS: usize = 1;
+    pub const WAKE: usize = 2;
+    pub const SWITCH: usize = 6;
+    pub const MIGRATE: usize = 11;
+    pub const SELECT: usize = 14;
+    pub const SEL_DURATION: usize = 15;
+    pub const SEL_FLAGS: usize = 20;
+    pub const SEL_OPTIONAL: usize = 21;
+}
+
+/// Bits of the `select.flags` column: bits 0 to 6 are format 1's presence bits.
+pub mod flag {
+    pub const WAKER_NR_RUNNING: u32 = 1 << 0;
+    pub const NR_IDLE_SCAN: u32 = 1 << 1;
+    pub const HAS_IDLE_CORES: u32 = 1 << 2;
+    pub const PREV_NR_IDLE_SCAN: u32 = 1 << 3;
+    pub const PREV_HAS_IDLE_CORES: u32 = 1 << 4;
+    pub const IDLE_SCAN_NS: u32 = 1 << 5;
+    /// A select-inputs block (ABI 2 and later) follows in the inputs stream.
+    pub const INPUTS: u32 = 1 << 6;
+    /// The value of `has_idle_cores` / `prev_has_idle_cores` when present.
+    pub const HAS_IDLE_CORES_TRUE: u32 = 1 << 7;
+    pub const PREV_HAS_IDLE_CORES_TRUE: u32 = 1 << 8;
+    /// The bits whose value sits in the `select.optional` column.
+    pub const OPTIONAL: u32 = WAKER_NR_RUNNING | NR_IDLE_SCAN | PREV_NR_IDLE_SCAN | IDLE_SCAN_NS;
+    pub const ALL: u32 = (1 << 9) - 1;
+}
+
+/// Whether column `c` holds u64 values (and so may be 8 bytes wide).
+pub const fn is_wide(c: usize) -> bool {
+    c == col::TS || c == col::SEL_DURATION
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,218 @@
+//! The columnar layout against the row layout: every event kind and every optional select input
+//! decodes to the same events, over fresh and recycled vectors, at every column width.
+use super::*;
+use crate::{
+    event::{Event, Migrate, Select, SelectInputs, Switch, Wake, WakeeFlips},
+    format::codec,
+};
+
+/// A small deterministic generator (no dependency): xorshift64*, and the mask of the chunk's
+/// numbers (so that a chunk's columns are 1, 2 or 4 bytes wide).
+struct Rng(u64, u32);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Mostly small values, sometimes each width's extremes, so every column width occurs.
+    fn num(&mut self) -> u32 {
+        let v = match self.next() % 8 {
+            0 => u32::MAX,
+            1 => self.next() as u32,
+            2 => (self.next() % 70_000) as u32,
+            3 => 0,
+            _ => (self.next() % 300) as u32,
+        };
+        v & self.1
+    }
+
+    fn opt(&mut self) -> Option<u32> {
+        (!self.next().is_multiple_of(3)).then(|| self.num())
+    }
+
+    fn flag(&mut self) -> Option<bool> {
+        [None, Some(false), Some(true)][(self.next() % 3) as usize]
+    }
+}
+
+/// Select inputs with each field present or not, ABI-2 only or with ABI-3's flips.
+fn inputs(r: &mut Rng) -> SelectInputs {
+    match r.next() % 4 {
+        0 => SelectInputs::default(),
+        k => SelectInputs {
+            waker_load: r.opt(),
+            prev_load: r.opt(),
+            waker_capacity: r.opt(),
+            prev_capacity: r.opt(),
+            task_h_load: r.opt(),
+            waker_h_load: r.opt(),
+            task_in_group: r.next().is_multiple_of(2),
+            waker_h_nr_delayed: r.opt(),
+            waker_kthread: r.flag(),
+            waker_nr_cpus_allowed: r.opt(),
+            task_nr_cpus_allowed: r.opt(),
+            allowed: (r.next().is_multiple_of(2)).then(|| [r.next(), r.next(), 0, u64::MAX]),
+            flips: (k == 3).then(|| WakeeFlips {
+                waker: r.num(),
+                wakee: r.num(),
+                waker_decay_jiffies: r.num(),
+                jiffies: r.num(),
+                waker_last_wakee_is_task: r.next().is_multiple_of(2),
+            }),
+        },
+    }
+}
+
+/// `n` events of every kind with random fields; timestamps mostly rising, sometimes going
+/// back or jumping far, so the ts column takes every width.
+fn events(seed: u64, n: usize) -> Vec<Event> {
+    let mut r = Rng(seed | 1, [0xff, 0xffff, u32::MAX][(seed % 3) as usize]);
+    // The largest step of this chunk's timestamps, back or forth: ts deltas of 8, 4, 2 or 1
+    // byte(s) once zigzagged.
+    let step = [u64::MAX, 1 << 30, 30_000, 60][(seed % 4) as usize];
+    let mut ts = 0u64;
+    (0..n)
+        .map(|_| {
+            ts = match r.next() % 8 {
+                0 => ts.wrapping_sub(r.next() % step),
+                _ => ts.wrapping_add(r.next() % step),
+            };
+            let cpu = r.num();
+            let prio = |r: &mut Rng| r.num() as i32;
+            let wake = |r: &mut Rng| Wake {
+                ts_ns: ts,
+                cpu,
+                pid: r.num(),
+                target_cpu: r.num(),
+                waker_pid: r.num(),
+                prio: prio(r),
+            };
+            match r.next() % 6 {
+                0 => Event::Waking(wake(&mut r)),
+                1 => Event::Wakeup(wake(&mut r)),
+                2 => Event::WakeupNew(wake(&mut r)),
+                3 => Event::Switch(Switch {
+                    ts_ns: ts,
+                    cpu,
+                    prev_pid: r.num(),
+                    next_pid: r.num(),
+                    prev_state: r.num(),
+                    prev_prio: prio(&mut r),
+                    next_prio: prio(&mut r),
+                }),
+                4 => Event::Migrate(Migrate {
+                    ts_ns: ts,
+                    cpu,
+                    pid: r.num(),
+                    orig_cpu: r.num(),
+                    dest_cpu: r.num(),
+                }),
+                _ => Event::Select(Box::new(Select {
+                    ts_ns: ts,
+                    entry_ts_ns: ts.wrapping_sub(
+                        r.next() % [200, 60_000, 1 << 31, u64::MAX][(seed % 4) as usize],
+                    ),
+                    cpu,
+                    pid: r.num(),
+                    prev_cpu: r.num(),
+                    wake_flags: r.num(),
+                    chosen_cpu: r.num(),
+                    waker_pid: r.num(),
+                    waker_nr_running: r.opt(),
+                    nr_idle_scan: r.opt(),
+                    has_idle_cores: r.flag(),
+                    prev_nr_idle_scan: r.opt(),
+                    prev_has_idle_cores: r.flag(),
+                    idle_scan_ns: r.opt(),
+                    inputs: inputs(&mut r),
+                })),
+            }
+        })
+        .collect()
+}
+
+fn columns(evs: &[Event]) -> Vec<u8> {
+    let mut enc = Encoder::default();
+    evs.iter().for_each(|e| enc.push(e));
+    let mut out = Vec::new();
+    enc.finish(&mut out);
+    out
+}
+
+fn rows(evs: &[Event]) -> Vec<u8> {
+    let mut enc = codec::Encoder::default();
+    evs.iter().for_each(|e| enc.push(e));
+    enc.buf
+}
+
+/// The property: for many random chunks, the columnar decoder gives back the events pushed,
+/// which are also what the row layout gives back; decoding over the previous chunk's vector
+/// (recycled boxes) changes nothing.
+#[test]
+fn columns_decode_as_rows_do() {
+    let (mut out, mut spare, mut scratch) = (Vec::new(), Vec::new(), Scratch::default());
+    for seed in 0..300u64 {
+        let n = (seed * 37 % 500) as usize;
+        let want = events(seed, n);
+        let count = n as u32;
+        let mut by_rows = Vec::new();
+        codec::decode(&rows(&want), count, &mut by_rows, &mut Vec::new()).unwrap();
+        assert_eq!(by_rows, want, "seed {seed}: the row layout");
+        decode(&columns(&want), count, &mut out, &mut spare, &mut scratch).unwrap();
+        assert_eq!(out, want, "seed {seed}: recycled");
+        let mut fresh = Vec::new();
+        decode(
+            &columns(&want),
+            count,
+            &mut fresh,
+            &mut Vec::new(),
+            &mut Scratch::default(),
+        )
+        .unwrap();
+        assert_eq!(fresh, want, "seed {seed}: fresh");
+    }
+}
+
+/// An encoder reused after `finish` starts from a clean chunk (timestamps from 0 again).
+#[test]
+fn encoder_restarts_after_finish() {
+    let (a, b) = (events(1, 50), events(2, 70));
+    let mut enc = Encoder::default();
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    a.iter().for_each(|e| enc.push(e));
+    enc.finish(&mut pa);
+    b.iter().for_each(|e| enc.push(e));
+    assert_eq!(enc.count, 70);
+    enc.finish(&mut pb);
+    assert_eq!(pb, columns(&b));
+    let mut out = Vec::new();
+    decode(&pa, 50, &mut out, &mut Vec::new(), &mut Scratch::default()).unwrap();
+    assert_eq!(out, a);
+}
+
+/// Every width a column can take occurs in the generated chunks (so each is decoded above).
+#[test]
+fn every_width_is_exercised() {
+    let mut seen = [[false; 9]; COLUMNS];
+    for seed in 0..300u64 {
+        let p = columns(&events(seed, (seed * 37 % 500) as usize));
+        for (c, &w) in p[..COLUMNS].iter().enumerate() {
+            seen[c][usize::from(w)] = true;
+        }
+    }
+    for (c, s) in seen.iter().enumerate() {
+        // The flags hold 9 bits: never 4 bytes wide from the encoder.
+        let want: &[usize] = match c {
+            _ if is_wide(c) => &[1, 2, 4, 8],
+            col::SEL_FLAGS => &[1, 2],
+            _ => &[1, 2, 4],
+        };
+        for &w in want {
+            assert!(s[w], "column {c} never {w} bytes wide");
+        }
+    }
+}

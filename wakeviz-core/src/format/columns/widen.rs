@@ -1,0 +1,100 @@
+//! A column's byte planes turned into values: straight loops over whole columns, so the
+//! per-event pass reads each kind's fields as one row with one bounds check.
+
+/// One chunk's columns as values, per kind of event, reused from chunk to chunk (the
+/// [`crate::format::Reader`] keeps one). Sized by the payload: every row came from at least one
+/// byte of each of its columns.
+#[derive(Default)]
+pub struct Scratch {
+    /// Absolute timestamps and CPUs of every event.
+    pub(super) ts: Vec<u64>,
+    pub(super) cpu: Vec<u32>,
+    /// pid, target_cpu, waker_pid, zigzag(prio).
+    pub(super) wakes: Vec<[u32; 4]>,
+    /// prev_pid, next_pid, prev_state, zigzag(prev_prio), zigzag(next_prio).
+    pub(super) switches: Vec<[u32; 5]>,
+    /// pid, orig_cpu, dest_cpu.
+    pub(super) migrates: Vec<[u32; 3]>,
+    /// pid, prev_cpu, wake_flags, chosen_cpu, waker_pid, flags.
+    pub(super) selects: Vec<[u32; 6]>,
+    pub(super) durations: Vec<u64>,
+    pub(super) optional: Vec<u32>,
+    pub(super) flags: Vec<u32>,
+}
+
+/// The byte planes of one column: `width` planes of `rows` bytes each.
+#[derive(Clone, Copy)]
+pub(super) struct Planes<'a> {
+    pub bytes: &'a [u8],
+    pub rows: usize,
+}
+
+impl Planes<'_> {
+    /// Calls `set` with each of `dst` and the value of the same row, in one pass whatever the
+    /// width (a loop per plane that ORs its byte in was twice the instructions: every value is
+    /// loaded and stored once per plane). `dst` yields `rows` items.
+    #[inline(always)]
+    pub fn widen<'d, T: 'd>(
+        self,
+        dst: impl Iterator<Item = &'d mut T>,
+        mut set: impl FnMut(&mut T, u64),
+    ) {
+        let Some(rows) = std::num::NonZeroUsize::new(self.rows) else {
+            return;
+        };
+        let mut planes = self.bytes.chunks_exact(rows.get());
+        let mut next = || planes.next().unwrap_or_default();
+        match self.bytes.len() / rows {
+            1 => dst.zip(next()).for_each(|(d, &a)| set(d, a.into())),
+            2 => {
+                let (a, b) = (next(), next());
+                dst.zip(a.iter().zip(b))
+                    .for_each(|(d, (&a, &b))| set(d, u16::from_le_bytes([a, b]).into()));
+            }
+            4 => {
+                let (a, b, c, e) = (next(), next(), next(), next());
+                let abce = a.iter().zip(b).zip(c.iter().zip(e));
+                dst.zip(abce).for_each(|(d, ((&a, &b), (&c, &e)))| {
+                    set(d, u32::from_le_bytes([a, b, c, e]).into());
+                });
+            }
+            // 8 bytes (timestamp gaps beyond 2^31 ns): rare, a plain loop.
+            w => {
+                let all: Vec<&[u8]> = (0..w).map(|_| next()).collect();
+                for (j, d) in dst.enumerate() {
+                    let v = all.iter().enumerate().fold(0u64, |v, (b, p)| {
+                        v | u64::from(p.get(j).copied().unwrap_or(0)) << (8 * b)
+                    });
+                    set(d, v);
+                }
+            }
+        }
+    }
+}
+
+/// Field `f` of every row of `dst` (resized to the column's rows) from `p`.
+#[inline(always)]
+pub(super) fn field<const N: usize>(dst: &mut [[u32; N]], f: usize, p: Planes<'_>) {
+    if f < N {
+        p.widen(dst.iter_mut(), |d, v| d[f] = v as u32);
+    }
+}
+
+/// Every value of a u32 column into `dst`, resized to the column's rows.
+pub(super) fn narrow(dst: &mut Vec<u32>, p: Planes<'_>) {
+    resize(dst, p.rows, 0);
+    p.widen(dst.iter_mut(), |d, v| *d = v as u32);
+}
+
+/// Every value of a u64 column into `dst`, resized to the column's rows.
+pub(super) fn wide(dst: &mut Vec<u64>, p: Planes<'_>) {
+    resize(dst, p.rows, 0);
+    p.widen(dst.iter_mut(), |d, v| *d = v);
+}
+
+/// `dst` with `rows` items, each about to be overwritten: only rows beyond its old length are
+/// zeroed (clearing and refilling every chunk was a memset of 2 MiB per chunk).
+pub(super) fn resize<T: Copy>(dst: &mut Vec<T>, rows: usize, zero: T) {
+    dst.truncate(rows);
+    dst.resize(rows, zero);
+}
