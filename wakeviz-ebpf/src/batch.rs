@@ -20,7 +20,7 @@ use wakeviz_common::{
     stat,
 };
 
-use crate::emit::{EVENTS, RING_OF_CPU, RINGS, bump, bump_by};
+use crate::emit::{EVENTS, bump, bump_by, inner_ring};
 
 const BPF_RB_NO_WAKEUP: u64 = 1;
 
@@ -75,14 +75,9 @@ fn flush(b: &mut Batch, len: usize) {
     };
     let size = (size_of::<BatchHeader>() + len) as u64;
     let data = (&raw mut b.hdr).cast::<core::ffi::c_void>();
-    let ring = RING_OF_CPU.get(0).copied().unwrap_or(0);
-    let map = if ring == 0 {
-        (&raw const EVENTS).cast_mut().cast::<core::ffi::c_void>()
-    } else {
-        match RINGS.get(ring) {
-            Some(rb) => core::ptr::from_ref(rb).cast_mut().cast(),
-            None => (&raw const EVENTS).cast_mut().cast(),
-        }
+    let map = match inner_ring() {
+        None => (&raw const EVENTS).cast_mut().cast::<core::ffi::c_void>(),
+        Some(rb) => core::ptr::from_ref(rb).cast_mut().cast(),
     };
     // SAFETY: `map` is a ring-buffer map (ours, or an inner map of RINGS); `data` points at the
     // header, followed in the same map value by `buf`, and `size` is at most the two together

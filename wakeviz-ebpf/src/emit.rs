@@ -114,6 +114,14 @@ impl Route {
     }
 }
 
+/// This CPU's ring when it is one of `RINGS`, `None` for ring 0 (`EVENTS`). Ring 0 (every
+/// CPU's with a single ring) keeps the direct path: no map-in-map lookup.
+#[inline(always)]
+pub fn inner_ring() -> Option<&'static InnerRing<u8, 4096>> {
+    let ring = RING_OF_CPU.get(0).copied().unwrap_or(0);
+    if ring == 0 { None } else { RINGS.get(ring) }
+}
+
 /// Offers one record; a full ring buffer is counted, never silent.
 ///
 /// Records are submitted without waking the reader: a wakeup per event would make the drain
@@ -132,15 +140,9 @@ pub fn send<T: Record>(kind: EventKind, val: T, route: Route) {
         }
         bump(stat::UNBATCHED);
     }
-    let ring = RING_OF_CPU.get(0).copied().unwrap_or(0);
-    // Ring 0 (every CPU's with a single ring) keeps the direct path: no map-in-map lookup.
-    let entry = if ring == 0 {
-        EVENTS.reserve::<T>(0)
-    } else {
-        match RINGS.get(ring) {
-            Some(rb) => rb.reserve_untyped::<T>(0),
-            None => EVENTS.reserve::<T>(0),
-        }
+    let entry = match inner_ring() {
+        None => EVENTS.reserve::<T>(0),
+        Some(rb) => rb.reserve_untyped::<T>(0),
     };
     match entry {
         Some(mut e) => {
