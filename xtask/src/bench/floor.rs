@@ -344,12 +344,16 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
 
 pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Result<()> {
     let rounds = rounds.unwrap_or(if ctx.quick { 5 } else { 9 });
-    let cfgs = [Config::Alone, Config::Wakeviz(ctx.wakeviz.clone())];
+    let cfgs = [
+        Config::Alone,
+        Config::Wakeviz(ctx.wakeviz.clone()),
+        Config::WakevizUnbatched(ctx.wakeviz.clone()),
+    ];
     println!(
-        "\n[16] hackbench: {rounds} rounds of `perf bench sched messaging` (10 groups of 20+20 processes, 100 loops) alone and under `wakeviz --record --headless`, order rotated each round"
+        "\n[16] hackbench: {rounds} rounds of `perf bench sched messaging` (10 groups of 20+20 processes, 100 loops) alone, under `wakeviz --record --headless` and with `--no-batch`, order rotated each round"
     );
     // [config] -> (reported s, CPU s of the benchmark's processes) per round
-    let mut v: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
+    let mut v: Vec<Vec<(f64, f64)>> = vec![Vec::new(); cfgs.len()];
     let mut drops = Vec::new();
     for r in 0..rounds {
         for (ci, cfg) in rotated(&cfgs, r) {
@@ -388,21 +392,36 @@ pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow:
         ),
         ("CPU time", |x| x.1),
     ] {
-        let slow: Vec<f64> = v[0]
-            .iter()
-            .zip(&v[1])
-            .map(|(a, t)| (pick(t) / pick(a) - 1.0) * 100.0)
-            .collect();
+        let slowdown = |ci: usize| -> Vec<f64> {
+            v[0].iter()
+                .zip(&v[ci])
+                .map(|(a, t)| (pick(t) / pick(a) - 1.0) * 100.0)
+                .collect()
+        };
+        let (slow, slow_unbatched) = (slowdown(1), slowdown(2));
         let med = median(&slow);
         let col = |ci: usize| median(&v[ci].iter().map(pick).collect::<Vec<_>>());
-        println!(
-            "  {metric} medians: alone {:.3} s, wakeviz {:.3} s; per-round slowdown [{}]%",
-            col(0),
-            col(1),
-            slow.iter()
+        let list = |x: &[f64]| {
+            x.iter()
                 .map(|x| format!("{x:+.1}"))
                 .collect::<Vec<_>>()
                 .join(" ")
+        };
+        println!(
+            "  {metric} medians: alone {:.3} s, wakeviz {:.3} s, wakeviz --no-batch {:.3} s; per-round slowdown [{}]%, --no-batch [{}]%",
+            col(0),
+            col(1),
+            col(2),
+            list(&slow),
+            list(&slow_unbatched)
+        );
+        let mu = median(&slow_unbatched);
+        sum.add(
+            "16",
+            format!("perf bench sched messaging slowdown under wakeviz --no-batch ({metric})"),
+            format!("{mu:+.2}% (ratio {:.3})", 1.0 + mu / 100.0),
+            "(info: before batching)",
+            None,
         );
         let judged = metric.starts_with("CPU");
         sum.add(
