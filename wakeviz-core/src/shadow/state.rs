@@ -60,7 +60,7 @@ fn live_run(t: &Task, cpus: &[Cpu]) -> Run {
     }
 }
 
-use crate::pidmap::PidMap;
+use crate::pidslab::PidSlab;
 
 /// Where a task is, as far as the stream told us.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -175,7 +175,7 @@ pub struct State {
     cpus: Vec<Cpu>,
     /// (time, pid) of every claim in the order made, for [`State::expire_claims`].
     claim_log: VecDeque<(u64, u32)>,
-    tasks: PidMap<Task>,
+    tasks: PidSlab<Task>,
     /// `record_wakee` state of each CPU's idle task: IRQ-context wakeups are charged to
     /// whatever `current` is, and the idle tasks all have pid 0.
     idle_flips: Vec<Flips>,
@@ -199,7 +199,7 @@ impl State {
             idle,
             cpus: vec![Cpu::default(); n],
             claim_log: VecDeque::new(),
-            tasks: PidMap::default(),
+            tasks: PidSlab::default(),
             idle_flips: vec![Flips::default(); n],
             hic: vec![t.smt; t.n_llcs()],
             core_idle_now: vec![true; t.n_cores()],
@@ -238,26 +238,26 @@ impl State {
 
     pub fn run_of(&self, pid: u32) -> Run {
         self.tasks
-            .get(&pid)
+            .get(pid)
             .map_or(Run::Unknown, |t| live_run(t, &self.cpus))
     }
 
     /// `p->recent_used_cpu` before this placement updates it.
     pub fn recent_used(&self, pid: u32) -> u32 {
-        self.tasks.get(&pid).map_or(NONE, |t| t.recent_used)
+        self.tasks.get(pid).map_or(NONE, |t| t.recent_used)
     }
 
     /// Whether a wakeup of `pid` was seen going through `select_task_rq_fair`.
     pub fn takes_select_path(&self, pid: u32) -> bool {
-        self.tasks.get(&pid).is_some_and(|t| t.select_path)
+        self.tasks.get(pid).is_some_and(|t| t.select_path)
     }
 
     pub fn set_select_path(&mut self, pid: u32) {
-        self.tasks.entry(pid).or_default().select_path = true;
+        self.tasks.get_or_default(pid).select_path = true;
     }
 
     pub fn set_recent_used(&mut self, pid: u32, cpu: u32) {
-        self.tasks.entry(pid).or_default().recent_used = cpu;
+        self.tasks.get_or_default(pid).recent_used = cpu;
     }
 
     fn refresh(&mut self, t: &ShadowTopo, cpu: u32) {
@@ -299,7 +299,7 @@ impl State {
         // refreshed once its counter is final (as in `on_wakeup`), so a claim renewed on the
         // same CPU does not flip it twice.
         let now = self.now_ns;
-        let task = self.tasks.entry(pid).or_default();
+        let task = self.tasks.get_or_default(pid);
         let old = std::mem::replace(&mut task.claim, cpu);
         task.claim_ns = now;
         if old != NONE
@@ -341,7 +341,7 @@ impl State {
             // Only the claim made at that time; a newer claim by the same task stays.
             if self
                 .tasks
-                .get(&pid)
+                .get(pid)
                 .is_some_and(|x| x.claim != NONE && x.claim_ns == ts)
             {
                 self.release(t, pid);
@@ -351,7 +351,7 @@ impl State {
 
     /// Drops `pid`'s claim (its own decision must not see its own claim).
     pub fn release(&mut self, t: &ShadowTopo, pid: u32) {
-        let Some(task) = self.tasks.get_mut(&pid) else {
+        let Some(task) = self.tasks.get_mut(pid) else {
             return;
         };
         let c = std::mem::replace(&mut task.claim, NONE);
@@ -371,7 +371,7 @@ impl State {
 
     /// `set_select_path` then `release`, with one lookup.
     pub fn set_select_path_and_release(&mut self, t: &ShadowTopo, pid: u32) {
-        let task = self.tasks.entry(pid).or_default();
+        let task = self.tasks.get_or_default(pid);
         task.select_path = true;
         let c = std::mem::replace(&mut task.claim, NONE);
         self.drop_claim(t, c);
@@ -379,7 +379,7 @@ impl State {
 
     /// `(takes_select_path(pid), run_of(pid))` with one lookup.
     pub fn select_path_and_run(&self, pid: u32) -> (bool, Run) {
-        self.tasks.get(&pid).map_or((false, Run::Unknown), |t| {
+        self.tasks.get(pid).map_or((false, Run::Unknown), |t| {
             (t.select_path, live_run(t, &self.cpus))
         })
     }
@@ -387,7 +387,7 @@ impl State {
     /// Moves an in-flight claim (tracepoint-only mode learns the destination from
     /// `sched_migrate_task`, which ttwu emits before enqueueing).
     fn move_claim(&mut self, t: &ShadowTopo, pid: u32, dest: u32) {
-        let c = self.tasks.get(&pid).map_or(NONE, |x| x.claim);
+        let c = self.tasks.get(pid).map_or(NONE, |x| x.claim);
         if c != NONE && c != dest {
             self.claim(t, pid, dest);
         }
@@ -410,7 +410,7 @@ impl State {
         let f = if waker == 0 {
             self.idle_flips.get_mut(waker_cpu as usize)
         } else {
-            Some(&mut self.tasks.entry(waker).or_default().flips)
+            Some(&mut self.tasks.get_or_default(waker).flips)
         };
         let wf = match f {
             Some(f) => {
@@ -432,7 +432,7 @@ impl State {
         match read {
             Some((_, p)) => {
                 if wakee != 0 {
-                    self.tasks.entry(wakee).or_default().flips.flips = p;
+                    self.tasks.get_or_default(wakee).flips.flips = p;
                 }
                 (wf, p)
             }
@@ -444,7 +444,7 @@ impl State {
         if pid == 0 {
             return 0;
         }
-        self.tasks.get(&pid).map_or(0, |t| t.flips.flips)
+        self.tasks.get(pid).map_or(0, |t| t.flips.flips)
     }
 
     fn decay_util(c: &mut Cpu, ts: u64) {
@@ -510,7 +510,7 @@ impl State {
             self.release(t, s.next_pid);
         }
         if s.prev_pid != 0 {
-            let task = self.tasks.entry(s.prev_pid).or_default();
+            let task = self.tasks.get_or_default(s.prev_pid);
             let was = live_run(task, &self.cpus);
             if s.prev_state == 0 {
                 if !matches!(was, Run::Queued(_)) {
@@ -529,7 +529,7 @@ impl State {
             }
         }
         if s.next_pid != 0 {
-            let task = self.tasks.entry(s.next_pid).or_default();
+            let task = self.tasks.get_or_default(s.next_pid);
             let was = live_run(task, &self.cpus);
             task.run = Run::Running(c);
             if let Run::Queued(x) = was
@@ -564,7 +564,7 @@ impl State {
         }
         let ci = c as usize;
         // One lookup: the task's claim and run state change together.
-        let task = self.tasks.entry(w.pid).or_default();
+        let task = self.tasks.get_or_default(w.pid);
         let claim = std::mem::replace(&mut task.claim, NONE);
         let epoch = self.cpus[ci].q_epoch;
         let from = match live_run(task, &self.cpus) {
@@ -612,7 +612,7 @@ impl State {
         if !t.valid(d) {
             return;
         }
-        let task = self.tasks.entry(m.pid).or_default();
+        let task = self.tasks.get_or_default(m.pid);
         if let Run::Queued(x) = live_run(task, &self.cpus)
             && x != d
         {
