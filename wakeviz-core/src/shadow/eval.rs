@@ -268,6 +268,7 @@ impl ShadowEval {
                 if matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_)) {
                     let slot = self.park.slot_for(w.pid);
                     *self.park.record_mut(slot) = Record {
+                        live: true,
                         pid: w.pid,
                         decided_ns: w.ts_ns,
                         no_placement: true,
@@ -374,6 +375,7 @@ impl ShadowEval {
             .snap_mut(slot)
             .copy_from_slice(&st.idle.words()[..t.nwords]);
         *self.park.record_mut(slot) = Record {
+            live: true,
             pid: ctx.pid,
             decided_ns: ctx.ts_ns,
             w: ctx.w,
