@@ -4,7 +4,7 @@
 use super::{
     fidelity::{Disagreement, Fidelity, Verdict},
     hz::HzClock,
-    metrics::{Outcome, PolicyMetrics},
+    metrics::{Counts, Outcome, PolicyMetrics},
     park::{Parking, Record},
     policies,
     policy::{Ctx, Exact, FlavourSource, KernelFlavour, KernelRules, Policy, Rule, Scratch, Stage},
@@ -34,7 +34,10 @@ pub struct ShadowEval {
     pub(super) policies: Vec<Box<dyn Policy>>,
     /// Policies with an event hook, with the kinds it wants (bit `Kind::index`).
     hooked: Vec<(usize, u8)>,
+    /// Per policy: the sync-wakeup figures (`SyncWatch` charges them), and the per-placement
+    /// counts, folded into the rest of its figures by [`Self::policy_metrics`].
     pub(super) metrics: Vec<PolicyMetrics>,
+    counts: Vec<Counts>,
     /// The policy standing for the running kernel (fidelity, hint clearing).
     pub(super) kernel: PolicyId,
     /// Whether `kernel` came from the recording's features or its release string.
@@ -145,6 +148,7 @@ impl ShadowEval {
             state: State::new(&topo),
             scratch: Scratch::new(&topo),
             metrics: vec![PolicyMetrics::default(); n],
+            counts: vec![Counts::default(); n],
             kernel: PolicyId(kernel),
             flavour_source,
             observed: policies.iter().position(|p| p.is_observed()),
@@ -496,8 +500,8 @@ impl ShadowEval {
         // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
         let mut levels: [(u32, Option<Level>, Option<Level>); 4] = [(u32::MAX, None, None); 4];
         let mut nlev = 0;
-        let per_policy = self.metrics.iter_mut().zip(self.last_levels.iter_mut());
-        for (o, (metrics, last_levels)) in outs.iter().zip(per_policy) {
+        let per_policy = self.counts.iter_mut().zip(self.last_levels.iter_mut());
+        for (o, (counts, last_levels)) in outs.iter().zip(per_policy) {
             let (lw, lp) = match levels[..nlev].iter().find(|l| l.0 == o.cpu) {
                 Some(l) => (l.1, l.2),
                 None => {
@@ -511,7 +515,7 @@ impl ShadowEval {
                     (l.1, l.2)
                 }
             };
-            metrics.record(o, kernel, rec.p, lw, lp);
+            counts.record(o, kernel, rec.p, lw, lp);
             *last_levels = (lw, lp);
         }
         let fo = outs[self.kernel.0];
@@ -552,6 +556,15 @@ impl ShadowEval {
     /// Per-policy metrics, registry order (for [`super::Tally`] sizing and the report).
     pub fn policy_count(&self) -> usize {
         self.policies.len()
+    }
+
+    /// Each policy's figures so far, registry order.
+    pub fn policy_metrics(&self) -> Vec<PolicyMetrics> {
+        let mut m = self.metrics.clone();
+        for (m, c) in m.iter_mut().zip(&self.counts) {
+            c.fold_into(m);
+        }
+        m
     }
 }
 
