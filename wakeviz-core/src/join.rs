@@ -114,13 +114,29 @@ impl Joiner {
         self.pending.slots.values().filter(|p| p.live).count()
     }
 
+    /// Feeds one event; a placement when it completes one. Inlined into the caller for the
+    /// switches and migrations (half the stream), which only count: the wakeup records take
+    /// the out-of-line path.
+    #[inline]
     pub fn on_event(&mut self, e: &Event) -> Option<Placement> {
         self.seen += 1;
         if self.seen.is_multiple_of(1 << 16) {
-            let now = e.ts_ns();
-            self.pending
-                .retain(|p| now.saturating_sub(p.last_ts()) < crate::horizons::JOIN_WAKING_NS);
+            self.purge(e.ts_ns());
         }
+        match e {
+            Event::Switch(_) | Event::Migrate(_) => None,
+            _ => self.on_wake(e),
+        }
+    }
+
+    #[cold]
+    fn purge(&mut self, now: u64) {
+        self.pending
+            .retain(|p| now.saturating_sub(p.last_ts()) < crate::horizons::JOIN_WAKING_NS);
+    }
+
+    #[inline(never)]
+    fn on_wake(&mut self, e: &Event) -> Option<Placement> {
         match e {
             Event::Waking(w) => {
                 let self_wake = w.pid == w.waker_pid;
