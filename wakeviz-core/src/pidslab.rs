@@ -23,7 +23,8 @@ pub const PAGE: usize = 4096;
 /// Pids below this use the direct index (Linux's `PID_MAX_LIMIT`).
 pub const DIRECT_PIDS: u32 = 1 << 22;
 
-const _: () = assert!(DIRECT_PIDS as usize % PAGE == 0 && PID_BUDGET < u32::MAX as usize);
+const _: () =
+    assert!((DIRECT_PIDS as usize).is_multiple_of(PAGE) && PID_BUDGET < u32::MAX as usize);
 
 /// A slot's generation when it is free.
 const FREE: u32 = u32::MAX;

@@ -266,11 +266,11 @@ impl Counts {
         vs_waker: Option<Level>,
         vs_prev: Option<Level>,
     ) {
-        let f = usize::from(o.cpu == kernel) * AGREE
-            | usize::from(o.idle) * IDLE
-            | usize::from(o.cpu != p) * MIGRATED
-            | usize::from(o.exact) * EXACT
-            | usize::from(o.behind_waker) * BEHIND;
+        let f = (usize::from(o.cpu == kernel) * AGREE)
+            | (usize::from(o.idle) * IDLE)
+            | (usize::from(o.cpu != p) * MIGRATED)
+            | (usize::from(o.exact) * EXACT)
+            | (usize::from(o.behind_waker) * BEHIND);
         self.flags[f] += 1;
         let lw = vs_waker.map_or(Level::COUNT, Level::index);
         let lp = vs_prev.map_or(Level::COUNT, Level::index);
@@ -339,7 +339,7 @@ mod tests {
             let r = rng >> 16;
             let o = Outcome {
                 cpu: (r % 8) as u32,
-                probes: if r % 7 == 0 {
+                probes: if r.is_multiple_of(7) {
                     (r % 5000) as u32
                 } else {
                     (r % 40) as u32
