@@ -4,7 +4,7 @@
 //! target CPU.
 
 use crate::event::{Event, Select, Wake};
-use std::collections::hash_map::Entry;
+use crate::pidslab::PidSlab;
 
 /// One placed wakeup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +35,8 @@ impl Placement {
 
 #[derive(Default, Clone, Copy)]
 struct Pending {
+    /// In flight (a vacant slot keeps its pid for the task's next wakeup).
+    live: bool,
     waking: Option<Wake>,
     select: Option<Select>,
     /// `sched_waking` of the running task itself (`p == current`): the kernel emits
@@ -50,67 +52,45 @@ impl Pending {
     }
 }
 
-/// The tasks in flight: pid -> slot in a pool of [`Pending`]s. A `Pending` is about 250 bytes
-/// (a select record's inputs); kept out of the hash table, every insert and remove moves a
-/// 4-byte slot number instead of the whole value, and the table stays small enough to cache.
+/// The tasks in flight, one dense slot each. A `Pending` is about 250 bytes (a select
+/// record's inputs): kept in a [`PidSlab`], nothing moves it, and the pid lookup is an index,
+/// not a hash probe (three per placed wakeup). A completed wakeup only marks its slot vacant:
+/// the same task's next wakeup, usually soon, takes it back without unlinking and relinking
+/// its pid; vacant slots count against the slab's budget like live ones and go at the next
+/// purge.
 #[derive(Default)]
 struct InFlight {
-    /// pid-keyed, on the per-event path: the cheap pid hasher, not SipHash.
-    slot_of: crate::pidmap::PidMap<u32>,
-    slots: Vec<Pending>,
-    free: Vec<u32>,
+    slots: PidSlab<Pending>,
 }
 
 impl InFlight {
-    /// `pid`'s slot, a fresh (default) one if it has none. Admits `pid` to the map exactly as
-    /// an insert would (the same entries are dropped when over budget); dropped entries' slots
-    /// return to the pool.
+    /// `pid`'s pending wakeup, a fresh (default) one if it has none.
+    #[inline]
     fn slot(&mut self, pid: u32) -> &mut Pending {
-        let s = match self.slot_of.entry_if_no_eviction(pid) {
-            Some(Entry::Occupied(o)) => *o.get(),
-            Some(Entry::Vacant(v)) => *v.insert(take(&mut self.free, &mut self.slots)),
-            None => {
-                let s = match self.slot_of.get(&pid) {
-                    Some(&s) => s,
-                    None => take(&mut self.free, &mut self.slots),
-                };
-                let free = &mut self.free;
-                self.slot_of
-                    .insert_evicting(pid, s, |_, old| free.push(old));
-                s
-            }
-        };
-        &mut self.slots[s as usize]
+        let p = self.slots.get_or_default(pid);
+        if !p.live {
+            *p = Pending {
+                live: true,
+                ..Pending::default()
+            };
+        }
+        p
     }
 
+    #[inline]
     fn remove(&mut self, pid: u32) -> Option<&Pending> {
-        let s = self.slot_of.remove(&pid)?;
-        self.free.push(s);
-        Some(&self.slots[s as usize])
+        let s = self.slots.slot(pid)?;
+        let p = self.slots.at_mut(s);
+        if !p.live {
+            return None;
+        }
+        p.live = false;
+        Some(p)
     }
 
+    /// Keeps the live entries for which `keep` holds; frees every vacant slot.
     fn retain(&mut self, mut keep: impl FnMut(&Pending) -> bool) {
-        let (slots, free) = (&self.slots, &mut self.free);
-        self.slot_of.retain(|_, s| {
-            let k = keep(&slots[*s as usize]);
-            if !k {
-                free.push(*s);
-            }
-            k
-        });
-    }
-}
-
-fn take(free: &mut Vec<u32>, slots: &mut Vec<Pending>) -> u32 {
-    match free.pop() {
-        Some(s) => {
-            slots[s as usize] = Pending::default();
-            s
-        }
-        None => {
-            slots.push(Pending::default());
-            (slots.len() - 1) as u32
-        }
+        self.slots.retain(|p| p.live && keep(p));
     }
 }
 
@@ -131,16 +111,32 @@ impl Joiner {
 
     /// Tasks with a wakeup in flight.
     pub fn in_flight(&self) -> usize {
-        self.pending.slot_of.len()
+        self.pending.slots.values().filter(|p| p.live).count()
     }
 
+    /// Feeds one event; a placement when it completes one. Inlined into the caller for the
+    /// switches and migrations (half the stream), which only count: the wakeup records take
+    /// the out-of-line path.
+    #[inline]
     pub fn on_event(&mut self, e: &Event) -> Option<Placement> {
         self.seen += 1;
         if self.seen.is_multiple_of(1 << 16) {
-            let now = e.ts_ns();
-            self.pending
-                .retain(|p| now.saturating_sub(p.last_ts()) < crate::horizons::JOIN_WAKING_NS);
+            self.purge(e.ts_ns());
         }
+        match e {
+            Event::Switch(_) | Event::Migrate(_) => None,
+            _ => self.on_wake(e),
+        }
+    }
+
+    #[cold]
+    fn purge(&mut self, now: u64) {
+        self.pending
+            .retain(|p| now.saturating_sub(p.last_ts()) < crate::horizons::JOIN_WAKING_NS);
+    }
+
+    #[inline(never)]
+    fn on_wake(&mut self, e: &Event) -> Option<Placement> {
         match e {
             Event::Waking(w) => {
                 let self_wake = w.pid == w.waker_pid;

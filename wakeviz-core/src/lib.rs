@@ -18,6 +18,7 @@ pub mod horizons;
 pub mod join;
 pub mod merge;
 pub mod pidmap;
+pub mod pidslab;
 pub mod rings;
 pub mod run;
 pub mod shadow;

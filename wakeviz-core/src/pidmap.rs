@@ -23,13 +23,19 @@ pub type PidBuild = foldhash::fast::RandomState;
 /// hashbrown's table (7/8 load, power-of-two buckets) is exactly 2^18 buckets: about 16 MiB per
 /// map for a 56-byte value at the limit, whatever the file claims.
 pub const PID_BUDGET: usize = 2 * GENERATION;
-const GENERATION: usize = (1 << 18) / 8 * 7;
+pub(crate) const GENERATION: usize = (1 << 18) / 8 * 7;
 
 static EVICTED_TOTAL: AtomicU64 = AtomicU64::new(0);
 
-/// Entries dropped by every [`PidMap`] of this process because they exceeded the budget.
+/// Entries dropped by every [`PidMap`] (and [`crate::pidslab::PidSlab`]) of this process
+/// because they exceeded the budget.
 pub fn evicted_total() -> u64 {
     EVICTED_TOTAL.load(Ordering::Relaxed)
+}
+
+/// Adds `n` entries dropped by a map of this process to [`evicted_total`].
+pub(crate) fn count_evicted(n: u64) {
+    EVICTED_TOTAL.fetch_add(n, Ordering::Relaxed);
 }
 
 /// `HashMap<u32, V>` with a random seed and a budget of [`PID_BUDGET`] entries; the methods
@@ -65,7 +71,7 @@ impl<V> PidMap<V> {
         std::mem::swap(&mut self.cur, &mut self.old);
         let n = self.cur.len() as u64;
         self.evicted += n;
-        EVICTED_TOTAL.fetch_add(n, Ordering::Relaxed);
+        count_evicted(n);
         for (k, v) in self.cur.drain() {
             dropped(k, v);
         }

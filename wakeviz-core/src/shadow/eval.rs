@@ -3,11 +3,12 @@
 //! placement arrives. Calling order and decision time: see the module docs of [`super`].
 use super::{
     fidelity::{Disagreement, Fidelity, Verdict},
+    flavour::{kernel_flavour, wake_wide},
     hz::HzClock,
-    metrics::{Outcome, PolicyMetrics},
+    metrics::{Counts, Outcome, PolicyMetrics},
     park::{Parking, Record},
     policies,
-    policy::{Ctx, Exact, FlavourSource, KernelFlavour, KernelRules, Policy, Rule, Scratch, Stage},
+    policy::{Ctx, Exact, FlavourSource, KernelRules, Policy, Rule, Scratch, Stage},
     state::{Run, State},
     tally::Scored,
     topo::{self, ShadowTopo},
@@ -34,7 +35,10 @@ pub struct ShadowEval {
     pub(super) policies: Vec<Box<dyn Policy>>,
     /// Policies with an event hook, with the kinds it wants (bit `Kind::index`).
     hooked: Vec<(usize, u8)>,
+    /// Per policy: the sync-wakeup figures (`SyncWatch` charges them), and the per-placement
+    /// counts, folded into the rest of its figures by [`Self::policy_metrics`].
     pub(super) metrics: Vec<PolicyMetrics>,
+    counts: Vec<Counts>,
     /// The policy standing for the running kernel (fidelity, hint clearing).
     pub(super) kernel: PolicyId,
     /// Whether `kernel` came from the recording's features or its release string.
@@ -59,58 +63,6 @@ pub struct ShadowEval {
     pub(super) rules: KernelRules,
     /// The kernel's HZ, from the ABI-3 records' jiffies.
     pub(super) hz: HzClock,
-}
-
-/// The policy the running kernel uses, from its release: SIS_PROP before 6.0, else SIS_UTIL.
-/// (The features file is not in the header; 6.0-6.6 kernels with `SIS_PROP` switched back on
-/// are misjudged.)
-/// The policy of the recorded kernel: from its scheduler features when the recording has
-/// them (`SIS_UTIL` on -> SIS_UTIL, which also wins when both it and `SIS_PROP` are on, as its
-/// limit is the tighter one on these loads; `SIS_PROP` alone -> SIS_PROP; neither -> a full
-/// LLC scan), else from the release string.
-pub fn kernel_flavour(header: &Header) -> (KernelFlavour, FlavourSource) {
-    flavour_of(header.run.sched_features.as_deref(), &header.kernel_release)
-}
-
-fn flavour_of(features: Option<&[String]>, release: &str) -> (KernelFlavour, FlavourSource) {
-    match features {
-        Some(f) if !f.is_empty() => (flavour_of_features(f), FlavourSource::SchedFeatures),
-        _ => (kernel_policy(release), FlavourSource::KernelRelease),
-    }
-}
-
-/// `features`: the names as the debugfs file lists them (`NO_X` = X off).
-pub fn flavour_of_features(features: &[String]) -> KernelFlavour {
-    let on = |name: &str| features.iter().any(|f| f == name);
-    if on("SIS_UTIL") {
-        KernelFlavour::SisUtil
-    } else if on("SIS_PROP") {
-        KernelFlavour::SisProp
-    } else {
-        KernelFlavour::FullScan
-    }
-}
-
-/// The release-string guess: SIS_PROP before 6.0, SIS_UTIL after.
-pub fn kernel_policy(release: &str) -> KernelFlavour {
-    let mut it = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u32>().unwrap_or(0));
-    match it.next() {
-        Some(major) if major < 6 && major > 0 => KernelFlavour::SisProp,
-        _ => KernelFlavour::SisUtil,
-    }
-}
-
-/// `wake_wide()`: the waker/wakee flip counts say "many partners", so do not pull.
-pub const fn wake_wide(waker_flips: u32, wakee_flips: u32, llc_size: u32) -> bool {
-    let (master, slave) = if waker_flips >= wakee_flips {
-        (waker_flips, wakee_flips)
-    } else {
-        (wakee_flips, waker_flips)
-    };
-    !(slave < llc_size || master < slave.saturating_mul(llc_size))
 }
 
 impl ShadowEval {
@@ -145,6 +97,7 @@ impl ShadowEval {
             state: State::new(&topo),
             scratch: Scratch::new(&topo),
             metrics: vec![PolicyMetrics::default(); n],
+            counts: vec![Counts::default(); n],
             kernel: PolicyId(kernel),
             flavour_source,
             observed: policies.iter().position(|p| p.is_observed()),
@@ -268,6 +221,7 @@ impl ShadowEval {
                 if matches!(self.state.run_of(w.pid), Run::Queued(_) | Run::Running(_)) {
                     let slot = self.park.slot_for(w.pid);
                     *self.park.record_mut(slot) = Record {
+                        live: true,
                         pid: w.pid,
                         decided_ns: w.ts_ns,
                         no_placement: true,
@@ -374,6 +328,7 @@ impl ShadowEval {
             .snap_mut(slot)
             .copy_from_slice(&st.idle.words()[..t.nwords]);
         *self.park.record_mut(slot) = Record {
+            live: true,
             pid: ctx.pid,
             decided_ns: ctx.ts_ns,
             w: ctx.w,
@@ -494,8 +449,8 @@ impl ShadowEval {
         // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
         let mut levels: [(u32, Option<Level>, Option<Level>); 4] = [(u32::MAX, None, None); 4];
         let mut nlev = 0;
-        let per_policy = self.metrics.iter_mut().zip(self.last_levels.iter_mut());
-        for (o, (metrics, last_levels)) in outs.iter().zip(per_policy) {
+        let per_policy = self.counts.iter_mut().zip(self.last_levels.iter_mut());
+        for (o, (counts, last_levels)) in outs.iter().zip(per_policy) {
             let (lw, lp) = match levels[..nlev].iter().find(|l| l.0 == o.cpu) {
                 Some(l) => (l.1, l.2),
                 None => {
@@ -509,7 +464,7 @@ impl ShadowEval {
                     (l.1, l.2)
                 }
             };
-            metrics.record(o, kernel, rec.p, lw, lp);
+            counts.record(o, kernel, rec.p, lw, lp);
             *last_levels = (lw, lp);
         }
         let fo = outs[self.kernel.0];
@@ -551,6 +506,15 @@ impl ShadowEval {
     pub fn policy_count(&self) -> usize {
         self.policies.len()
     }
+
+    /// Each policy's figures so far, registry order.
+    pub fn policy_metrics(&self) -> Vec<PolicyMetrics> {
+        let mut m = self.metrics.clone();
+        for (m, c) in m.iter_mut().zip(&self.counts) {
+            c.fold_into(m);
+        }
+        m
+    }
 }
 
 fn select_ctx(s: &Select) -> Ctx {
@@ -576,53 +540,4 @@ fn select_ctx(s: &Select) -> Ctx {
         m
     });
     c
-}
-
-#[cfg(test)]
-mod flavour_tests {
-    use super::*;
-
-    fn names(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_string).collect()
-    }
-
-    #[test]
-    fn the_features_choose_the_kernel_policy_not_the_release() {
-        // A 6.12 features file as read, then with NO_SIS_UTIL.
-        let on = names("PLACE_LAG RUN_TO_PARITY SIS_UTIL WA_IDLE WA_BIAS TTWU_QUEUE");
-        let off = names("PLACE_LAG RUN_TO_PARITY NO_SIS_UTIL WA_IDLE WA_BIAS TTWU_QUEUE");
-        assert_eq!(flavour_of_features(&on), KernelFlavour::SisUtil);
-        assert_eq!(flavour_of_features(&off), KernelFlavour::FullScan);
-        // 6.0-6.6 list both; SIS_PROP on by hand and SIS_UTIL off.
-        assert_eq!(
-            flavour_of_features(&names("NO_SIS_PROP SIS_UTIL")),
-            KernelFlavour::SisUtil
-        );
-        assert_eq!(
-            flavour_of_features(&names("SIS_PROP NO_SIS_UTIL")),
-            KernelFlavour::SisProp
-        );
-        // A 5.x kernel that backported SIS_UTIL: the release string would say SIS_PROP.
-        assert_eq!(kernel_policy("5.15.0-1-amd64"), KernelFlavour::SisProp);
-        assert_eq!(
-            flavour_of_features(&names("NO_SIS_PROP SIS_UTIL")),
-            KernelFlavour::SisUtil
-        );
-    }
-
-    #[test]
-    fn without_features_the_release_decides_and_says_so() {
-        assert_eq!(
-            flavour_of(None, "5.10.0"),
-            (KernelFlavour::SisProp, FlavourSource::KernelRelease)
-        );
-        assert_eq!(
-            flavour_of(Some(&[]), "6.12.0"),
-            (KernelFlavour::SisUtil, FlavourSource::KernelRelease)
-        );
-        assert_eq!(
-            flavour_of(Some(&names("NO_SIS_UTIL")), "5.10.0"),
-            (KernelFlavour::FullScan, FlavourSource::SchedFeatures)
-        );
-    }
 }

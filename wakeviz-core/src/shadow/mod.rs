@@ -24,14 +24,18 @@
 //! [`Tally`] of [`Scored`] placements kept).
 //!
 //! # Layout
-//! - [`eval`]: the driver (state, policies, scoring); `park`: decisions parked until their
-//!   placement; `watch`: the WF_SYNC check; [`tally`]: subsets; [`report`]: the typed report;
+//! - [`eval`]: the driver (state, policies, scoring); [`flavour`]: which policy the recorded
+//!   kernel runs; `park`: decisions parked until their placement; `watch`: the WF_SYNC check;
+//!   [`tally`]: subsets; [`report`]: the typed report;
 //! - [`policy`]: the `Policy` trait and the shared kernel stages; [`rule`]: decision rules;
 //!   [`policies`]: one file per policy and the registry;
-//! - [`state`]: the reconstructed scheduler state; `hz`: the kernel's HZ from jiffies; [`topo`]: the dense topology;
+//! - [`state`]: the reconstructed scheduler state; [`budget`]: the kernel's budget formulas;
+//!   `hz`: the kernel's HZ from jiffies; [`topo`]: the dense topology;
 //!   [`metrics`], [`fidelity`]: per-policy counters and the fidelity classifier.
+pub mod budget;
 pub mod eval;
 pub mod fidelity;
+pub mod flavour;
 mod hz;
 pub mod metrics;
 mod park;
@@ -47,7 +51,8 @@ mod watch;
 use serde::Serialize;
 
 pub use self::{
-    eval::{PolicyId, ShadowEval, flavour_of_features, kernel_flavour, kernel_policy, wake_wide},
+    eval::{PolicyId, ShadowEval},
+    flavour::{flavour_of_features, kernel_flavour, kernel_policy, wake_wide},
     report::{DEFAULT_PROBE_NS, DecisionTime, PolicyRow, ProbeCostSource, ShadowReport},
     tally::{Scored, Tally},
 };

@@ -3,13 +3,13 @@
 //! [`Outcome`], a copy of the idle map (the baseline's idle state is read from it) and what
 //! the fidelity classifier needs. Slots are recycled, so steady state allocates nothing.
 use super::{metrics::Outcome, policy::Front};
-use std::collections::hash_map::Entry;
-
-use crate::{horizons::PARKED_DECISION_NS, pidmap::PidMap};
+use crate::{horizons::PARKED_DECISION_NS, pidslab::PidSlab};
 
 /// A parked decision.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Record {
+    /// Parked (a released slot stays with its pid, vacant, for the task's next decision).
+    pub live: bool,
     pub pid: u32,
     pub decided_ns: u64,
     pub w: u32,
@@ -33,36 +33,17 @@ pub(super) struct Record {
     pub flips_read: bool,
 }
 
-/// A free slot from the pool, or a new one (`np` outcomes and `nw` snapshot words each).
-fn take_slot(
-    free: &mut Vec<u32>,
-    slots: &mut Vec<Record>,
-    outcomes: &mut Vec<Outcome>,
-    snaps: &mut Vec<u64>,
-    np: usize,
-    nw: usize,
-) -> u32 {
-    match free.pop() {
-        Some(s) => s,
-        None => {
-            slots.push(Record::default());
-            outcomes.resize(outcomes.len() + np, Outcome::default());
-            snaps.resize(snaps.len() + nw, 0);
-            (slots.len() - 1) as u32
-        }
-    }
-}
-
-/// Parked decisions, one slot per wakee in flight.
+/// Parked decisions, one slot per wakee in flight: the record in a [`PidSlab`], and each
+/// slot's outcomes and idle-map snapshot at the same index in two flat vectors. A released
+/// decision only marks its record vacant (as the joiner does): the task's next decision takes
+/// the slot back without relinking its pid; `purge` frees the vacant ones.
 pub(super) struct Parking {
     /// Policies per slot (outcomes) and idle-map words per slot (snapshots).
     np: usize,
     nw: usize,
-    pending: PidMap<u32>,
-    slots: Vec<Record>,
+    pending: PidSlab<Record>,
     outcomes: Vec<Outcome>,
     snaps: Vec<u64>,
-    free: Vec<u32>,
 }
 
 impl Parking {
@@ -70,85 +51,52 @@ impl Parking {
         Self {
             np: policies,
             nw: words,
-            pending: PidMap::default(),
-            slots: Vec::new(),
+            pending: PidSlab::default(),
             outcomes: Vec::new(),
             snaps: Vec::new(),
-            free: Vec::new(),
         }
     }
 
-    /// The slot parked for `pid`, or a fresh one.
+    /// The slot parked for `pid`, or a fresh one; the caller writes its (live) record.
+    #[inline]
     pub fn slot_for(&mut self, pid: u32) -> u32 {
-        // One lookup while the map is small (the general path below costs two).
-        if let Some(e) = self.pending.entry_if_no_eviction(pid) {
-            return match e {
-                Entry::Occupied(o) => *o.get(),
-                Entry::Vacant(v) => {
-                    let s = take_slot(
-                        &mut self.free,
-                        &mut self.slots,
-                        &mut self.outcomes,
-                        &mut self.snaps,
-                        self.np,
-                        self.nw,
-                    );
-                    v.insert(s);
-                    s
-                }
-            };
+        let s = self.pending.slot_or_default(pid);
+        let n = s as usize + 1;
+        if self.outcomes.len() < n * self.np {
+            self.outcomes.resize(n * self.np, Outcome::default());
+            self.snaps.resize(n * self.nw, 0);
         }
-        if let Some(&s) = self.pending.get(&pid) {
-            return s;
-        }
-        let s = take_slot(
-            &mut self.free,
-            &mut self.slots,
-            &mut self.outcomes,
-            &mut self.snaps,
-            self.np,
-            self.nw,
-        );
-        // Slots of pids dropped from the (bounded) map go back to the pool.
-        let free = &mut self.free;
-        self.pending
-            .insert_evicting(pid, s, |_, old| free.push(old));
         s
     }
 
     /// The slot parked for `pid`, if any.
     #[inline]
     pub fn parked(&self, pid: u32) -> Option<u32> {
-        self.pending.get(&pid).copied()
+        self.pending.slot(pid).filter(|&s| self.pending.at(s).live)
     }
 
+    #[inline]
     pub fn release(&mut self, pid: u32) {
-        if let Some(s) = self.pending.remove(&pid) {
-            self.free.push(s);
+        if let Some(s) = self.pending.slot(pid) {
+            self.pending.at_mut(s).live = false;
         }
     }
 
-    /// Drops decisions older than [`PARKED_DECISION_NS`] (their `sched_wakeup` was lost).
+    /// Drops decisions older than [`PARKED_DECISION_NS`] (their `sched_wakeup` was lost) and
+    /// frees the vacant slots.
     pub fn purge(&mut self, now: u64) {
-        let slots = &self.slots;
-        let free = &mut self.free;
-        self.pending.retain(|_, s| {
-            let keep = now.saturating_sub(slots[*s as usize].decided_ns) < PARKED_DECISION_NS;
-            if !keep {
-                free.push(*s);
-            }
-            keep
-        });
+        self.pending
+            .retain(|r| r.live && now.saturating_sub(r.decided_ns) < PARKED_DECISION_NS);
     }
 
     #[inline]
     pub fn record(&self, slot: u32) -> &Record {
-        &self.slots[slot as usize]
+        self.pending.at(slot)
     }
 
     #[inline]
     pub fn record_mut(&mut self, slot: u32) -> &mut Record {
-        &mut self.slots[slot as usize]
+        self.pending.at_mut(slot)
     }
 
     /// Each policy's outcome in `slot`, registry order.

@@ -328,8 +328,12 @@ fn rows_by_name<S: Serializer>(rows: &[PolicyRow], s: S) -> Result<S::Ok, S::Err
 impl ShadowEval {
     /// ns per probe for the scan-time estimate, and where it came from.
     pub fn per_probe_ns(&self) -> (f64, ProbeCostSource) {
-        let km = &self.metrics[self.kernel.0];
-        match (&self.select_ns, km.probes_mean()) {
+        self.per_probe_ns_of(&self.policy_metrics())
+    }
+
+    fn per_probe_ns_of(&self, all: &[PolicyMetrics]) -> (f64, ProbeCostSource) {
+        let km = all.get(self.kernel.0).and_then(PolicyMetrics::probes_mean);
+        match (&self.select_ns, km) {
             (Some(h), Some(pm)) if !h.is_empty() && pm > 0.0 => (
                 (h.value_at_quantile(0.5) as f64 / pm).clamp(1.0, 2000.0),
                 ProbeCostSource::SelectDurations,
@@ -346,11 +350,12 @@ impl ShadowEval {
 
     /// The report; with `subset`, its rows, `evaluated` and fidelity are the subset's.
     pub fn report(&self, subset: Option<&Tally>) -> ShadowReport {
-        let (ns, src) = self.per_probe_ns();
+        let all = self.policy_metrics();
+        let (ns, src) = self.per_probe_ns_of(&all);
         let slice = self.base_slice_us();
         let (metrics, fidelity, evaluated) = match subset {
             Some(t) => (&t.metrics, &t.fidelity, t.evaluated()),
-            None => (&self.metrics, &self.fidelity, self.evaluated),
+            None => (&all, &self.fidelity, self.evaluated),
         };
         let empty = PolicyMetrics::default();
         let policies = self
@@ -365,7 +370,7 @@ impl ShadowEval {
         let queued = self
             .policies
             .iter()
-            .zip(&self.metrics)
+            .zip(&all)
             .filter(|(_, m)| m.behind_waker > 0)
             .map(|(p, m)| (p.name(), (&m.slept).into()))
             .collect();

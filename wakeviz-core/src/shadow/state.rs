@@ -32,33 +32,23 @@ use std::collections::VecDeque;
 use super::topo::{NONE, ShadowTopo};
 use crate::topology::CpuSet;
 
-/// `CONFIG_HZ` assumed for jiffies-based rules (`record_wakee` decay, SIS_PROP ageing): the
-/// recording header does not carry it; 250 is the distribution default on x86-64.
-pub const HZ: u64 = 250;
-pub const JIFFY_NS: u64 = 1_000_000_000 / HZ;
-/// PELT's half-life: a CPU's utilisation estimate moves half-way to its current busy/idle
-/// state in this time.
-pub const UTIL_HALF_LIFE_NS: f64 = 32_000_000.0;
-/// How often the emulated `nr_idle_scan` is recomputed. The kernel updates it from periodic
-/// load balancing (every `|LLC|` ms on a partly idle LLC, far less often when busy); 4 ms keeps
-/// the emulation slightly fresher than the kernel's own value and costs nothing.
-pub const NR_IDLE_SCAN_PERIOD_NS: u64 = 4_000_000;
-/// `sd->imbalance_pct` of the LLC (MC) domain.
-pub const LLC_IMBALANCE_PCT: u64 = 117;
-pub const SCHED_CAPACITY_SCALE: u64 = 1024;
-/// `sysctl_sched_migration_cost`: SIS_PROP's `max_idle_balance_cost` floor.
-pub const MIGRATION_COST_NS: u64 = 500_000;
+pub use super::budget::{
+    HZ, JIFFY_NS, LLC_IMBALANCE_PCT, MIGRATION_COST_NS, NR_IDLE_SCAN_PERIOD_NS,
+    SCHED_CAPACITY_SCALE, UTIL_HALF_LIFE_NS, jiffies, sis_prop_budget, sis_util_nr_idle_scan,
+};
 pub use crate::horizons::CLAIM_MAX_NS;
 
 /// A task's run state with stale queue entries (older queue epoch) read as unknown.
-fn live_run(t: &Task, q_epoch: &[u32]) -> Run {
+fn live_run(t: &Task, cpus: &[Cpu]) -> Run {
     match t.run {
-        Run::Queued(x) if q_epoch.get(x as usize) != Some(&t.q_epoch) => Run::Unknown,
+        Run::Queued(x) if cpus.get(x as usize).map(|c| c.q_epoch) != Some(t.q_epoch) => {
+            Run::Unknown
+        }
         r => r,
     }
 }
 
-use crate::pidmap::PidMap;
+use crate::pidslab::PidSlab;
 
 /// Where a task is, as far as the stream told us.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -108,35 +98,30 @@ impl Default for Task {
     }
 }
 
-/// `cpu_util_cfs`-based SIS_UTIL budget (`update_idle_cpu_scan`, spec §2.2): how many CPUs of
-/// an LLC of `llc_size` CPUs a wakeup may probe when the LLC's summed utilisation is
-/// `sum_util` (each CPU 0..1024). Integer arithmetic as in the kernel.
-pub fn sis_util_nr_idle_scan(llc_size: u32, sum_util: u64, imbalance_pct: u64) -> u32 {
-    let w = u64::from(llc_size.max(1));
-    let x = sum_util / w;
-    let tmp = (x * x)
-        .saturating_mul(imbalance_pct * imbalance_pct)
-        .checked_div(10_000 * SCHED_CAPACITY_SCALE)
-        .unwrap_or(0)
-        .min(SCHED_CAPACITY_SCALE);
-    let y = SCHED_CAPACITY_SCALE - tmp;
-    (y * w / SCHED_CAPACITY_SCALE) as u32
+/// What the state keeps per CPU, in one record: every event updates several of these fields
+/// of the same CPU, and the idle test reads three of them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cpu {
+    /// The running task's pid (0: the idle task).
+    curr: u32,
+    /// Other runnable tasks queued there.
+    queued: u32,
+    /// In-flight wakeups that claimed it (`ttwu_pending`).
+    claims: u32,
+    /// Bumped when the CPU switches to idle: its queue is empty then, whatever we counted, so
+    /// tasks still marked queued there from an earlier epoch (lost events) are stale.
+    q_epoch: u32,
+    /// Utilisation estimate (0..1024) and when it was last decayed.
+    util: f32,
+    util_ts: u64,
 }
 
-/// SIS_PROP budget `nr` (spec §2.1, 5.14-6.6): `|LLC(T)| * avg_idle / (avg_scan_cost + 1)`
-/// when that exceeds 4, else 4. The scan then probes at most `nr - 1` CPUs.
-pub fn sis_prop_budget(llc_size: u32, wake_avg_idle_ns: u64, avg_scan_cost_ns: u64) -> u64 {
-    let ac = avg_scan_cost_ns.saturating_add(1);
-    let span_avg = u64::from(llc_size).saturating_mul(wake_avg_idle_ns);
-    if span_avg > ac.saturating_mul(4) {
-        span_avg / ac
-    } else {
-        4
+impl Cpu {
+    /// `idle_rq()`: the idle task runs, nothing is queued and nothing claimed the CPU.
+    #[inline]
+    const fn idle(&self) -> bool {
+        self.curr | self.queued | self.claims == 0
     }
-}
-
-pub const fn jiffies(ts_ns: u64) -> u64 {
-    ts_ns / JIFFY_NS
 }
 
 /// The reconstructed scheduler state.
@@ -144,15 +129,10 @@ pub const fn jiffies(ts_ns: u64) -> u64 {
 pub struct State {
     /// Idle CPUs (the SIS predicate), one bit per CPU number.
     pub idle: CpuSet,
-    curr: Vec<u32>,
-    queued: Vec<u32>,
-    /// Bumped when a CPU switches to idle: its queue is empty then, whatever we counted, so
-    /// tasks still marked queued there from an earlier epoch (lost events) are stale.
-    q_epoch: Vec<u32>,
-    claims: Vec<u32>,
+    cpus: Vec<Cpu>,
     /// (time, pid) of every claim in the order made, for [`State::expire_claims`].
     claim_log: VecDeque<(u64, u32)>,
-    tasks: PidMap<Task>,
+    tasks: PidSlab<Task>,
     /// `record_wakee` state of each CPU's idle task: IRQ-context wakeups are charged to
     /// whatever `current` is, and the idle tasks all have pid 0.
     idle_flips: Vec<Flips>,
@@ -162,8 +142,6 @@ pub struct State {
     /// idle cores each LLC has (so "is there an idle core" costs nothing).
     core_idle_now: Vec<bool>,
     idle_cores: Vec<u32>,
-    util: Vec<f32>,
-    util_ts: Vec<u64>,
     /// Emulated `sd_llc_shared->nr_idle_scan`, per LLC.
     pub nr_idle_scan: Vec<u32>,
     scan_refreshed_ns: Option<u64>,
@@ -176,20 +154,15 @@ impl State {
         let idle = t.online.clone();
         Self {
             idle,
-            curr: vec![0; n],
-            queued: vec![0; n],
-            q_epoch: vec![0; n],
-            claims: vec![0; n],
+            cpus: vec![Cpu::default(); n],
             claim_log: VecDeque::new(),
-            tasks: PidMap::default(),
+            tasks: PidSlab::default(),
             idle_flips: vec![Flips::default(); n],
             hic: vec![t.smt; t.n_llcs()],
             core_idle_now: vec![true; t.n_cores()],
             idle_cores: (0..t.n_llcs() as u32)
                 .map(|l| t.llc_cores(l).len() as u32)
                 .collect(),
-            util: vec![0.0; n],
-            util_ts: vec![0; n],
             nr_idle_scan: t.llc_size.clone(),
             scan_refreshed_ns: None,
             now_ns: 0,
@@ -209,11 +182,9 @@ impl State {
     /// `rq->nr_running`: queued tasks plus the running one.
     #[inline]
     pub fn nr_running(&self, cpu: u32) -> u32 {
-        let i = cpu as usize;
-        match (self.queued.get(i), self.curr.get(i)) {
-            (Some(&q), Some(&c)) => q + u32::from(c != 0),
-            _ => 0,
-        }
+        self.cpus
+            .get(cpu as usize)
+            .map_or(0, |c| c.queued + u32::from(c.curr != 0))
     }
 
     /// Whether every SMT sibling of `cpu` (itself included) is idle.
@@ -224,35 +195,35 @@ impl State {
 
     pub fn run_of(&self, pid: u32) -> Run {
         self.tasks
-            .get(&pid)
-            .map_or(Run::Unknown, |t| live_run(t, &self.q_epoch))
+            .get(pid)
+            .map_or(Run::Unknown, |t| live_run(t, &self.cpus))
     }
 
     /// `p->recent_used_cpu` before this placement updates it.
     pub fn recent_used(&self, pid: u32) -> u32 {
-        self.tasks.get(&pid).map_or(NONE, |t| t.recent_used)
+        self.tasks.get(pid).map_or(NONE, |t| t.recent_used)
     }
 
     /// Whether a wakeup of `pid` was seen going through `select_task_rq_fair`.
     pub fn takes_select_path(&self, pid: u32) -> bool {
-        self.tasks.get(&pid).is_some_and(|t| t.select_path)
+        self.tasks.get(pid).is_some_and(|t| t.select_path)
     }
 
     pub fn set_select_path(&mut self, pid: u32) {
-        self.tasks.entry(pid).or_default().select_path = true;
+        self.tasks.get_or_default(pid).select_path = true;
     }
 
     pub fn set_recent_used(&mut self, pid: u32, cpu: u32) {
-        self.tasks.entry(pid).or_default().recent_used = cpu;
+        self.tasks.get_or_default(pid).recent_used = cpu;
     }
 
     fn refresh(&mut self, t: &ShadowTopo, cpu: u32) {
         let i = cpu as usize;
-        if i >= self.curr.len() || !t.valid(cpu) {
+        let Some(c) = self.cpus.get(i) else {
             return;
-        }
-        let idle = self.curr[i] == 0 && self.queued[i] == 0 && self.claims[i] == 0;
-        if self.idle.contains(cpu) == idle {
+        };
+        let idle = c.idle();
+        if !t.valid(cpu) || self.idle.contains(cpu) == idle {
             return;
         }
         self.idle.set(cpu, idle);
@@ -281,15 +252,23 @@ impl State {
             self.release(t, pid);
             return;
         }
-        // One lookup for the release of the old claim and the new one; the counters and idle
-        // bits change in the same order as a `release` followed by the new claim.
+        // One lookup for the release of the old claim and the new one; each idle bit is
+        // refreshed once its counter is final (as in `on_wakeup`), so a claim renewed on the
+        // same CPU does not flip it twice.
         let now = self.now_ns;
-        let task = self.tasks.entry(pid).or_default();
+        let task = self.tasks.get_or_default(pid);
         let old = std::mem::replace(&mut task.claim, cpu);
         task.claim_ns = now;
-        self.drop_claim(t, old);
-        self.claims[cpu as usize] += 1;
+        if old != NONE
+            && let Some(x) = self.cpus.get_mut(old as usize)
+        {
+            x.claims = x.claims.saturating_sub(1);
+        }
+        self.cpus[cpu as usize].claims += 1;
         self.claim_log.push_back((now, pid));
+        if old != NONE && old != cpu {
+            self.refresh(t, old);
+        }
         self.refresh(t, cpu);
     }
 
@@ -319,7 +298,7 @@ impl State {
             // Only the claim made at that time; a newer claim by the same task stays.
             if self
                 .tasks
-                .get(&pid)
+                .get(pid)
                 .is_some_and(|x| x.claim != NONE && x.claim_ns == ts)
             {
                 self.release(t, pid);
@@ -329,7 +308,7 @@ impl State {
 
     /// Drops `pid`'s claim (its own decision must not see its own claim).
     pub fn release(&mut self, t: &ShadowTopo, pid: u32) {
-        let Some(task) = self.tasks.get_mut(&pid) else {
+        let Some(task) = self.tasks.get_mut(pid) else {
             return;
         };
         let c = std::mem::replace(&mut task.claim, NONE);
@@ -340,16 +319,16 @@ impl State {
     #[inline]
     fn drop_claim(&mut self, t: &ShadowTopo, c: u32) {
         if c != NONE
-            && let Some(n) = self.claims.get_mut(c as usize)
+            && let Some(x) = self.cpus.get_mut(c as usize)
         {
-            *n = n.saturating_sub(1);
+            x.claims = x.claims.saturating_sub(1);
             self.refresh(t, c);
         }
     }
 
     /// `set_select_path` then `release`, with one lookup.
     pub fn set_select_path_and_release(&mut self, t: &ShadowTopo, pid: u32) {
-        let task = self.tasks.entry(pid).or_default();
+        let task = self.tasks.get_or_default(pid);
         task.select_path = true;
         let c = std::mem::replace(&mut task.claim, NONE);
         self.drop_claim(t, c);
@@ -357,15 +336,15 @@ impl State {
 
     /// `(takes_select_path(pid), run_of(pid))` with one lookup.
     pub fn select_path_and_run(&self, pid: u32) -> (bool, Run) {
-        self.tasks.get(&pid).map_or((false, Run::Unknown), |t| {
-            (t.select_path, live_run(t, &self.q_epoch))
+        self.tasks.get(pid).map_or((false, Run::Unknown), |t| {
+            (t.select_path, live_run(t, &self.cpus))
         })
     }
 
     /// Moves an in-flight claim (tracepoint-only mode learns the destination from
     /// `sched_migrate_task`, which ttwu emits before enqueueing).
     fn move_claim(&mut self, t: &ShadowTopo, pid: u32, dest: u32) {
-        let c = self.tasks.get(&pid).map_or(NONE, |x| x.claim);
+        let c = self.tasks.get(pid).map_or(NONE, |x| x.claim);
         if c != NONE && c != dest {
             self.claim(t, pid, dest);
         }
@@ -388,7 +367,7 @@ impl State {
         let f = if waker == 0 {
             self.idle_flips.get_mut(waker_cpu as usize)
         } else {
-            Some(&mut self.tasks.entry(waker).or_default().flips)
+            Some(&mut self.tasks.get_or_default(waker).flips)
         };
         let wf = match f {
             Some(f) => {
@@ -410,7 +389,7 @@ impl State {
         match read {
             Some((_, p)) => {
                 if wakee != 0 {
-                    self.tasks.entry(wakee).or_default().flips.flips = p;
+                    self.tasks.get_or_default(wakee).flips.flips = p;
                 }
                 (wf, p)
             }
@@ -422,27 +401,27 @@ impl State {
         if pid == 0 {
             return 0;
         }
-        self.tasks.get(&pid).map_or(0, |t| t.flips.flips)
+        self.tasks.get(pid).map_or(0, |t| t.flips.flips)
     }
 
-    fn decay_util(&mut self, cpu: usize, ts: u64) {
-        let last = self.util_ts[cpu];
+    fn decay_util(c: &mut Cpu, ts: u64) {
+        let last = c.util_ts;
         if ts <= last {
             return;
         }
         let d = (-((ts - last) as f64) / UTIL_HALF_LIFE_NS).exp2() as f32;
-        let target = if self.curr[cpu] != 0 {
+        let target = if c.curr != 0 {
             SCHED_CAPACITY_SCALE as f32
         } else {
             0.0
         };
-        self.util[cpu] = target + (self.util[cpu] - target) * d;
-        self.util_ts[cpu] = ts;
+        c.util = target + (c.util - target) * d;
+        c.util_ts = ts;
     }
 
     /// Utilisation estimate of `cpu` (0..1024) as of the last update.
     pub fn util(&self, cpu: u32) -> f32 {
-        self.util.get(cpu as usize).copied().unwrap_or(0.0)
+        self.cpus.get(cpu as usize).map_or(0.0, |c| c.util)
     }
 
     /// Recomputes every LLC's emulated `nr_idle_scan` if [`NR_IDLE_SCAN_PERIOD_NS`] passed.
@@ -457,8 +436,10 @@ impl State {
         for l in 0..t.n_llcs() {
             let mut sum = 0.0f64;
             for &c in t.llc_cpus(l as u32) {
-                self.decay_util(c as usize, now);
-                sum += f64::from(self.util[c as usize]);
+                if let Some(x) = self.cpus.get_mut(c as usize) {
+                    Self::decay_util(x, now);
+                    sum += f64::from(x.util);
+                }
             }
             self.nr_idle_scan[l] =
                 sis_util_nr_idle_scan(t.llc_size[l], sum as u64, LLC_IMBALANCE_PCT);
@@ -479,38 +460,39 @@ impl State {
             return;
         }
         let ci = c as usize;
-        self.decay_util(ci, s.ts_ns);
+        Self::decay_util(&mut self.cpus[ci], s.ts_ns);
         if s.next_pid != 0 {
             // Running means enqueued: any wakeup claim it still holds is over (its
             // `sched_wakeup` was lost or reordered after this switch).
             self.release(t, s.next_pid);
         }
         if s.prev_pid != 0 {
-            let task = self.tasks.entry(s.prev_pid).or_default();
-            let was = live_run(task, &self.q_epoch);
+            let task = self.tasks.get_or_default(s.prev_pid);
+            let was = live_run(task, &self.cpus);
             if s.prev_state == 0 {
                 if !matches!(was, Run::Queued(_)) {
+                    let cpu = &mut self.cpus[ci];
                     task.run = Run::Queued(c);
-                    task.q_epoch = self.q_epoch[ci];
-                    self.queued[ci] += 1;
+                    task.q_epoch = cpu.q_epoch;
+                    cpu.queued += 1;
                 }
             } else {
                 task.run = Run::Sleeping;
                 if let Run::Queued(x) = was
-                    && let Some(q) = self.queued.get_mut(x as usize)
+                    && let Some(q) = self.cpus.get_mut(x as usize)
                 {
-                    *q = q.saturating_sub(1);
+                    q.queued = q.queued.saturating_sub(1);
                 }
             }
         }
         if s.next_pid != 0 {
-            let task = self.tasks.entry(s.next_pid).or_default();
-            let was = live_run(task, &self.q_epoch);
+            let task = self.tasks.get_or_default(s.next_pid);
+            let was = live_run(task, &self.cpus);
             task.run = Run::Running(c);
             if let Run::Queued(x) = was
-                && let Some(q) = self.queued.get_mut(x as usize)
+                && let Some(q) = self.cpus.get_mut(x as usize)
             {
-                *q = q.saturating_sub(1);
+                q.queued = q.queued.saturating_sub(1);
                 if x != c {
                     self.refresh(t, x);
                 }
@@ -518,10 +500,11 @@ impl State {
         } else {
             // About to idle: the queue is empty (the idle task only runs then), so anything
             // still counted is a lost event.
-            self.queued[ci] = 0;
-            self.q_epoch[ci] = self.q_epoch[ci].wrapping_add(1);
+            let cpu = &mut self.cpus[ci];
+            cpu.queued = 0;
+            cpu.q_epoch = cpu.q_epoch.wrapping_add(1);
         }
-        self.curr[ci] = s.next_pid;
+        self.cpus[ci].curr = s.next_pid;
         self.refresh(t, c);
         if s.next_pid == 0 && t.smt && t.siblings(c).iter().all(|&x| x == c || self.is_idle(x)) {
             self.set_hic(t.llc(c), true);
@@ -537,34 +520,45 @@ impl State {
             return;
         }
         let ci = c as usize;
-        // One lookup: the task's claim and run state change together; the counters and idle
-        // bits then change in the order of a `release` followed by the enqueue.
-        let task = self.tasks.entry(w.pid).or_default();
+        // One lookup: the task's claim and run state change together.
+        let task = self.tasks.get_or_default(w.pid);
         let claim = std::mem::replace(&mut task.claim, NONE);
-        let from = match live_run(task, &self.q_epoch) {
+        let epoch = self.cpus[ci].q_epoch;
+        let from = match live_run(task, &self.cpus) {
             Run::Queued(x) if x != c => {
                 task.run = Run::Queued(c);
-                task.q_epoch = self.q_epoch[ci];
-                Some(Some(x))
+                task.q_epoch = epoch;
+                Some(x)
             }
             Run::Queued(_) | Run::Running(_) => None,
             Run::Unknown | Run::Sleeping => {
                 task.run = Run::Queued(c);
-                task.q_epoch = self.q_epoch[ci];
-                Some(None)
+                task.q_epoch = epoch;
+                Some(NONE)
             }
         };
-        self.drop_claim(t, claim);
-        match from {
-            Some(Some(x)) => {
-                if let Some(q) = self.queued.get_mut(x as usize) {
-                    *q = q.saturating_sub(1);
-                }
-                self.queued[ci] += 1;
-                self.refresh(t, x);
+        if claim != NONE
+            && let Some(x) = self.cpus.get_mut(claim as usize)
+        {
+            x.claims = x.claims.saturating_sub(1);
+        }
+        if let Some(x) = from {
+            if let Some(q) = self.cpus.get_mut(x as usize) {
+                q.queued = q.queued.saturating_sub(1);
             }
-            Some(None) => self.queued[ci] += 1,
-            None => {}
+            self.cpus[ci].queued += 1;
+        }
+        // The idle bits of the CPUs whose counters changed, each once the counters are final:
+        // the same bits as refreshing after each change (nothing reads them in between, and the
+        // idle-core counts follow the final bits whatever the order), but a claim released and
+        // an enqueue on the same CPU, the common case, no longer flip its bit twice.
+        if claim != NONE && claim != c && Some(claim) != from {
+            self.refresh(t, claim);
+        }
+        if let Some(x) = from
+            && x != NONE
+        {
+            self.refresh(t, x);
         }
         self.refresh(t, c);
     }
@@ -575,16 +569,16 @@ impl State {
         if !t.valid(d) {
             return;
         }
-        let task = self.tasks.entry(m.pid).or_default();
-        if let Run::Queued(x) = live_run(task, &self.q_epoch)
+        let task = self.tasks.get_or_default(m.pid);
+        if let Run::Queued(x) = live_run(task, &self.cpus)
             && x != d
         {
             task.run = Run::Queued(d);
-            task.q_epoch = self.q_epoch[d as usize];
-            if let Some(q) = self.queued.get_mut(x as usize) {
-                *q = q.saturating_sub(1);
+            task.q_epoch = self.cpus[d as usize].q_epoch;
+            if let Some(q) = self.cpus.get_mut(x as usize) {
+                q.queued = q.queued.saturating_sub(1);
             }
-            self.queued[d as usize] += 1;
+            self.cpus[d as usize].queued += 1;
             self.refresh(t, x);
             self.refresh(t, d);
         }

@@ -137,6 +137,10 @@ impl CpuSet {
         while let Some((w, mask)) = Self::wrap_segment(nw, start, k) {
             k += 1;
             let m = cand[w] & mask;
+            if m == 0 {
+                // Nothing to examine (the words of other LLCs): skip the population count.
+                continue;
+            }
             let hit = m & want[w];
             if hit != 0 {
                 let b = hit.trailing_zeros();

@@ -24,32 +24,43 @@ pub const SCAN_FIXED_NS: u64 = 300;
 /// Modelled cost of one idle probe (one remote runqueue's cache lines).
 pub const SCAN_PROBE_NS: u64 = 50;
 
+/// One CPU's SIS_PROP state, in one record: a switch or wakeup on the per-event path then
+/// touches one cache line, not one per field.
+#[derive(Clone, Copy, Debug)]
+struct Cpu {
+    /// From the stream: `rq->avg_idle`, the start of the current idle period (`idle_stamp`,
+    /// 0 when running), a counter bumped on every wake-after-idle (the policy reseeds its
+    /// `wake_avg_idle` then) and that wakeup's jiffy.
+    avg_idle: u64,
+    idle_stamp: u64,
+    wake_gen: u32,
+    wake_jiffies: u64,
+    /// The policy's own: `wake_avg_idle`, its stamp, the generation it was seeded from.
+    wake_avg_idle: u64,
+    wake_stamp: u64,
+    seen_gen: u32,
+    started: bool,
+}
+
 pub struct SisProp {
-    /// Per CPU, from the stream: `rq->avg_idle`, the start of the current idle period
-    /// (`idle_stamp`, 0 when running), a counter bumped on every wake-after-idle (the policy
-    /// reseeds its `wake_avg_idle` then) and that wakeup's jiffy.
-    avg_idle: Vec<u64>,
-    idle_stamp: Vec<u64>,
-    wake_gen: Vec<u32>,
-    wake_jiffies: Vec<u64>,
-    wake_avg_idle: Vec<u64>,
-    wake_stamp: Vec<u64>,
-    seen_gen: Vec<u32>,
-    started: Vec<bool>,
+    cpus: Vec<Cpu>,
     avg_scan_cost: Vec<u64>,
 }
 
 impl SisProp {
     pub fn new(t: &ShadowTopo) -> Self {
+        let cpu = Cpu {
+            avg_idle: 2 * MIGRATION_COST_NS,
+            idle_stamp: 0,
+            wake_gen: 0,
+            wake_jiffies: 0,
+            wake_avg_idle: 0,
+            wake_stamp: 0,
+            seen_gen: 0,
+            started: false,
+        };
         Self {
-            avg_idle: vec![2 * MIGRATION_COST_NS; t.bound],
-            idle_stamp: vec![0; t.bound],
-            wake_gen: vec![0; t.bound],
-            wake_jiffies: vec![0; t.bound],
-            wake_avg_idle: vec![0; t.bound],
-            wake_stamp: vec![0; t.bound],
-            seen_gen: vec![0; t.bound],
-            started: vec![false; t.bound],
+            cpus: vec![cpu; t.bound],
             avg_scan_cost: vec![0; t.n_llcs()],
         }
     }
@@ -79,24 +90,24 @@ impl Policy for SisProp {
             // Per-CPU tables sized to the topology's bound: no other check needed (an
             // offline CPU's entries are never read, decisions only run on online CPUs).
             Event::Switch(s) => {
-                if let Some(stamp) = self.idle_stamp.get_mut(s.cpu as usize) {
-                    *stamp = if s.next_pid == 0 { s.ts_ns.max(1) } else { 0 };
+                if let Some(c) = self.cpus.get_mut(s.cpu as usize) {
+                    c.idle_stamp = if s.next_pid == 0 { s.ts_ns.max(1) } else { 0 };
                 }
             }
             // A wakeup that ends an idle period feeds `avg_idle` (ttwu_do_activate).
             Event::Wakeup(w) | Event::WakeupNew(w) => {
-                let ci = w.target_cpu as usize;
-                let Some(&stamp) = self.idle_stamp.get(ci) else {
+                let Some(c) = self.cpus.get_mut(w.target_cpu as usize) else {
                     return;
                 };
+                let stamp = c.idle_stamp;
                 if stamp != 0 && w.ts_ns >= stamp {
                     let delta = w.ts_ns - stamp;
-                    let a = self.avg_idle[ci] as i64;
+                    let a = c.avg_idle as i64;
                     let a = a + (delta as i64 - a) / 8;
-                    self.avg_idle[ci] = (a.max(0) as u64).min(2 * MIGRATION_COST_NS);
-                    self.wake_gen[ci] = self.wake_gen[ci].wrapping_add(1);
-                    self.wake_jiffies[ci] = jiffies(w.ts_ns);
-                    self.idle_stamp[ci] = 0;
+                    c.avg_idle = (a.max(0) as u64).min(2 * MIGRATION_COST_NS);
+                    c.wake_gen = c.wake_gen.wrapping_add(1);
+                    c.wake_jiffies = jiffies(w.ts_ns);
+                    c.idle_stamp = 0;
                 }
             }
             _ => {}
@@ -121,29 +132,25 @@ impl Policy for SisProp {
         }
         // The SIS_PROP state is emulated, never read: always inexact.
         ctx.mark_inexact();
-        let w = ctx.w as usize;
         let now_j = jiffies(ctx.ts_ns);
-        if w < self.wake_avg_idle.len() {
-            if !self.started[w] || self.seen_gen[w] != self.wake_gen[w] {
-                let fresh = self.seen_gen[w] != self.wake_gen[w];
-                self.started[w] = true;
-                self.seen_gen[w] = self.wake_gen[w];
-                self.wake_avg_idle[w] = if fresh {
-                    self.avg_idle[w] / 2
-                } else {
-                    self.avg_idle[w]
-                };
-                self.wake_stamp[w] = if fresh { self.wake_jiffies[w] } else { now_j };
+        let mut wai = 0;
+        if let Some(c) = self.cpus.get_mut(ctx.w as usize) {
+            if !c.started || c.seen_gen != c.wake_gen {
+                let fresh = c.seen_gen != c.wake_gen;
+                c.started = true;
+                c.seen_gen = c.wake_gen;
+                c.wake_avg_idle = if fresh { c.avg_idle / 2 } else { c.avg_idle };
+                c.wake_stamp = if fresh { c.wake_jiffies } else { now_j };
             }
-            let elapsed = now_j.saturating_sub(self.wake_stamp[w]);
-            self.wake_avg_idle[w] = if elapsed >= 64 {
+            let elapsed = now_j.saturating_sub(c.wake_stamp);
+            c.wake_avg_idle = if elapsed >= 64 {
                 0
             } else {
-                self.wake_avg_idle[w] >> elapsed
+                c.wake_avg_idle >> elapsed
             };
-            self.wake_stamp[w] = self.wake_stamp[w].max(now_j);
+            c.wake_stamp = c.wake_stamp.max(now_j);
+            wai = c.wake_avg_idle;
         }
-        let wai = self.wake_avg_idle.get(w).copied().unwrap_or(0);
         let wllc = t.llc(ctx.w) as usize;
         let ac = self.avg_scan_cost.get(wllc).copied().unwrap_or(0);
         let llc = t.llc(tg);
@@ -157,8 +164,8 @@ impl Policy for SisProp {
         let scan = select_idle_cpu(t, st, s, llc, tg, hic, limit);
         if !hic && !scan.budget_out {
             let cost = SCAN_FIXED_NS + SCAN_PROBE_NS * u64::from(scan.probes);
-            if let Some(x) = self.wake_avg_idle.get_mut(w) {
-                *x -= (*x).min(cost);
+            if let Some(c) = self.cpus.get_mut(ctx.w as usize) {
+                c.wake_avg_idle -= c.wake_avg_idle.min(cost);
             }
             if let Some(a) = self.avg_scan_cost.get_mut(wllc) {
                 let cur = *a as i64;
