@@ -1,6 +1,7 @@
 //! Decoding a columnar `EVENTS` payload: the columns are located and checked first (their
-//! lengths follow from the kinds column), widened into per-kind rows (`widen.rs`), then
-//! one pass builds the events.
+//! lengths follow from the kinds column), then the chunk is decoded in blocks of [`BLOCK`]
+//! events: each block's rows are widened into per-kind rows (`widen.rs`), then one pass builds
+//! its events.
 use super::{
     COLUMNS, col, flag, is_wide,
     widen::{self, Planes, Scratch},
@@ -13,6 +14,20 @@ use crate::{
     },
 };
 
+/// Events per block. A whole chunk's widened rows (64 Ki events, about 2 MiB) were written
+/// out of the core's cache and read back; a block's (about 130 KiB) stay in it.
+pub(super) const BLOCK: usize = 4096;
+
+/// Where a block starts in each kind's columns: rows of the blocks before it.
+#[derive(Clone, Copy, Default)]
+struct At {
+    wake: usize,
+    switch: usize,
+    migrate: usize,
+    select: usize,
+    optional: usize,
+}
+
 /// Decodes `count` events from a columnar payload into `out`, replacing what it held (over a
 /// recycled chunk as [`crate::format::codec::decode`] does). `scratch` holds the widened
 /// columns; its contents on entry do not matter.
@@ -23,6 +38,22 @@ pub fn decode(
     spare: &mut Vec<Box<Select>>,
     scratch: &mut Scratch,
 ) -> Result<(), String> {
+    decode_blocks(payload, count, out, spare, scratch, BLOCK)
+}
+
+/// [`decode`] with blocks of `block` events (tests use small ones, to cross block edges).
+#[expect(
+    clippy::vec_box,
+    reason = "the boxes move into `Event::Select` as they are"
+)]
+pub(super) fn decode_blocks(
+    payload: &[u8],
+    count: u32,
+    out: &mut Vec<Event>,
+    spare: &mut Vec<Box<Select>>,
+    scratch: &mut Scratch,
+    block: usize,
+) -> Result<(), String> {
     let n = count as usize;
     let (widths, rest) = payload
         .split_at_checked(COLUMNS)
@@ -31,17 +62,42 @@ pub fn decode(
         .split_at_checked(n)
         .ok_or_else(|| format!("payload ends inside the kinds of {n} events"))?;
     let (cols, inputs) = locate(widths, kinds, rest, &mut scratch.flags)?;
-    fill(scratch, &cols);
     // Every event took at least 6 bytes of columns (kind, cpu, ts, three fields), so `n` is
     // bounded by the payload: reserving it allocates no more than the bytes justify.
     out.reserve(n.saturating_sub(out.len()));
-    let s = &*scratch;
     let mut inputs = Cursor::new(inputs);
+    let (mut at, mut ts) = (At::default(), 0u64);
+    for (b, kinds) in kinds.chunks(block.max(1)).enumerate() {
+        let first = b * block.max(1);
+        at = fill(scratch, &cols, first, kinds, at, &mut ts);
+        build(scratch, first, kinds, out, spare, &mut inputs)?;
+    }
+    if !inputs.is_empty() {
+        return Err("trailing bytes after the last select-inputs block".into());
+    }
+    out.truncate(n);
+    Ok(())
+}
+
+/// Builds the events of one block (`kinds`, starting at event `first`) from its widened rows.
+#[expect(
+    clippy::vec_box,
+    reason = "the boxes move into `Event::Select` as they are"
+)]
+fn build(
+    s: &Scratch,
+    first: usize,
+    kinds: &[u8],
+    out: &mut Vec<Event>,
+    spare: &mut Vec<Box<Select>>,
+    inputs: &mut Cursor<'_>,
+) -> Result<(), String> {
     let (mut wi, mut si, mut mi, mut seli, mut opti) = (0, 0, 0, 0, 0);
     let lost = |i: usize| format!("event {i}: no row left in its columns");
     let zz = |v: u32| unzigzag(u64::from(v)) as i32;
     let common = kinds.iter().zip(&s.ts).zip(&s.cpu).enumerate();
-    for (i, ((&kind, &ts_ns), &cpu)) in common {
+    for (j, ((&kind, &ts_ns), &cpu)) in common {
+        let i = first + j;
         match kind {
             1..=3 => {
                 let &[pid, target_cpu, waker_pid, prio] = s.wakes.get(wi).ok_or_else(|| lost(i))?;
@@ -110,7 +166,7 @@ pub fn decode(
                 let prev_nr_idle_scan = opt(flag::PREV_NR_IDLE_SCAN)?;
                 let idle_scan_ns = opt(flag::IDLE_SCAN_NS)?;
                 let inputs = has(flag::INPUTS)
-                    .then(|| get_inputs(&mut inputs).map_err(|e| format!("event {i}: {e}")))
+                    .then(|| get_inputs(inputs).map_err(|e| format!("event {i}: {e}")))
                     .transpose()?;
                 put_select_with(out, i, spare, || Select {
                     ts_ns,
@@ -136,10 +192,6 @@ pub fn decode(
             _ => return Err(format!("event {i}: unknown kind {kind}")),
         }
     }
-    if !inputs.is_empty() {
-        return Err("trailing bytes after the last select-inputs block".into());
-    }
-    out.truncate(n);
     Ok(())
 }
 
@@ -196,7 +248,7 @@ fn locate<'a>(
 
 /// Checks every select record's flags and counts the values they put in `select.optional`.
 fn optional_rows(p: Planes<'_>, flags: &mut Vec<u32>) -> Result<usize, String> {
-    widen::narrow(flags, p);
+    widen::narrow(flags, p, 0, p.rows);
     let mut rows = 0;
     for (i, &f) in flags.iter().enumerate() {
         let orphan = f & flag::HAS_IDLE_CORES_TRUE != 0 && f & flag::HAS_IDLE_CORES == 0
@@ -209,37 +261,81 @@ fn optional_rows(p: Planes<'_>, flags: &mut Vec<u32>) -> Result<usize, String> {
     Ok(rows)
 }
 
-/// Widens every located column into `s`: absolute timestamps, then each kind's rows.
-fn fill(s: &mut Scratch, cols: &[Planes<'_>; COLUMNS]) {
-    let ts = cols[col::TS];
-    widen::resize(&mut s.ts, ts.rows, 0);
-    let mut prev = 0u64;
-    ts.widen(s.ts.iter_mut(), |t, delta| {
+/// Widens block `kinds` (starting at event `first`, and at `at` in each kind's columns) into
+/// `s`: absolute timestamps (`ts` carries the last one from block to block), then each kind's
+/// rows. Returns where the next block starts.
+fn fill(
+    s: &mut Scratch,
+    cols: &[Planes<'_>; COLUMNS],
+    first: usize,
+    kinds: &[u8],
+    at: At,
+    ts: &mut u64,
+) -> At {
+    let mut per_kind = [0usize; 8];
+    for &k in kinds {
+        per_kind[usize::from(k & 7)] += 1;
+    }
+    let wakes = per_kind[1] + per_kind[2] + per_kind[3];
+    let (switches, migrates, selects) = (per_kind[4], per_kind[5], per_kind[6]);
+    let optional: usize = (s.flags.get(at.select..at.select + selects))
+        .unwrap_or_default()
+        .iter()
+        .map(|f| (f & flag::OPTIONAL).count_ones() as usize)
+        .sum();
+    let n = kinds.len();
+    widen::resize(&mut s.ts, n, 0);
+    let mut prev = *ts;
+    cols[col::TS].widen(first, n, s.ts.iter_mut(), |t, delta| {
         prev = prev.wrapping_add(unzigzag(delta) as u64);
         *t = prev;
     });
-    widen::narrow(&mut s.cpu, cols[col::CPU]);
-    rows(&mut s.wakes, &cols[col::WAKE..col::SWITCH]);
-    rows(&mut s.switches, &cols[col::SWITCH..col::MIGRATE]);
-    rows(&mut s.migrates, &cols[col::MIGRATE..col::SELECT]);
-    widen::wide(&mut s.durations, cols[col::SEL_DURATION]);
+    *ts = prev;
+    widen::narrow(&mut s.cpu, cols[col::CPU], first, n);
+    rows(&mut s.wakes, &cols[col::WAKE..col::SWITCH], at.wake, wakes);
+    rows(
+        &mut s.switches,
+        &cols[col::SWITCH..col::MIGRATE],
+        at.switch,
+        switches,
+    );
+    rows(
+        &mut s.migrates,
+        &cols[col::MIGRATE..col::SELECT],
+        at.migrate,
+        migrates,
+    );
+    widen::wide(
+        &mut s.durations,
+        cols[col::SEL_DURATION],
+        at.select,
+        selects,
+    );
     let sel = &cols[col::SELECT..col::SEL_OPTIONAL];
     let narrow_sel = sel
         .iter()
         .enumerate()
         .filter(|&(k, _)| k != 1)
         .map(|(_, p)| *p);
-    widen::resize(&mut s.selects, sel[0].rows, [0; 6]);
+    widen::resize(&mut s.selects, selects, [0; 6]);
     for (f, p) in narrow_sel.enumerate() {
-        widen::field(&mut s.selects, f, p);
+        widen::field(&mut s.selects, f, p, at.select);
     }
-    widen::narrow(&mut s.optional, cols[col::SEL_OPTIONAL]);
+    let opt = cols[col::SEL_OPTIONAL];
+    widen::narrow(&mut s.optional, opt, at.optional, optional);
+    At {
+        wake: at.wake + wakes,
+        switch: at.switch + switches,
+        migrate: at.migrate + migrates,
+        select: at.select + selects,
+        optional: at.optional + optional,
+    }
 }
 
-/// One kind's rows from its columns (field `f` from `cols[f]`).
-fn rows<const N: usize>(dst: &mut Vec<[u32; N]>, cols: &[Planes<'_>]) {
-    widen::resize(dst, cols.first().map_or(0, |p| p.rows), [0; N]);
+/// Rows `start..start + len` of one kind's columns (field `f` from `cols[f]`).
+fn rows<const N: usize>(dst: &mut Vec<[u32; N]>, cols: &[Planes<'_>], start: usize, len: usize) {
+    widen::resize(dst, len, [0; N]);
     for (f, p) in cols.iter().enumerate() {
-        widen::field(dst, f, *p);
+        widen::field(dst, f, *p, start);
     }
 }

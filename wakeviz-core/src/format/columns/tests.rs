@@ -1,6 +1,6 @@
 //! The columnar layout against the row layout: every event kind and every optional select input
 //! decodes to the same events, over fresh and recycled vectors, at every column width.
-use super::*;
+use super::{decode::decode_blocks, *};
 use crate::{
     event::{Event, Migrate, Select, SelectInputs, Switch, Wake, WakeeFlips},
     format::codec,
@@ -174,6 +174,12 @@ fn columns_decode_as_rows_do() {
         )
         .unwrap();
         assert_eq!(fresh, want, "seed {seed}: fresh");
+        // Block edges anywhere: inside runs of one kind, between a select and its optional
+        // values' neighbours, one event per block.
+        let block = [1, 7, 64][seed as usize % 3];
+        let payload = columns(&want);
+        decode_blocks(&payload, count, &mut out, &mut spare, &mut scratch, block).unwrap();
+        assert_eq!(out, want, "seed {seed}: blocks of {block}");
     }
 }
 

@@ -1,9 +1,9 @@
 //! A column's byte planes turned into values: straight loops over whole columns, so the
 //! per-event pass reads each kind's fields as one row with one bounds check.
 
-/// One chunk's columns as values, per kind of event, reused from chunk to chunk (the
-/// [`crate::format::Reader`] keeps one). Sized by the payload: every row came from at least one
-/// byte of each of its columns.
+/// One block of a chunk's columns as values, per kind of event, reused from block to block and
+/// chunk to chunk (the [`crate::format::Reader`] keeps one). At most [`super::decode::BLOCK`]
+/// events' rows, so it stays in the core's cache; `flags` alone holds the whole chunk's.
 #[derive(Default)]
 pub struct Scratch {
     /// Absolute timestamps and CPUs of every event.
@@ -30,29 +30,35 @@ pub(super) struct Planes<'a> {
 }
 
 impl Planes<'_> {
-    /// Calls `set` with each of `dst` and the value of the same row, in one pass whatever the
-    /// width (a loop per plane that ORs its byte in was twice the instructions: every value is
-    /// loaded and stored once per plane). `dst` yields `rows` items.
+    /// Calls `set` with each of `dst` and the value of rows `start..start + len`, in one pass
+    /// whatever the width (a loop per plane that ORs its byte in was twice the instructions:
+    /// every value is loaded and stored once per plane). `dst` yields `len` items; a range
+    /// beyond the column (which `decode` never asks for) yields fewer values, never a panic.
     #[inline(always)]
     pub fn widen<'d, T: 'd>(
         self,
+        start: usize,
+        len: usize,
         dst: impl Iterator<Item = &'d mut T>,
         mut set: impl FnMut(&mut T, u64),
     ) {
         let Some(rows) = std::num::NonZeroUsize::new(self.rows) else {
             return;
         };
-        let mut planes = self.bytes.chunks_exact(rows.get());
-        let mut next = || planes.next().unwrap_or_default();
-        match self.bytes.len() / rows {
-            1 => dst.zip(next()).for_each(|(d, &a)| set(d, a.into())),
+        let width = self.bytes.len() / rows;
+        let plane = |k: usize| {
+            let at = k * rows.get() + start;
+            self.bytes.get(at..at + len).unwrap_or_default()
+        };
+        match width {
+            1 => dst.zip(plane(0)).for_each(|(d, &a)| set(d, a.into())),
             2 => {
-                let (a, b) = (next(), next());
+                let (a, b) = (plane(0), plane(1));
                 dst.zip(a.iter().zip(b))
                     .for_each(|(d, (&a, &b))| set(d, u16::from_le_bytes([a, b]).into()));
             }
             4 => {
-                let (a, b, c, e) = (next(), next(), next(), next());
+                let (a, b, c, e) = (plane(0), plane(1), plane(2), plane(3));
                 let abce = a.iter().zip(b).zip(c.iter().zip(e));
                 dst.zip(abce).for_each(|(d, ((&a, &b), (&c, &e)))| {
                     set(d, u32::from_le_bytes([a, b, c, e]).into());
@@ -60,7 +66,7 @@ impl Planes<'_> {
             }
             // 8 bytes (timestamp gaps beyond 2^31 ns): rare, a plain loop.
             w => {
-                let all: Vec<&[u8]> = (0..w).map(|_| next()).collect();
+                let all: Vec<&[u8]> = (0..w).map(plane).collect();
                 for (j, d) in dst.enumerate() {
                     let v = all.iter().enumerate().fold(0u64, |v, (b, p)| {
                         v | u64::from(p.get(j).copied().unwrap_or(0)) << (8 * b)
@@ -72,24 +78,24 @@ impl Planes<'_> {
     }
 }
 
-/// Field `f` of every row of `dst` (resized to the column's rows) from `p`.
+/// Field `f` of every row of `dst` from rows `start..` of `p`.
 #[inline(always)]
-pub(super) fn field<const N: usize>(dst: &mut [[u32; N]], f: usize, p: Planes<'_>) {
+pub(super) fn field<const N: usize>(dst: &mut [[u32; N]], f: usize, p: Planes<'_>, start: usize) {
     if f < N {
-        p.widen(dst.iter_mut(), |d, v| d[f] = v as u32);
+        p.widen(start, dst.len(), dst.iter_mut(), |d, v| d[f] = v as u32);
     }
 }
 
-/// Every value of a u32 column into `dst`, resized to the column's rows.
-pub(super) fn narrow(dst: &mut Vec<u32>, p: Planes<'_>) {
-    resize(dst, p.rows, 0);
-    p.widen(dst.iter_mut(), |d, v| *d = v as u32);
+/// Rows `start..start + len` of a u32 column into `dst`, resized to `len`.
+pub(super) fn narrow(dst: &mut Vec<u32>, p: Planes<'_>, start: usize, len: usize) {
+    resize(dst, len, 0);
+    p.widen(start, len, dst.iter_mut(), |d, v| *d = v as u32);
 }
 
-/// Every value of a u64 column into `dst`, resized to the column's rows.
-pub(super) fn wide(dst: &mut Vec<u64>, p: Planes<'_>) {
-    resize(dst, p.rows, 0);
-    p.widen(dst.iter_mut(), |d, v| *d = v);
+/// Rows `start..start + len` of a u64 column into `dst`, resized to `len`.
+pub(super) fn wide(dst: &mut Vec<u64>, p: Planes<'_>, start: usize, len: usize) {
+    resize(dst, len, 0);
+    p.widen(start, len, dst.iter_mut(), |d, v| *d = v);
 }
 
 /// `dst` with `rows` items, each about to be overwritten: only rows beyond its old length are
