@@ -11,6 +11,7 @@
 //! (user drops). The UI or recorder never slows the kernel side down: it just sees drops.
 mod batches;
 mod drain;
+mod hold;
 
 use std::{
     sync::{
@@ -26,9 +27,9 @@ use anyhow::Context as _;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
 use batches::BatchWatch;
 use drain::{Chunk, Drain, RingCounters};
+use hold::Hold;
 use wakeviz_common::{names::map, stat};
 use wakeviz_core::{
-    event::Event,
     format::{BatchStats, CaptureStats, Header, RingStats},
     merge::{DEFAULT_CAP, Merger},
     rings::RingPlan,
@@ -90,8 +91,8 @@ pub struct LiveSource {
     probes: Option<Probes>,
     run_stats: Vec<RunStat>,
     probe_misses: u64,
-    /// See [`CaptureStats::max_hold_ns`].
-    max_hold_ns: u64,
+    /// See [`CaptureStats::max_hold_ns`] and [`CaptureStats::startup_hold_ns`].
+    hold: Hold,
 }
 
 impl LiveSource {
@@ -179,7 +180,7 @@ impl LiveSource {
             probes: Some(probes),
             run_stats: Vec::new(),
             probe_misses: 0,
-            max_hold_ns: 0,
+            hold: Hold::default(),
         })
     }
 
@@ -213,7 +214,8 @@ impl LiveSource {
         s.user_drops = self.shared.user_drops.load(Ordering::Relaxed);
         s.delivered = self.delivered;
         s.decode_errors = self.shared.decode_errors.load(Ordering::Relaxed);
-        s.max_hold_ns = self.max_hold_ns;
+        s.max_hold_ns = self.hold.steady_ns;
+        s.startup_hold_ns = self.hold.startup_ns;
         if let Some(p) = &self.probes {
             self.probe_misses = p.recursion_misses();
         }
@@ -309,9 +311,8 @@ impl EventSource for LiveSource {
         match r {
             Ok(mut b) => {
                 self.delivered += b.events.len() as u64;
-                if let Some(oldest) = b.events.iter().map(Event::ts_ns).min() {
-                    let held = drain::now_ns().saturating_sub(oldest);
-                    self.max_hold_ns = self.max_hold_ns.max(held);
+                if !b.events.is_empty() {
+                    self.hold.note(&b.events, drain::now_ns());
                 }
                 if stale {
                     self.refresh_stats();

@@ -198,10 +198,11 @@ impl Summary<'_> {
         if !self.stats.rings.is_empty() || self.stats.batches.is_some() {
             let n = self.stats.rings.len().max(1);
             s.push_str(&format!(
-                "\n  merge: {n} ring{}, late {} (arrived behind the watermark, left out of the stream); events reached the analyses at most {:.0} ms after their probe",
+                "\n  merge: {n} ring{}, late {} (arrived behind the watermark, left out of the stream); events reached the analyses at most {:.0} ms after their probe ({:.0} ms at start-up)",
                 if n == 1 { "" } else { "s" },
                 self.stats.late_events,
-                self.stats.max_hold_ns as f64 / 1e6
+                self.stats.max_hold_ns as f64 / 1e6,
+                self.stats.startup_hold_ns as f64 / 1e6
             ));
             for (i, r) in self.stats.rings.iter().enumerate() {
                 s.push_str(&format!(

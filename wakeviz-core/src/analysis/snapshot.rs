@@ -78,9 +78,13 @@ pub struct Drops {
     /// Per-CPU batching, when the capture batched records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<crate::format::BatchStats>,
-    /// The longest an event took from its probe to the analyses, live (0: not measured).
+    /// The longest an event took from its probe to the analyses, live, once the capture had
+    /// handed over its first batch (0: not measured).
     #[serde(skip_serializing_if = "crate::format::is_zero")]
     pub max_hold_ns: u64,
+    /// The same for the events stamped before that first hand-over (the capture's start-up).
+    #[serde(skip_serializing_if = "crate::format::is_zero")]
+    pub startup_hold_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -410,6 +414,7 @@ impl Analysis {
                 rings: s.rings.clone(),
                 batches: s.batches.as_deref().cloned(),
                 max_hold_ns: s.max_hold_ns,
+                startup_hold_ns: s.startup_hold_ns,
             },
             own_threads: OwnThreads {
                 tids: h.run.own_tids.clone(),

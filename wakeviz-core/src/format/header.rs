@@ -130,9 +130,15 @@ pub struct CaptureStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<Box<BatchStats>>,
     /// The longest any event took from its probe's stamp to the analyses (drain polling, the
-    /// merge's grace, batches): how far the live view can lag the kernel. 0 when not measured.
+    /// merge's grace, batches): how far the live view can lag the kernel. Events stamped after
+    /// the capture handed over its first batch only; 0 when not measured.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_hold_ns: u64,
+    /// The same for events stamped before that first hand-over: until every ring has delivered
+    /// and the first batch reading is in, the merge holds everything, so the start-up hold is
+    /// kept apart from the steady-state lag above. 0 when not measured (and in older files).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub startup_hold_ns: u64,
     /// Wall time from the start of the capture to its end (END chunk only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_duration_ns: Option<u64>,

@@ -350,12 +350,13 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
     // counts below hold with them.
     let b = &d["batches"];
     f.line(format!(
-        "  per-CPU batches: {} sent, {} flushed by wakeviz, {} records alone, {} records lost; events held at most {:.0} ms",
+        "  per-CPU batches: {} sent, {} flushed by wakeviz, {} records alone, {} records lost; events held at most {:.0} ms ({:.0} ms at start-up)",
         b["sent"],
         b["flushed_by_wakeviz"],
         b["unbatched"],
         b["dropped_records"],
-        d["max_hold_ns"].as_f64().unwrap_or(0.0) / 1e6
+        d["max_hold_ns"].as_f64().unwrap_or(0.0) / 1e6,
+        d["startup_hold_ns"].as_f64().unwrap_or(0.0) / 1e6
     ));
     if b["sent"].as_u64().is_none_or(|n| n == 0) {
         f.fail("batches: the capture sent no per-CPU batch".to_string());

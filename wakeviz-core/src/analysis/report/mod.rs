@@ -298,10 +298,11 @@ pub fn text(s: &Snapshot) -> String {
         let n = d.rings.len().max(1);
         let _ = writeln!(
             o,
-            "  late events (behind the merge of {n} ring{}): {}; events reached the analyses at most {:.0} ms after their probe",
+            "  late events (behind the merge of {n} ring{}): {}; events reached the analyses at most {:.0} ms after their probe ({:.0} ms for those from before the first hand-over)",
             if n == 1 { "" } else { "s" },
             d.late_events,
-            d.max_hold_ns as f64 / 1e6
+            d.max_hold_ns as f64 / 1e6,
+            d.startup_hold_ns as f64 / 1e6
         );
     }
     for (i, r) in d.rings.iter().enumerate() {
