@@ -1,17 +1,14 @@
 //! Decoding a columnar `EVENTS` payload: the columns are located and checked first (their
 //! lengths follow from the kinds column), then the chunk is decoded in blocks of [`BLOCK`]
-//! events: each block's rows are widened into per-kind rows (`widen.rs`), then one pass builds
-//! its events.
+//! events: each block's rows are widened into per-kind rows (`widen.rs`), then its events are
+//! built one kind at a time (`build.rs`).
 use super::{
-    COLUMNS, col, flag, is_wide,
+    COLUMNS, build, col, flag, is_wide,
     widen::{self, Planes, Scratch},
 };
 use crate::{
-    event::{Event, Migrate, Select, Switch, Wake},
-    format::{
-        codec::{Cursor, get_inputs, unzigzag},
-        slots::{put, put_select_with},
-    },
+    event::{Event, Select},
+    format::codec::{Cursor, unzigzag},
 };
 
 /// Events per block. A whole chunk's widened rows (64 Ki events, about 2 MiB) were written
@@ -63,134 +60,21 @@ pub(super) fn decode_blocks(
         .ok_or_else(|| format!("payload ends inside the kinds of {n} events"))?;
     let (cols, inputs) = locate(widths, kinds, rest, &mut scratch.flags)?;
     // Every event took at least 6 bytes of columns (kind, cpu, ts, three fields), so `n` is
-    // bounded by the payload: reserving it allocates no more than the bytes justify.
-    out.reserve(n.saturating_sub(out.len()));
+    // bounded by the payload: sizing `out` to it allocates no more than the bytes justify.
+    let mut select_at = std::mem::take(&mut scratch.select_at);
+    build::reclaim(out, n, spare, &mut select_at);
     let mut inputs = Cursor::new(inputs);
     let (mut at, mut ts) = (At::default(), 0u64);
-    for (b, kinds) in kinds.chunks(block.max(1)).enumerate() {
-        let first = b * block.max(1);
+    // Positions within a block are u16.
+    let block = block.clamp(1, 1 << 16);
+    for (b, kinds) in kinds.chunks(block).enumerate() {
+        let first = b * block;
         at = fill(scratch, &cols, first, kinds, at, &mut ts);
-        build(scratch, first, kinds, out, spare, &mut inputs)?;
+        build::build(scratch, first, out, spare, &mut inputs, &mut select_at)?;
     }
+    scratch.select_at = select_at;
     if !inputs.is_empty() {
         return Err("trailing bytes after the last select-inputs block".into());
-    }
-    out.truncate(n);
-    Ok(())
-}
-
-/// Builds the events of one block (`kinds`, starting at event `first`) from its widened rows.
-#[expect(
-    clippy::vec_box,
-    reason = "the boxes move into `Event::Select` as they are"
-)]
-fn build(
-    s: &Scratch,
-    first: usize,
-    kinds: &[u8],
-    out: &mut Vec<Event>,
-    spare: &mut Vec<Box<Select>>,
-    inputs: &mut Cursor<'_>,
-) -> Result<(), String> {
-    let (mut wi, mut si, mut mi, mut seli, mut opti) = (0, 0, 0, 0, 0);
-    let lost = |i: usize| format!("event {i}: no row left in its columns");
-    let zz = |v: u32| unzigzag(u64::from(v)) as i32;
-    let common = kinds.iter().zip(&s.ts).zip(&s.cpu).enumerate();
-    for (j, ((&kind, &ts_ns), &cpu)) in common {
-        let i = first + j;
-        match kind {
-            1..=3 => {
-                let &[pid, target_cpu, waker_pid, prio] = s.wakes.get(wi).ok_or_else(|| lost(i))?;
-                wi += 1;
-                let w = Wake {
-                    ts_ns,
-                    cpu,
-                    pid,
-                    target_cpu,
-                    waker_pid,
-                    prio: zz(prio),
-                };
-                let e = match kind {
-                    1 => Event::Waking(w),
-                    2 => Event::Wakeup(w),
-                    _ => Event::WakeupNew(w),
-                };
-                put(out, i, e, spare);
-            }
-            4 => {
-                let &[prev_pid, next_pid, prev_state, prev_prio, next_prio] =
-                    s.switches.get(si).ok_or_else(|| lost(i))?;
-                si += 1;
-                let e = Event::Switch(Switch {
-                    ts_ns,
-                    cpu,
-                    prev_pid,
-                    next_pid,
-                    prev_state,
-                    prev_prio: zz(prev_prio),
-                    next_prio: zz(next_prio),
-                });
-                put(out, i, e, spare);
-            }
-            5 => {
-                let &[pid, orig_cpu, dest_cpu] = s.migrates.get(mi).ok_or_else(|| lost(i))?;
-                mi += 1;
-                let e = Event::Migrate(Migrate {
-                    ts_ns,
-                    cpu,
-                    pid,
-                    orig_cpu,
-                    dest_cpu,
-                });
-                put(out, i, e, spare);
-            }
-            6 => {
-                let &[pid, prev_cpu, wake_flags, chosen_cpu, waker_pid, f] =
-                    s.selects.get(seli).ok_or_else(|| lost(i))?;
-                let duration = s.durations.get(seli).copied().ok_or_else(|| lost(i))?;
-                seli += 1;
-                let has = |bit: u32| f & bit != 0;
-                let mut opt = |bit: u32| -> Result<Option<u32>, String> {
-                    if !has(bit) {
-                        return Ok(None);
-                    }
-                    opti += 1;
-                    s.optional
-                        .get(opti - 1)
-                        .copied()
-                        .map(Some)
-                        .ok_or_else(|| lost(i))
-                };
-                let waker_nr_running = opt(flag::WAKER_NR_RUNNING)?;
-                let nr_idle_scan = opt(flag::NR_IDLE_SCAN)?;
-                let prev_nr_idle_scan = opt(flag::PREV_NR_IDLE_SCAN)?;
-                let idle_scan_ns = opt(flag::IDLE_SCAN_NS)?;
-                let inputs = has(flag::INPUTS)
-                    .then(|| get_inputs(inputs).map_err(|e| format!("event {i}: {e}")))
-                    .transpose()?;
-                put_select_with(out, i, spare, || Select {
-                    ts_ns,
-                    entry_ts_ns: ts_ns.wrapping_sub(duration),
-                    cpu,
-                    pid,
-                    prev_cpu,
-                    wake_flags,
-                    chosen_cpu,
-                    waker_pid,
-                    waker_nr_running,
-                    nr_idle_scan,
-                    has_idle_cores: has(flag::HAS_IDLE_CORES)
-                        .then_some(has(flag::HAS_IDLE_CORES_TRUE)),
-                    prev_nr_idle_scan,
-                    prev_has_idle_cores: has(flag::PREV_HAS_IDLE_CORES)
-                        .then_some(has(flag::PREV_HAS_IDLE_CORES_TRUE)),
-                    idle_scan_ns,
-                    inputs: inputs.unwrap_or_default(),
-                });
-            }
-            // `locate` refused unknown kinds; kept as an error rather than a panic.
-            _ => return Err(format!("event {i}: unknown kind {kind}")),
-        }
     }
     Ok(())
 }
@@ -283,6 +167,7 @@ fn fill(
         .iter()
         .map(|f| (f & flag::OPTIONAL).count_ones() as usize)
         .sum();
+    build::order(s, kinds, &per_kind);
     let n = kinds.len();
     widen::resize(&mut s.ts, n, 0);
     let mut prev = *ts;

@@ -6,8 +6,8 @@
 //! chunk as the narrowest that holds its largest value, stored as byte planes (every value's
 //! low byte, then every value's next byte, ...). zstd does the compression: the high planes of
 //! small values are long runs of zeros, the low planes literals. The decoder widens whole
-//! columns in straight loops (`widen.rs`) and then builds the events in one pass whose only
-//! data-dependent branch is the event's kind.
+//! columns in straight loops (`widen.rs`) and then builds the events one kind at a time
+//! (`build.rs`), so that no branch depends on the kind of the event at hand.
 //!
 //! ```text
 //! payload := widths kinds column* inputs
@@ -50,6 +50,7 @@
 //! `select.optional` holds, for each select record in turn, the values of its set bits 0, 1, 3
 //! and 5 in that order. The smallest event (a migrate with one-byte columns) is 6 bytes, as in
 //! format 1, so [`super::codec::MIN_EVENT_BYTES`] bounds a chunk's count for both layouts.
+mod build;
 mod decode;
 mod encode;
 mod widen;

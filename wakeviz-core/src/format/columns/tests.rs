@@ -222,3 +222,17 @@ fn every_width_is_exercised() {
         }
     }
 }
+
+/// A recycled vector the caller reordered: the select boxes are not where the last decode put
+/// them, and the next decode is still exact (the boxes it cannot find are freed, not reused).
+#[test]
+fn recycled_vector_reordered_by_the_caller() {
+    let (mut out, mut spare, mut scratch) = (Vec::new(), Vec::new(), Scratch::default());
+    let (a, b) = (events(3, 400), events(4, 300));
+    decode(&columns(&a), 400, &mut out, &mut spare, &mut scratch).unwrap();
+    assert_eq!(out, a);
+    out.reverse();
+    out.truncate(250);
+    decode(&columns(&b), 300, &mut out, &mut spare, &mut scratch).unwrap();
+    assert_eq!(out, b);
+}

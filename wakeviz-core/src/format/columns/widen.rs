@@ -20,6 +20,13 @@ pub struct Scratch {
     pub(super) durations: Vec<u64>,
     pub(super) optional: Vec<u32>,
     pub(super) flags: Vec<u32>,
+    /// The block's positions by kind, and where each kind's start (`build::order`).
+    pub(super) order: Vec<u16>,
+    pub(super) kind_start: [usize; 8],
+    /// Each wake event's row in the wake columns, by position.
+    pub(super) wake_row: Vec<u16>,
+    /// Positions of the select records in the output last decoded (`build::reclaim`).
+    pub(super) select_at: Vec<u32>,
 }
 
 /// The byte planes of one column: `width` planes of `rows` bytes each.
