@@ -53,13 +53,23 @@ pub(super) fn put_select_with(
     if let Some(Event::Select(b)) = out.get_mut(i) {
         **b = make();
     } else {
-        let b = match spare.pop() {
-            Some(mut b) => {
-                *b = make();
-                b
-            }
-            None => Box::new(make()),
-        };
+        let b = boxed(spare, make);
         put(out, i, Event::Select(b), spare);
+    }
+}
+
+/// The record `make` builds, in a spare box if there is one (built in place), else a new one.
+#[inline(always)]
+#[expect(
+    clippy::vec_box,
+    reason = "the boxes move into `Event::Select` as they are"
+)]
+pub(super) fn boxed(spare: &mut Vec<Box<Select>>, make: impl FnOnce() -> Select) -> Box<Select> {
+    match spare.pop() {
+        Some(mut b) => {
+            *b = make();
+            b
+        }
+        None => Box::new(make()),
     }
 }

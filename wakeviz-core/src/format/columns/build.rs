@@ -7,7 +7,10 @@
 use super::{flag, widen::Scratch};
 use crate::{
     event::{Event, Migrate, Select, Switch, Wake},
-    format::codec::{Cursor, get_inputs, unzigzag},
+    format::{
+        codec::{Cursor, get_inputs, unzigzag},
+        slots::boxed,
+    },
 };
 
 /// What a slot holds before it is written: a plain event, so that writing over it frees nothing.
@@ -207,13 +210,7 @@ pub(super) fn build(
             inputs: inputs.unwrap_or_default(),
         };
         // Built in its box (built first and copied in, it cost 60 more instructions).
-        let b = match spare.pop() {
-            Some(mut b) => {
-                *b = make();
-                b
-            }
-            None => Box::new(make()),
-        };
+        let b = boxed(spare, make);
         let slot = out.get_mut(first + j).ok_or_else(|| lost(j))?;
         *slot = Event::Select(b);
         select_at.push((first + j) as u32);
