@@ -1,6 +1,6 @@
 //! How long events waited between their probe's stamp and the analyses. Until every ring has
 //! delivered and the first batch reading is in, the merge holds everything; that start-up hold
-//! (150-220 ms in short runs here) is kept apart from the steady-state lag a live view shows.
+//! (130-250 ms in short runs here) is kept apart from the steady-state lag a live view shows.
 use wakeviz_core::event::Event;
 
 /// How long events waited between their probe and the analyses, start-up apart.

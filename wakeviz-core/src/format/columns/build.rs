@@ -57,7 +57,6 @@ pub(super) fn order(s: &mut Scratch, kinds: &[u8], per_kind: &[usize; 8]) {
         start[k] = start[k - 1] + per_kind[k - 1];
     }
     s.kind_start = start;
-    s.kind_start[7] = kinds.len();
     super::widen::resize(&mut s.order, kinds.len(), 0);
     super::widen::resize(&mut s.wake_row, kinds.len(), 0);
     let mut next = start;
@@ -75,13 +74,10 @@ pub(super) fn order(s: &mut Scratch, kinds: &[u8], per_kind: &[usize; 8]) {
     }
 }
 
-/// Events of kind `k` in the block.
-fn per_kind_rows(s: &Scratch, k: usize) -> usize {
-    s.kind_start[k + 1] - s.kind_start[k]
-}
-
 /// Writes the block's events (event `first` on) into `out` (already [`reclaim`]ed), kind by
-/// kind; select records record their positions in `select_at` for the next [`reclaim`].
+/// kind; select records record their positions in `select_at` for the next [`reclaim`]. Each
+/// kind's rows were widened from the same counts as its positions (`decode::fill`), so the
+/// loops pair them one to one.
 #[expect(
     clippy::vec_box,
     reason = "the boxes move into `Event::Select` as they are"
@@ -122,18 +118,6 @@ pub(super) fn build(
         }
         Ok(())
     };
-    let wake_rows = per_kind_rows(s, 1) + per_kind_rows(s, 2) + per_kind_rows(s, 3);
-    let counts = [
-        (wake_rows, s.wakes.len()),
-        (per_kind_rows(s, 4), s.switches.len()),
-        (per_kind_rows(s, 5), s.migrates.len()),
-        (per_kind_rows(s, 6), s.selects.len().min(s.durations.len())),
-    ];
-    if let Some(&(want, have)) = counts.iter().find(|(want, have)| want != have) {
-        return Err(format!(
-            "block at event {first}: {want} events of a kind, {have} rows in its columns"
-        ));
-    }
     wakes(1, Event::Waking)?;
     wakes(2, Event::Wakeup)?;
     wakes(3, Event::WakeupNew)?;

@@ -11,8 +11,9 @@ use crate::{
     format::codec::{Cursor, unzigzag},
 };
 
-/// Events per block. A whole chunk's widened rows (64 Ki events, about 2 MiB) were written
-/// out of the core's cache and read back; a block's (about 130 KiB) stay in it.
+/// Events per block: the widened rows of a block (about 130 KiB) instead of a whole chunk's
+/// (64 Ki events, about 2 MiB) took 2 MiB off the decode's peak RSS (no speed change measured),
+/// and a block's positions fit in u16 (`build.rs`).
 pub(super) const BLOCK: usize = 4096;
 
 /// Where a block starts in each kind's columns: rows of the blocks before it.

@@ -3,7 +3,7 @@
 
 /// One block of a chunk's columns as values, per kind of event, reused from block to block and
 /// chunk to chunk (the [`crate::format::Reader`] keeps one). At most [`super::decode::BLOCK`]
-/// events' rows, so it stays in the core's cache; `flags` alone holds the whole chunk's.
+/// events' rows; `flags` alone holds the whole chunk's.
 #[derive(Default)]
 pub struct Scratch {
     /// Absolute timestamps and CPUs of every event.
