@@ -195,24 +195,10 @@ fn round_trip_every_kind() {
     assert!(err.is_none(), "{err:?}");
     assert_eq!(h.topology.nr_cpus(), 4);
     assert_eq!(h.topology.level(0, 1), topo().level(0, 1));
-    let got: Vec<Event> = chunks
-        .iter()
-        .filter_map(|c| match c {
-            ChunkPayload::Events(e) => Some(e.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let got = events_in(&chunks);
     assert_eq!(got, evs);
     // The task name appears once even though it was learnt twice.
-    let names: Vec<_> = chunks
-        .iter()
-        .filter_map(|c| match c {
-            ChunkPayload::Tasks(t) => Some(t.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let names = tasks_in(&chunks);
     assert_eq!(names.len(), 1);
     assert_eq!(names[0].comm.as_str(), "pingpong");
     assert_eq!(chunks.last(), Some(&ChunkPayload::End(stats)));
@@ -349,19 +335,29 @@ fn header_corruption_is_detected() {
     assert!(matches!(e, FormatError::BadHeader { .. }), "{e}");
 }
 
+/// The events of every `EVENTS` chunk, in order.
+fn events_in(chunks: &[ChunkPayload]) -> Vec<Event> {
+    let evs = chunks.iter().filter_map(|c| match c {
+        ChunkPayload::Events(e) => Some(e.clone()),
+        _ => None,
+    });
+    evs.flatten().collect()
+}
+
+/// The names of every `TASKS` chunk, in order.
+fn tasks_in(chunks: &[ChunkPayload]) -> Vec<TaskName> {
+    let names = chunks.iter().filter_map(|c| match c {
+        ChunkPayload::Tasks(t) => Some(t.clone()),
+        _ => None,
+    });
+    names.flatten().collect()
+}
+
 /// Every chunk of a recording, events flattened, with its header's format version.
 fn chunks_of(path: &Path) -> (u32, Vec<Event>, Vec<ChunkPayload>) {
     let (h, chunks, err) = read_all(path).unwrap();
     assert!(err.is_none(), "{}: {err:?}", path.display());
-    let evs = chunks
-        .iter()
-        .filter_map(|c| match c {
-            ChunkPayload::Events(e) => Some(e.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    (h.format_version, evs, chunks)
+    (h.format_version, events_in(&chunks), chunks)
 }
 
 /// The demo recording (format 1, a live ABI-3 capture with select inputs) still reads as
@@ -376,14 +372,7 @@ fn a_format_1_recording_rewritten_as_columns_reads_back_identical() {
         evs.iter()
             .any(|e| matches!(e, Event::Select(s) if s.inputs.flips.is_some()))
     );
-    let tasks: Vec<TaskName> = chunks
-        .iter()
-        .filter_map(|c| match c {
-            ChunkPayload::Tasks(t) => Some(t.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let tasks = tasks_in(&chunks);
     let dir = tempfile::tempdir().unwrap();
     for chunk_events in [1, 977, 65_536] {
         let p = dir.path().join(format!("demo-{chunk_events}.wvz"));
@@ -403,11 +392,7 @@ fn a_format_1_recording_rewritten_as_columns_reads_back_identical() {
             "{chunk_events} events per chunk: decoded events differ"
         );
         // Names learnt again are written once (the dictionary keeps the last of each pid).
-        let names = chunks.iter().filter_map(|c| match c {
-            ChunkPayload::Tasks(t) => Some(t.len()),
-            _ => None,
-        });
-        let names = names.sum::<usize>();
+        let names = tasks_in(&chunks).len();
         assert!(
             names > 0 && names <= tasks.len(),
             "{names} of {}",
