@@ -72,8 +72,10 @@ pub struct Stream {
     pub other: BTreeMap<String, u64>,
 }
 
-/// comm -> (level -> count of the pair's own wakeups, wakeups of it by other tasks).
-pub type Placement = BTreeMap<String, (BTreeMap<Option<Level>, u64>, u64)>;
+/// comm -> ((waker CPU, wakee's CPU) -> count of the pair's own wakeups, wakeups of it by
+/// other tasks). CPUs, not levels: a wakeup off the pair's two pinned CPUs happened before a
+/// thread had pinned itself, which the check can then tell from a misplaced one.
+pub type Placement = BTreeMap<String, (BTreeMap<(u32, Option<u32>), u64>, u64)>;
 
 impl Stream {
     /// pid -> the last name seen for it. wakeviz's task table keeps each pid's latest name, so
@@ -119,7 +121,7 @@ impl Stream {
     /// Level of (waker CPU, wakee CPU) per comm over the sched_waking events whose waker and
     /// wakee are both tasks of that comm (a pinned pair's own wakeups; a thread that pins itself
     /// is woken by migration/N, which is not the pair's doing).
-    pub fn placement(&self, topo: &Topology) -> Placement {
+    pub fn placement(&self) -> Placement {
         let names = self.final_names();
         let name = |pid: u32| names.get(&pid).map_or("", String::as_str);
         let mut p = Placement::new();
@@ -133,8 +135,7 @@ impl Stream {
                 entry.1 += 1;
                 continue;
             }
-            let level = e.target_cpu.and_then(|t| topo.level(e.cpu, t));
-            *entry.0.entry(level).or_default() += 1;
+            *entry.0.entry((e.cpu, e.target_cpu)).or_default() += 1;
         }
         p
     }
@@ -393,54 +394,90 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
     }
 }
 
-/// Every wakeup inside a pinned pair must land at the pair's level, in wakeviz's recording and
-/// in the kernel's trace alike.
+/// Every wakeup of a pinned pair between its two CPUs is at the pair's level, there are at least
+/// `iterations` of them, and wakeviz saw the same (waker CPU, wakee CPU) counts as the kernel's
+/// own trace. A wakeup with a CPU off the pair's two came before a thread had pinned itself (after
+/// pinning neither thread can be anywhere else): reported, allowed while they stay a sliver (1%).
 pub fn placement(
     f: &mut Findings,
+    topo: &Topology,
     wakeviz: &Placement,
     truth: &Placement,
     pairs: &[Pair],
     iterations: u32,
 ) {
-    let fmt = |m: &BTreeMap<Option<Level>, u64>| -> String {
-        m.iter()
-            .map(|(l, n)| format!("{}={n}", l.map_or("unknown-cpu", Level::name)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     for p in pairs {
         let empty = (BTreeMap::new(), 0);
         let (w, others) = wakeviz.get(p.comm).unwrap_or(&empty);
         let (t, _) = truth.get(p.comm).unwrap_or(&empty);
-        let hit = w.get(&Some(p.level)).copied().unwrap_or(0);
-        let all: u64 = w.values().sum();
-        let t_hit = t.get(&Some(p.level)).copied().unwrap_or(0);
-        let t_all: u64 = t.values().sum();
+        let pinned = |&(cpu, target): &(u32, Option<u32>)| {
+            (cpu, target) == (p.waker, Some(p.wakee)) || (cpu, target) == (p.wakee, Some(p.waker))
+        };
+        let split = |m: &BTreeMap<(u32, Option<u32>), u64>| -> (u64, u64) {
+            m.iter().fold((0, 0), |(on, off), (k, n)| {
+                if pinned(k) {
+                    (on + n, off)
+                } else {
+                    (on, off + n)
+                }
+            })
+        };
+        let (hit, off) = split(w);
+        let (t_hit, t_off) = split(t);
+        let off_pin = w
+            .iter()
+            .filter(|(k, _)| !pinned(k))
+            .map(|(&(cpu, target), n)| {
+                let level = target.and_then(|t| topo.level(cpu, t));
+                let to = target.map_or("?".into(), |t| t.to_string());
+                format!(
+                    "{cpu}->{to} {}={n}",
+                    level.map_or("unknown-cpu", Level::name)
+                )
+            })
+            .collect::<Vec<_>>();
         let line = format!(
-            "  {:<9} cpus {:>2} -> {:<2} {:<13} wakeviz {hit}/{all}, tracefs {t_hit}/{t_all}{}",
+            "  {:<9} cpus {:>2} -> {:<2} {:<13} wakeviz {hit}/{}, tracefs {t_hit}/{}{}{}",
             p.comm,
             p.waker,
             p.wakee,
             p.level.name(),
+            hit + off,
+            t_hit + t_off,
+            if off > 0 {
+                format!(" ({off} before pinning: {})", off_pin.join(" "))
+            } else {
+                String::new()
+            },
             if *others > 0 {
                 format!(" (+{others} by other tasks, e.g. migration/N: not counted)")
             } else {
                 String::new()
             }
         );
-        // A round trip is two wakeups, or one when both threads share a CPU and the writer is
-        // still running when the reader blocks.
-        if hit != all || all < u64::from(iterations) {
+        if topo.level(p.waker, p.wakee) != Some(p.level) {
             f.fail(format!(
-                "{line}: all of the pair's wakeups (>= {iterations}) must be at {}; wakeviz \
-                 saw {}",
-                p.level.name(),
-                fmt(w)
+                "{line}: the guest's topology puts cpus {} and {} at {}, not {}",
+                p.waker,
+                p.wakee,
+                topo.level(p.waker, p.wakee)
+                    .map_or("unknown-cpu", Level::name),
+                p.level.name()
             ));
-        } else if t_hit != t_all {
+        } else if w != t {
             f.fail(format!(
-                "{line}: the kernel's own trace has wakeups elsewhere: {}",
-                fmt(t)
+                "{line}: wakeviz and the kernel's own trace saw different (waker CPU, wakee \
+                 CPU) counts"
+            ));
+        } else if hit < u64::from(iterations) {
+            // A round trip is two wakeups, or one when both threads share a CPU and the writer
+            // is still running when the reader blocks.
+            f.fail(format!(
+                "{line}: want at least {iterations} wakeups between the pinned CPUs"
+            ));
+        } else if off * 100 > hit + off {
+            f.fail(format!(
+                "{line}: over 1% of the pair's wakeups were off its pinned CPUs"
             ));
         } else {
             f.line(line);
@@ -793,6 +830,64 @@ mod tests {
         assert_eq!(get("sched_switch"), Some(1));
         assert_eq!(get("sched_waking"), Some(1));
         assert_eq!(c.len(), 3);
+    }
+
+    /// Two-socket Xeon (48 CPUs): cpus 1 and 13 are in different packages.
+    fn xeon() -> Topology {
+        let dir = std::env::temp_dir().join(format!("wvz-check-topo-{}", std::process::id()));
+        wakeviz_core::topology::fixture::SysfsSpec::xeon_e5_2690v3()
+            .write(&dir)
+            .expect("write fixture");
+        let t = wakeviz_core::topology::from_sysfs(&dir).expect("read fixture");
+        let _ = fs::remove_dir_all(&dir);
+        t
+    }
+
+    #[test]
+    fn placement_tells_pre_pinning_wakeups_from_misplaced_ones() {
+        let topo = xeon();
+        let pair = Pair {
+            comm: "wvz-x",
+            waker: 1,
+            wakee: 13,
+            level: Level::CrossPackage,
+        };
+        let run = |counts: &[((u32, Option<u32>), u64)], truth: &[((u32, Option<u32>), u64)]| {
+            let mk = |c: &[((u32, Option<u32>), u64)]| -> Placement {
+                [("wvz-x".to_string(), (c.iter().copied().collect(), 0))].into()
+            };
+            let mut f = Findings::default();
+            placement(&mut f, &topo, &mk(counts), &mk(truth), &[pair], 100);
+            f
+        };
+        let good = [((1, Some(13)), 60), ((13, Some(1)), 60)];
+        assert!(run(&good, &good).failures.is_empty());
+        // One wakeup from cpu 2 before the waker pinned itself to 1: reported, not failed.
+        let early = [((1, Some(13)), 60), ((13, Some(1)), 60), ((2, Some(13)), 1)];
+        let f = run(&early, &early);
+        assert!(f.failures.is_empty(), "{:?}", f.failures);
+        assert!(
+            f.lines[0].contains("1 before pinning: 2->13 cross_package=1"),
+            "{}",
+            f.lines[0]
+        );
+        // wakeviz and the kernel disagree on one wakeup's CPUs.
+        let moved = [((1, Some(13)), 59), ((13, Some(1)), 60), ((1, Some(3)), 1)];
+        assert_eq!(run(&moved, &good).failures.len(), 1);
+        // Too few, and too many off the pinned CPUs.
+        let few = [((1, Some(13)), 40), ((13, Some(1)), 40)];
+        assert_eq!(run(&few, &few).failures.len(), 1);
+        let loose = [((1, Some(13)), 60), ((13, Some(1)), 60), ((2, Some(3)), 5)];
+        assert_eq!(run(&loose, &loose).failures.len(), 1);
+        // A pair spec the topology contradicts.
+        let mut f = Findings::default();
+        let wrong = Pair {
+            level: Level::SameLlc,
+            ..pair
+        };
+        let p = [("wvz-x".to_string(), (good.iter().copied().collect(), 0))].into();
+        placement(&mut f, &topo, &p, &p, &[wrong], 100);
+        assert_eq!(f.failures.len(), 1);
     }
 
     #[test]

@@ -471,8 +471,9 @@ fn run_topology(
     f.line("  placement of pinned pairs (waker CPU -> wakee CPU, the pair's own sched_waking):");
     check::placement(
         &mut f,
-        &d.placement(&t),
-        &truth.placement(&t),
+        &t,
+        &d.placement(),
+        &truth.placement(),
         &spec.pairs,
         a.iterations,
     );

@@ -14,6 +14,7 @@
 use anyhow::{Result, bail};
 use wakeviz_core::topology::{CpuSet, Group, Level, Topology};
 
+#[derive(Clone, Copy)]
 pub struct Pair {
     /// Workload comm (<= 15 bytes).
     pub comm: &'static str,
