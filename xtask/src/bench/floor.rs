@@ -27,7 +27,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use super::{Background, Ctx, Finished, Summary, median, run_measured, tracer};
+use super::{Background, Ctx, Finished, Summary, median, median_ci95, run_measured, tracer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Config {
@@ -152,6 +152,12 @@ fn paired_added(alone: &[f64], traced: &[f64]) -> f64 {
     median(&d)
 }
 
+/// " [lo..hi]": the 95% CI of [`paired_added`]'s median, or nothing with too few rounds.
+fn paired_ci(alone: &[f64], traced: &[f64]) -> String {
+    let d: Vec<f64> = alone.iter().zip(traced).map(|(a, t)| t - a).collect();
+    median_ci95(&d).map_or_else(String::new, |(lo, hi)| format!(" [{lo:+.3}..{hi:+.3}]"))
+}
+
 /// "1.23x" of `num / den`, or why not when the denominator is noise.
 fn ratio(num: f64, den: f64) -> (String, Option<f64>) {
     if den > 0.0 {
@@ -261,11 +267,15 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
                 format!("(info) {t}")
             }
         };
+        // The floor's added cost is a difference of two near-equal figures: its interval says
+        // how much of the ratio is the denominator's noise.
+        let (ci_wv, ci_fl) = (paired_ci(&alone, &col(wv)), paired_ci(&alone, &col(fl)));
+        println!("  {metric}: 95% CI of the paired medians: floor{ci_fl}, wakeviz{ci_wv}");
         let (txt, x) = ratio(a_wv, a_fl);
         sum.add(
             "16",
             format!("pipe-1cpu {metric}: wakeviz added / floor added"),
-            format!("{txt} ({a_wv:+.3} / {a_fl:+.3})"),
+            format!("{txt} ({a_wv:+.3}{ci_wv} / {a_fl:+.3}{ci_fl})"),
             target("<= 1.5x"),
             x.filter(|_| judged).map(|x| x <= 1.5),
         );
@@ -424,10 +434,14 @@ pub fn messaging(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow:
             None,
         );
         let judged = metric.starts_with("CPU");
+        let ci = median_ci95(&slow).map_or_else(
+            || "too few rounds for a 95% CI".into(),
+            |(lo, hi)| format!("95% CI of the median {lo:+.1}..{hi:+.1}%"),
+        );
         sum.add(
             "16",
             format!("perf bench sched messaging slowdown under wakeviz ({metric})"),
-            format!("{med:+.2}% (ratio {:.3})", 1.0 + med / 100.0),
+            format!("{med:+.2}% (ratio {:.3}; {ci})", 1.0 + med / 100.0),
             if judged { "<= 2%" } else { "(info) <= 2%" },
             judged.then_some(med <= 2.0),
         );

@@ -282,6 +282,28 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// A distribution-free 95% confidence interval of the median: the order statistics
+/// `[X(k), X(n-k+1)]` with the largest `k` whose coverage, `1 - 2 P(Binomial(n, 1/2) < k)`, is
+/// still at least 95%. `None` below 6 values, where no such `k` exists. Why: one median of a
+/// dozen noisy rounds says nothing about whether a 2% target is met; the interval does.
+pub fn median_ci95(v: &[f64]) -> Option<(f64, f64)> {
+    let n = v.len();
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    // P(B = i) for B ~ Binomial(n, 1/2), built up term by term.
+    let mut p = 0.5f64.powi(i32::try_from(n).ok()?);
+    let (mut below, mut k) = (0.0, 0);
+    for i in 0..n / 2 {
+        below += p;
+        if 2.0 * below > 0.05 {
+            break;
+        }
+        k = i + 1;
+        p *= (n - i) as f64 / (i + 1) as f64;
+    }
+    (k > 0).then(|| (s[k - 1], s[n - k]))
+}
+
 fn online_cpus() -> usize {
     std::thread::available_parallelism().map_or(0, std::num::NonZero::get)
 }
@@ -499,4 +521,25 @@ pub fn indent(s: &str) -> String {
         let _ = writeln!(o, "      | {l}");
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_ci95;
+
+    #[test]
+    fn median_interval_uses_binomial_order_statistics() {
+        let v: Vec<f64> = (1..=15).rev().map(f64::from).collect();
+        // n = 15: P(B <= 3) = 0.0176, P(B <= 4) = 0.0592, so X(4) .. X(12).
+        assert_eq!(median_ci95(&v), Some((4.0, 12.0)));
+        // n = 6: only the extremes (coverage 1 - 2/64).
+        assert_eq!(
+            median_ci95(&[3.0, 1.0, 2.0, 6.0, 5.0, 4.0]),
+            Some((1.0, 6.0))
+        );
+        assert_eq!(median_ci95(&[1.0, 2.0, 3.0, 4.0, 5.0]), None);
+        // n = 100: the textbook X(40) .. X(61).
+        let w: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(median_ci95(&w), Some((40.0, 61.0)));
+    }
 }
