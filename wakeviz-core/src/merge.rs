@@ -16,11 +16,17 @@
 //!
 //! With per-CPU batching (`wakeviz_common::batch`) a record can reach its ring long after its
 //! stamp, so a ring's clock alone no longer bounds what it will still deliver. Userspace then
-//! also reports, every few ms, when it read the CPUs' `BATCH_PENDING` stamps and the oldest
-//! stamp still held ([`Merger::note_batches`]). A reading taken at `t` with oldest held stamp
-//! `p` proves: every record stamped before `min(t, p)` had left its batch by `t`. So once every
-//! ring's clock has passed `t`, those records have been delivered, and the watermark may go up
-//! to `min(t, p)`; it uses the latest reading whose `t` every ring's clock has passed.
+//! also reports, every few ms, the CPUs' `BATCH_PENDING` stamps and the oldest stamp still held
+//! ([`Merger::note_batches`]). Reading the slots takes time: the clock is read at `t0` before
+//! the first slot and at `t1` after the last. A reading with oldest held stamp `p` proves:
+//! every record stamped before `min(t0, p)` had left its batch by the time its CPU's slot was
+//! read, so by `t1` (a record still held then would have made its slot at most its stamp; one
+//! stamped before `t0` but not yet in the batch is the in-flight case the grace covers). So once
+//! every ring's clock has passed `t1`, those records have been delivered, and the watermark may
+//! go up to `min(t0, p)`; it uses the latest reading whose `t1` every ring's clock has passed.
+//! Waiting for `t0` instead is wrong: a batch its CPU sends between `t0` and the read of its
+//! slot shows an empty slot, while a ring drained in between (clock past `t0`) had not yet got
+//! it (`late_when_a_batch_leaves_during_the_reading` in the tests).
 mod held;
 
 use std::collections::VecDeque;
@@ -48,9 +54,9 @@ const MAX_BATCH_READINGS: usize = 1024;
 /// One reading of the CPUs' held batches (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct BatchReading {
-    /// CLOCK_MONOTONIC when the stamps were read.
+    /// CLOCK_MONOTONIC after the last stamp was read: usable once every ring's clock passed it.
     at_ns: u64,
-    /// `min(at_ns, oldest held stamp)`.
+    /// `min(clock before the first stamp was read, oldest held stamp)`.
     bound_ns: u64,
 }
 
@@ -108,13 +114,21 @@ impl Merger {
         self
     }
 
-    /// A reading of the CPUs' held batches, taken at `at_ns`, whose oldest held record was
-    /// stamped `oldest_ns` (`None`: no CPU held one). Appends what became releasable to `out`.
-    pub fn note_batches(&mut self, at_ns: u64, oldest_ns: Option<u64>, out: &mut Vec<Event>) {
+    /// A reading of the CPUs' held batches: the clock read `from_ns` before the first CPU's
+    /// slot and `until_ns` after the last; the oldest held record was stamped `oldest_ns`
+    /// (`None`: no CPU held one). Appends what became releasable to `out`.
+    pub fn note_batches(
+        &mut self,
+        from_ns: u64,
+        until_ns: u64,
+        oldest_ns: Option<u64>,
+        out: &mut Vec<Event>,
+    ) {
         let Some(readings) = self.batches.as_mut() else {
             return;
         };
-        let bound_ns = oldest_ns.map_or(at_ns, |p| p.min(at_ns));
+        let at_ns = until_ns.max(from_ns);
+        let bound_ns = oldest_ns.map_or(from_ns, |p| p.min(from_ns));
         let newer = readings.back().is_none_or(|r| at_ns > r.at_ns);
         if newer && readings.len() < MAX_BATCH_READINGS {
             readings.push_back(BatchReading { at_ns, bound_ns });

@@ -279,19 +279,23 @@ fn the_cap_bounds_memory_and_counts_what_it_forced() {
     assert_sorted(&out);
 }
 
+/// One batch reading: clock before the first slot, clock after the last, oldest stamp seen.
+type Reading = (u64, u64, Option<u64>);
+
 /// Per-CPU batches: each CPU's records wait in its batch from their stamp until the batch is
 /// sent (a random hold, up to many graces), then go to the CPU's ring. Returns the rings'
-/// deliveries and the batch readings `(at, oldest held stamp)` a watcher would take.
+/// deliveries and the batch readings a watcher would take: each spans up to a grace, and each
+/// CPU's slot is read at its own moment inside it.
 fn batched_streams(
     rng: &mut Rng,
     rings: usize,
     cpus_per_ring: usize,
     per_cpu: usize,
-) -> (Vec<Deliveries>, Vec<(u64, Option<u64>)>) {
+) -> (Vec<Deliveries>, Vec<Reading>) {
     let mut next_id = 0u32;
     let mut out = Vec::new();
-    // (stamp, sent) of every record, for the readings.
-    let mut held: Vec<(u64, u64)> = Vec::new();
+    // (cpu, stamp, sent) of every record, for the readings.
+    let mut held: Vec<(u32, u64, u64)> = Vec::new();
     let mut end = 0u64;
     for r in 0..rings {
         let mut sent: Vec<(u64, Event)> = Vec::new();
@@ -312,7 +316,7 @@ fn batched_streams(
                 let send = t + rng.below(5 * G);
                 for ts in stamps {
                     sent.push((send, ev(ts, cpu, next_id)));
-                    held.push((ts, send));
+                    held.push((cpu, ts, send));
                     next_id += 1;
                 }
                 t = send;
@@ -335,18 +339,30 @@ fn batched_streams(
         }
         out.push(deliveries);
     }
+    let ncpus = rings * cpus_per_ring;
     let mut readings = Vec::new();
     let mut at = 0u64;
     while at <= end + 3 * G {
         at += 1 + rng.below(2 * G);
+        let done = at + rng.below(G);
+        let slot_read: Vec<u64> = (0..ncpus).map(|_| at + rng.below(done - at + 1)).collect();
         let oldest = held
             .iter()
-            .filter(|&&(ts, send)| ts <= at && at < send)
-            .map(|&(ts, _)| ts)
+            .filter(|&&(cpu, ts, send)| {
+                let r = slot_read[cpu as usize];
+                ts <= r && r < send
+            })
+            .map(|&(_, ts, _)| ts)
             .min();
-        readings.push((at, oldest));
+        readings.push((at, done, oldest));
+        at = done;
     }
     (out, readings)
+}
+
+/// The same readings, each taken as if it had ended where it began.
+fn readings_at_start(r: &[Reading]) -> Vec<Reading> {
+    r.iter().map(|&(at, _, oldest)| (at, at, oldest)).collect()
 }
 
 /// Like [`run`], with the batch readings as one more source in the interleaving.
@@ -354,7 +370,7 @@ fn run_batched(
     rng: &mut Rng,
     m: &mut Merger,
     rings: Vec<Deliveries>,
-    readings: Vec<(u64, Option<u64>)>,
+    readings: Vec<Reading>,
 ) -> Vec<Event> {
     let mut queues: Vec<std::collections::VecDeque<(Vec<Event>, u64)>> =
         rings.into_iter().map(Into::into).collect();
@@ -372,8 +388,8 @@ fn run_batched(
         }
         match open[rng.below(open.len() as u64) as usize] {
             usize::MAX => {
-                if let Some((at, oldest)) = readings.pop_front() {
-                    m.note_batches(at, oldest, &mut out);
+                if let Some((at, done, oldest)) = readings.pop_front() {
+                    m.note_batches(at, done, oldest, &mut out);
                 }
             }
             r => {
@@ -392,7 +408,7 @@ fn run_batched(
 
 #[test]
 fn batched_streams_come_out_sorted_complete_and_never_late() {
-    let mut late_without = 0;
+    let (mut late_without, mut late_at_start) = (0, 0);
     for seed in 200..240u64 {
         let mut rng = Rng(seed);
         let rings = 1 + rng.below(6) as usize;
@@ -400,11 +416,16 @@ fn batched_streams_come_out_sorted_complete_and_never_late() {
         let (input, readings) = batched_streams(&mut rng, rings, per_ring, 150);
         let n = total(&input);
         let mut m = Merger::with_grace(rings, DEFAULT_CAP, G).with_batches();
-        let out = run_batched(&mut rng, &mut m, input.clone(), readings);
+        let out = run_batched(&mut rng, &mut m, input.clone(), readings.clone());
         assert_sorted(&out);
         assert_eq!(m.stats(), MergeStats::default(), "seed {seed}");
         assert_eq!(out.len(), n, "seed {seed}");
-        // The control: the same streams merged on the rings' clocks alone.
+        // The controls: the readings taken as instants at their start, and no readings at
+        // all (the rings' clocks alone).
+        let mut instant = Merger::with_grace(rings, DEFAULT_CAP, G).with_batches();
+        let starts = readings_at_start(&readings);
+        let _ = run_batched(&mut rng, &mut instant, input.clone(), starts);
+        late_at_start += instant.stats().late_events;
         let mut plain = Merger::with_grace(rings, DEFAULT_CAP, G);
         let _ = run(&mut rng, &mut plain, input);
         late_without += plain.stats().late_events;
@@ -412,6 +433,10 @@ fn batched_streams_come_out_sorted_complete_and_never_late() {
     assert!(
         late_without > 0,
         "the batches never outwaited the grace: the test would pass without the readings"
+    );
+    assert!(
+        late_at_start > 0,
+        "no batch left during a reading: the test would pass with instantaneous readings"
     );
 }
 
@@ -422,11 +447,34 @@ fn nothing_is_released_before_a_usable_batch_reading() {
     m.push(0, [ev(10, 0, 0), ev(30, 0, 1)], 100, &mut out);
     assert!(out.is_empty(), "no reading yet: a batch may hold anything");
     // Read at 50 with a record stamped 20 still held: up to 20.
-    m.note_batches(50, Some(20), &mut out);
+    m.note_batches(50, 50, Some(20), &mut out);
     assert_eq!(out.iter().map(id).collect::<Vec<_>>(), [0]);
     // A reading later than the ring's clock is not usable yet.
-    m.note_batches(150, None, &mut out);
+    m.note_batches(150, 150, None, &mut out);
     assert_eq!(out.len(), 1);
     m.push(0, [ev(20, 0, 2)], 160, &mut out);
     assert_eq!(out.iter().map(id).collect::<Vec<_>>(), [0, 2, 1]);
+}
+
+/// The capture's race, step by step: the slots are read between 100 and 120; CPU 0's batch
+/// (a record stamped 10) leaves at 110, so its slot reads empty; ring 0 was drained at 105, before
+/// the batch arrived. Waiting only for the rings to pass 100 releases 50 ahead of 10.
+#[test]
+fn late_when_a_batch_leaves_during_the_reading() {
+    let run = |from: u64, until: u64| {
+        let mut m = Merger::with_grace(2, DEFAULT_CAP, 0).with_batches();
+        let mut out = Vec::new();
+        m.note_batches(from, until, None, &mut out);
+        m.push(0, [], 105, &mut out);
+        m.push(1, [ev(50, 1, 1)], 200, &mut out);
+        m.push(0, [ev(10, 0, 0)], 130, &mut out);
+        m.finish(&mut out);
+        (
+            m.stats().late_events,
+            out.iter().map(id).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(run(100, 120), (0, vec![0, 1]));
+    // The reading taken as an instant at its start: the batch is overtaken.
+    assert_eq!(run(100, 100), (1, vec![1]));
 }

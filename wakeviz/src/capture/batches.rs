@@ -75,6 +75,9 @@ impl BatchWatch {
                 }
             }
         }
-        merger.note_batches(at, oldest, out);
+        // After the reads and the flushes: a batch its CPU sent while the slots were being
+        // read shows as empty, and is only sure to be in its ring by now.
+        let done = super::drain::now_ns();
+        merger.note_batches(at, done, oldest, out);
     }
 }

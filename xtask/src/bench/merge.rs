@@ -144,7 +144,7 @@ pub fn passes(events: &[Event], nr_cpus: usize, passes: usize) -> anyhow::Result
                     clock_ns,
                 } => m.push(ring, events, clock_ns, &mut released),
                 Input::Reading { at_ns, oldest_ns } => {
-                    m.note_batches(at_ns, oldest_ns, &mut released);
+                    m.note_batches(at_ns, at_ns, oldest_ns, &mut released);
                 }
             }
             take(&mut released);
