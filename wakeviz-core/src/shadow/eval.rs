@@ -532,11 +532,7 @@ fn select_ctx(s: &Select) -> Ctx {
     c.inputs = s.inputs;
     c.allowed = s.inputs.allowed.map(|words| {
         let mut m = CpuSet::with_bound(256);
-        for cpu in 0..256u32 {
-            if words[cpu as usize / 64] & (1 << (cpu % 64)) != 0 {
-                m.set(cpu, true);
-            }
-        }
+        m.words_mut().copy_from_slice(&words);
         m
     });
     c
