@@ -26,6 +26,7 @@ fc_one() {
             t=$((t + 1))
             if [ $t -gt 240 ] || ! kill -0 "$pid" 2>/dev/null; then
                 fail "fentry cost: wakeviz ($cfg) not ready, see fentry/$cfg-$round.stderr"
+                kill -KILL "$pid" 2>/dev/null
                 return 1
             fi
             sleep 0.5
@@ -34,14 +35,32 @@ fc_one() {
     fi
     t0=$(now)
     taskset -c 1,2 /tmp/wvz-fc workload pingpong --iterations "$FC_ITER" --comm wvz-fc \
-        >/dev/null || fail "fentry cost: ping-pong failed ($cfg, round $round)"
+        >/dev/null &
+    ok=0
+    fc_wait $! 120 "ping-pong ($cfg, round $round)" || ok=1
     t1=$(now)
     if [ -n "$pid" ]; then
         kill -INT "$pid"
-        wait "$pid"
+        fc_wait "$pid" 60 "wakeviz ($cfg, round $round) after SIGINT" || ok=1
         rm -f "$FC/$cfg.wvz"
     fi
+    [ "$ok" -eq 0 ] || return 1
     echo "$round $cfg $t0 $t1" >>$FC/times.txt
+    # One line per run: the host's watchdog kills a guest whose console stays silent.
+    log "fentry cost: round $round $cfg, ping-pong $t0 .. $t1, stopped at $(now)"
+}
+
+# Waits for PID; kills it (and fails) if it has not exited within SECS, so a hang is reported
+# by name instead of stalling the guest until the host kills it.
+fc_wait() {
+    (sleep "$2" && kill -KILL "$1" 2>/dev/null &&
+        echo "fentry cost: $3 did not finish within $2 s; killed" >>/out/guest_errors.txt) &
+    dog=$!
+    wait "$1"
+    rc=$?
+    kill "$dog" 2>/dev/null
+    [ "$rc" -eq 0 ] || fail "fentry cost: $3 exited with $rc"
+    return "$rc"
 }
 
 fentry_cost() {

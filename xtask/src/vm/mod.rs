@@ -52,9 +52,14 @@ pub struct Args {
     /// Keep the per-guest work directories (initramfs, console log, raw port output).
     #[arg(long)]
     pub keep: bool,
-    /// Kill a guest that has not powered off after this many seconds.
-    #[arg(long, default_value_t = 240)]
+    /// Kill a guest that has not powered off after this many seconds. Generous: the nosmt
+    /// guest's fentry cost runs took 2 to 4.5 minutes here (one host, one hour apart); a hang is caught by `--silence` long before this.
+    #[arg(long, default_value_t = 900)]
     pub timeout: u64,
+    /// Kill a guest whose console has been silent this many seconds (a hang). The guest logs
+    /// every step; its longest quiet step here is about 40 s.
+    #[arg(long, default_value_t = 150)]
+    pub silence: u64,
     /// Ping-pong round trips per pinned pair.
     #[arg(long, default_value_t = 500)]
     pub iterations: u32,
@@ -309,6 +314,7 @@ fn boot(
         initrd: &initrd,
         machine: spec.qemu_args(),
         timeout: Duration::from_secs(a.timeout),
+        silence: Duration::from_secs(a.silence),
     }
     .run(results)?;
     let _ = fs::copy(&out.console, results.join("console.log"));

@@ -34,7 +34,11 @@ pub struct Boot<'a> {
     pub kernel: &'a Path,
     pub initrd: &'a Path,
     pub machine: Vec<String>,
+    /// Hard cap on the whole guest.
     pub timeout: Duration,
+    /// A guest whose console and output port have not grown for this long is hung: the guest
+    /// logs every step, so silence, not total time, tells a hang from a slow shared host.
+    pub silence: Duration,
 }
 
 pub struct Outcome {
@@ -46,6 +50,10 @@ pub struct Outcome {
 
 fn booted(console: &Path) -> bool {
     fs::read(console).is_ok_and(|b| b.windows(14).any(|w| w == b"wvz-vm: booted"))
+}
+
+fn file_len(path: &Path) -> u64 {
+    fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// Last `n` meaningful lines of the guest console, for error messages.
@@ -70,7 +78,7 @@ pub fn console_tail(path: &Path, n: usize) -> String {
 }
 
 impl Boot<'_> {
-    /// Boots, waits for power-off (or kills qemu at the timeout) and unpacks the guest's archive
+    /// Boots, waits for power-off (or kills qemu at the timeout or after a silence) and unpacks the guest's archive
     /// into `results`. A guest whose kernel dies before /init runs is booted again (twice at
     /// most): multi-threaded TCG has rare races with the kernel's boot-time code patching, and
     /// such a death says nothing about wakeviz. Deaths after /init started are failures.
@@ -87,17 +95,24 @@ impl Boot<'_> {
                     let why = text
                         .lines()
                         .find(|l| l.contains("Oops") || l.contains("panic") || l.contains("BUG"))
-                        .unwrap_or("no kernel message")
-                        .trim()
-                        .to_owned();
+                        .map(|l| l.trim().to_owned())
+                        // Killed by the watchdog, or died without a message: say which.
+                        .unwrap_or_else(|| {
+                            let e = format!("{e:#}");
+                            let first = e.lines().next().unwrap_or("no kernel message");
+                            first
+                                .split("; qemu killed")
+                                .next()
+                                .unwrap_or(first)
+                                .to_owned()
+                        });
                     let keep = self.work.join(format!("console.attempt{attempt}.log"));
                     let _ = fs::rename(&console, &keep);
                     eprintln!(
-                        "vm-test: the guest kernel died before /init (attempt {attempt}: {why}; \
+                        "vm-test: the guest stopped before /init (attempt {attempt}: {why}; \
                          {}); booting again",
                         keep.display()
                     );
-                    let _ = e;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),
@@ -142,6 +157,7 @@ impl Boot<'_> {
         let start = Instant::now();
         let mut child = cmd.spawn().with_context(|| format!("starting {QEMU}"))?;
         let mut to_init = None;
+        let (mut seen, mut grew) = (0, Instant::now());
         let status = loop {
             if let Some(st) = child.try_wait().context("waiting for qemu")? {
                 break st;
@@ -149,13 +165,30 @@ impl Boot<'_> {
             if to_init.is_none() && booted(&console) {
                 to_init = Some(start.elapsed());
             }
-            if start.elapsed() > self.timeout {
+            let size = file_len(&console) + file_len(&port);
+            if size != seen {
+                seen = size;
+                grew = Instant::now();
+            }
+            let why = if start.elapsed() > self.timeout {
+                Some(format!(
+                    "the guest did not power off within {} s",
+                    self.timeout.as_secs()
+                ))
+            } else if grew.elapsed() > self.silence {
+                Some(format!(
+                    "the guest printed nothing for {} s ({:.0} s after qemu started)",
+                    self.silence.as_secs(),
+                    start.elapsed().as_secs_f64()
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
                 let _ = child.kill();
                 let _ = child.wait();
                 bail!(
-                    "the guest did not power off within {} s; qemu killed. Last console lines \
-                     ({}):\n{}",
-                    self.timeout.as_secs(),
+                    "{why}; qemu killed. Last console lines ({}):\n{}",
                     console.display(),
                     console_tail(&console, 25)
                 );
