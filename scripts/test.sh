@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-step() { echo; echo "== $*" >&2; }
+# Each step says when it started and how long the run has taken: CI must stay under 45 minutes.
+step() { echo; echo "== [$(date -u +%T), ${SECONDS} s in] $*" >&2; }
 
 step "format and lints"
 cargo fmt --all -- --check
@@ -22,3 +23,4 @@ step "short fuzz pass on the decoders (the long run's corpus and crashes are rep
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"
 cargo build --release -p wakeviz
 cargo xtask vm-test
+echo "== [$(date -u +%T)] test.sh done in ${SECONDS} s" >&2

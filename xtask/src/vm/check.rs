@@ -118,9 +118,11 @@ impl Stream {
         c
     }
 
-    /// Level of (waker CPU, wakee CPU) per comm over the sched_waking events whose waker and
+    /// Per comm, counts of (waker CPU, wakee CPU) over the sched_waking events whose waker and
     /// wakee are both tasks of that comm (a pinned pair's own wakeups; a thread that pins itself
-    /// is woken by migration/N, which is not the pair's doing).
+    /// is woken by migration/N, which is not the pair's doing), and how many wakings of the
+    /// comm were not the pair's own. Counts, not levels: the check compares both sources CPU
+    /// pair by CPU pair, and tells wakeups before pinning from misplaced ones.
     pub fn placement(&self) -> Placement {
         let names = self.final_names();
         let name = |pid: u32| names.get(&pid).map_or("", String::as_str);
