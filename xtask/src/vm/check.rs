@@ -342,7 +342,7 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
         .map(|r| format!("{}:{}", s(r, "cpus"), r["delivered"]))
         .collect();
     f.line(format!(
-        "  rings: {rings} (want {want}), late events {}, drops {} kernel / {} userspace,          unmatched wakeups {}; delivered per ring (cpus:events) {}",
+        "  rings: {rings} (want {want}), late events {}, drops {} kernel / {} userspace, unmatched wakeups {}; delivered per ring (cpus:events) {}",
         late.map_or("?".into(), |n| n.to_string()),
         d["kernel_drops"],
         d["user_drops"],
