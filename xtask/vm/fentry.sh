@@ -50,15 +50,10 @@ fc_one() {
     log "fentry cost: round $round $cfg, ping-pong $t0 .. $t1, stopped at $(now)"
 }
 
-# Waits for PID; kills it (and fails) if it has not exited within SECS, so a hang is reported
-# by name instead of stalling the guest until the host kills it.
+# Waits for PID (scenario.sh's wait_within); a hang or a failure is named.
 fc_wait() {
-    (sleep "$2" && kill -KILL "$1" 2>/dev/null &&
-        echo "fentry cost: $3 did not finish within $2 s; killed" >>/out/guest_errors.txt) &
-    dog=$!
-    wait "$1"
+    wait_within "$1" "$2" "fentry cost: $3 did not finish within $2 s; killed"
     rc=$?
-    kill "$dog" 2>/dev/null
     [ "$rc" -eq 0 ] || fail "fentry cost: $3 exited with $rc"
     return "$rc"
 }

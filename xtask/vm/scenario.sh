@@ -25,6 +25,18 @@ fail() {
     echo "$*" >>/out/guest_errors.txt
 }
 
+# Waits for PID and returns its status; if it has not exited within SECS it is killed and MSG
+# goes to guest_errors.txt, so a hung step is reported by name while the results still reach
+# the host.
+wait_within() {
+    (sleep "$2" && kill -KILL "$1" 2>/dev/null && echo "$3" >>/out/guest_errors.txt) &
+    dog=$!
+    wait "$1"
+    rc=$?
+    kill "$dog" 2>/dev/null
+    return $rc
+}
+
 # A copy of the sysfs files wakeviz's topology reader uses, under /out/sysfs/devices/system.
 # Few processes: a fork+exec costs tens of ms under TCG.
 snapshot_sysfs() {
@@ -146,11 +158,8 @@ stop_wakeviz() {
         kill -INT "$WPID"
     fi
     # A wakeviz that does not finish within 60 s of the stop is killed (and reported).
-    (sleep 60 && kill -KILL "$WPID" 2>/dev/null && echo "wakeviz did not exit within 60 s of SIGINT; killed" >>/out/guest_errors.txt) &
-    dog=$!
-    wait "$WPID"
+    wait_within "$WPID" 60 "wakeviz did not exit within 60 s of SIGINT; killed"
     rc=$?
-    kill "$dog" 2>/dev/null
     echo "$rc" >/out/wakeviz.rc
     log "wakeviz exited with $rc at $(now)"
     WPID=
@@ -189,14 +198,8 @@ as_comm() {
     shift
     link_comm "$comm"
     "/tmp/$comm" "$@" &
-    wl=$!
-    (sleep "${WVZ_WORKLOAD_TIMEOUT:-120}" && kill -KILL "$wl" 2>/dev/null &&
-        echo "workload $comm hung: killed after ${WVZ_WORKLOAD_TIMEOUT:-120} s" >>/out/guest_errors.txt) &
-    dog=$!
-    wait "$wl"
-    rc=$?
-    kill "$dog" 2>/dev/null
-    return $rc
+    wait_within $! "${WVZ_WORKLOAD_TIMEOUT:-120}" \
+        "workload $comm hung: killed after ${WVZ_WORKLOAD_TIMEOUT:-120} s"
 }
 
 pingpong() {

@@ -53,7 +53,8 @@ pub struct Args {
     #[arg(long)]
     pub keep: bool,
     /// Kill a guest that has not powered off after this many seconds. Generous: the nosmt
-    /// guest's fentry cost runs took 2 to 4.5 minutes here (one host, one hour apart); a hang is caught by `--silence` long before this.
+    /// guest's fentry cost runs took 2 to 4.5 minutes here (one host, one hour apart); a hang
+    /// is caught by `--silence` long before this.
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
     /// Kill a guest whose console has been silent this many seconds (a hang). The guest logs

@@ -78,10 +78,11 @@ pub fn console_tail(path: &Path, n: usize) -> String {
 }
 
 impl Boot<'_> {
-    /// Boots, waits for power-off (or kills qemu at the timeout or after a silence) and unpacks the guest's archive
-    /// into `results`. A guest whose kernel dies before /init runs is booted again (twice at
-    /// most): multi-threaded TCG has rare races with the kernel's boot-time code patching, and
-    /// such a death says nothing about wakeviz. Deaths after /init started are failures.
+    /// Boots, waits for power-off (or kills qemu at the timeout or after a silence) and unpacks
+    /// the guest's archive into `results`. A guest that stops before /init runs is booted again
+    /// (twice at most): multi-threaded TCG has rare races with the kernel's boot-time code
+    /// patching, and such a death says nothing about wakeviz. Deaths after /init started are
+    /// failures.
     pub fn run(&self, results: &Path) -> Result<Outcome> {
         let console = self.work.join("console.log");
         let mut attempt = 1;
