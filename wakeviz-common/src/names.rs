@@ -123,18 +123,18 @@ macro_rules! for_each_aggregate_program {
     };
 }
 
-/// The cost floors' tp_btf programs (`wakeviz --floor-probes`), one pair per tracepoint of
-/// [`for_each_program`]: the empty one, the streaming one, the batching one. Calls
-/// `$cb! { point: empty, stream, batch; ... }`.
+/// The cost floors' tp_btf programs (`wakeviz --floor-probes`), one set per tracepoint of
+/// [`for_each_program`]: the empty one, the clock-only one, the streaming one, the batching
+/// one. Calls `$cb! { point: empty, clock, stream, batch; ... }`.
 #[macro_export]
 macro_rules! for_each_floor_program {
     ($cb:ident) => {
         $cb! {
-            sched_waking: floor_sched_waking, floor_stream_sched_waking, floor_batch_sched_waking;
-            sched_wakeup: floor_sched_wakeup, floor_stream_sched_wakeup, floor_batch_sched_wakeup;
-            sched_wakeup_new: floor_sched_wakeup_new, floor_stream_sched_wakeup_new, floor_batch_sched_wakeup_new;
-            sched_switch: floor_sched_switch, floor_stream_sched_switch, floor_batch_sched_switch;
-            sched_migrate_task: floor_sched_migrate_task, floor_stream_sched_migrate_task, floor_batch_sched_migrate_task;
+            sched_waking: floor_sched_waking, floor_clock_sched_waking, floor_stream_sched_waking, floor_batch_sched_waking;
+            sched_wakeup: floor_sched_wakeup, floor_clock_sched_wakeup, floor_stream_sched_wakeup, floor_batch_sched_wakeup;
+            sched_wakeup_new: floor_sched_wakeup_new, floor_clock_sched_wakeup_new, floor_stream_sched_wakeup_new, floor_batch_sched_wakeup_new;
+            sched_switch: floor_sched_switch, floor_clock_sched_switch, floor_stream_sched_switch, floor_batch_sched_switch;
+            sched_migrate_task: floor_sched_migrate_task, floor_clock_sched_migrate_task, floor_stream_sched_migrate_task, floor_batch_sched_migrate_task;
         }
     };
 }
@@ -218,12 +218,13 @@ pub mod aggregate_program {
 }
 
 /// The cost floors' program names, (tracepoint, program), in the order of
-/// [`program::TRACEPOINTS`]: `EMPTY` return at once, `STREAM` send one timestamped record,
-/// `BATCH` buffer it per CPU and send 32 at a time.
+/// [`program::TRACEPOINTS`]: `EMPTY` return at once, `CLOCK` read the clock and nothing else,
+/// `STREAM` send one timestamped record, `BATCH` buffer it per CPU and send 32 at a time.
 pub mod floor_program {
     macro_rules! consts {
-        ($($tp:ident: $empty:ident, $stream:ident, $batch:ident;)*) => {
+        ($($tp:ident: $empty:ident, $clock:ident, $stream:ident, $batch:ident;)*) => {
             pub const EMPTY: &[(&str, &str)] = &[$((stringify!($tp), stringify!($empty))),*];
+            pub const CLOCK: &[(&str, &str)] = &[$((stringify!($tp), stringify!($clock))),*];
             pub const STREAM: &[(&str, &str)] = &[$((stringify!($tp), stringify!($stream))),*];
             pub const BATCH: &[(&str, &str)] = &[$((stringify!($tp), stringify!($batch))),*];
         };
@@ -318,6 +319,7 @@ mod tests {
         assert_eq!(agg, tps(program::TRACEPOINTS), "same points, same order");
         for floor in [
             floor_program::EMPTY,
+            floor_program::CLOCK,
             floor_program::STREAM,
             floor_program::BATCH,
         ] {

@@ -1,9 +1,13 @@
-//! The cost floors (`wakeviz --floor-probes`, for `cargo xtask bench --only floor`), two levels
+//! The cost floors (`wakeviz --floor-probes`, for `cargo xtask bench --only floor`), four levels
 //! on the tracepoints the streaming probes use:
 //!
 //! - `empty`: programs that return at once. What a run of the benchmark pays with these
 //!   attached (tracepoint dispatch into BPF, the trampoline, the mitigations' return thunks) is
 //!   a cost no tracer on these hooks can avoid.
+//! - `clock`: programs that call `bpf_ktime_get_ns` and drop the result. Every event a tracer
+//!   times needs that call (`sched_waking` runs before any run-queue clock is updated, so no
+//!   cheaper stamp serves every point), so this is the floor of any tracer that timestamps
+//!   each hit, before it writes anything.
 //! - `stream`: programs that read the clock and reserve + submit one record of the size the
 //!   real probe sends, and nothing else: the least any tracer that streams one timestamped
 //!   record per hit pays. The distance from it to wakeviz is what the field reads, counters and
@@ -43,6 +47,14 @@ fn stream<const N: usize>() -> i32 {
     0
 }
 
+/// One clock read, its value dropped: a helper call the compiler cannot remove.
+#[inline(always)]
+fn clock() -> i32 {
+    // SAFETY: helper without preconditions.
+    let _ = unsafe { bpf_ktime_get_ns() };
+    0
+}
+
 /// Records per batch of the `batch` floor.
 const BATCH: usize = 32;
 
@@ -76,13 +88,18 @@ fn batch() -> i32 {
     0
 }
 
-/// The three floors' programs of each tracepoint; the names are the shared list's
+/// The four floors' programs of each tracepoint; the names are the shared list's
 /// (`wakeviz_common::for_each_floor_program!`, checked in `main.rs`).
 macro_rules! floor_programs {
-    ($($tp:literal: $empty:ident, $stream:ident => $words:expr, $batch:ident;)*) => {$(
+    ($($tp:literal: $empty:ident, $clock:ident, $stream:ident => $words:expr, $batch:ident;)*) => {$(
         #[btf_tracepoint(function = $tp)]
         pub fn $empty(_ctx: BtfTracePointContext) -> i32 {
             0
+        }
+
+        #[btf_tracepoint(function = $tp)]
+        pub fn $clock(_ctx: BtfTracePointContext) -> i32 {
+            clock()
         }
 
         #[btf_tracepoint(function = $tp)]
@@ -98,9 +115,9 @@ macro_rules! floor_programs {
 }
 
 floor_programs! {
-    "sched_waking": floor_sched_waking, floor_stream_sched_waking => WAKE_WORDS, floor_batch_sched_waking;
-    "sched_wakeup": floor_sched_wakeup, floor_stream_sched_wakeup => WAKE_WORDS, floor_batch_sched_wakeup;
-    "sched_wakeup_new": floor_sched_wakeup_new, floor_stream_sched_wakeup_new => WAKE_WORDS, floor_batch_sched_wakeup_new;
-    "sched_switch": floor_sched_switch, floor_stream_sched_switch => SWITCH_WORDS, floor_batch_sched_switch;
-    "sched_migrate_task": floor_sched_migrate_task, floor_stream_sched_migrate_task => MIGRATE_WORDS, floor_batch_sched_migrate_task;
+    "sched_waking": floor_sched_waking, floor_clock_sched_waking, floor_stream_sched_waking => WAKE_WORDS, floor_batch_sched_waking;
+    "sched_wakeup": floor_sched_wakeup, floor_clock_sched_wakeup, floor_stream_sched_wakeup => WAKE_WORDS, floor_batch_sched_wakeup;
+    "sched_wakeup_new": floor_sched_wakeup_new, floor_clock_sched_wakeup_new, floor_stream_sched_wakeup_new => WAKE_WORDS, floor_batch_sched_wakeup_new;
+    "sched_switch": floor_sched_switch, floor_clock_sched_switch, floor_stream_sched_switch => SWITCH_WORDS, floor_batch_sched_switch;
+    "sched_migrate_task": floor_sched_migrate_task, floor_clock_sched_migrate_task, floor_stream_sched_migrate_task => MIGRATE_WORDS, floor_batch_sched_migrate_task;
 }

@@ -267,9 +267,9 @@ macro_rules! check_aggregate_maps {
 wakeviz_common::for_each_aggregate_map!(check_aggregate_maps);
 
 macro_rules! check_floor_programs {
-    ($($tp:ident: $empty:ident, $stream:ident, $batch:ident;)*) => {
+    ($($tp:ident: $empty:ident, $clock:ident, $stream:ident, $batch:ident;)*) => {
         fn _floor_programs_exist() {
-            $( let _ = (floor::$empty, floor::$stream, floor::$batch); )*
+            $( let _ = (floor::$empty, floor::$clock, floor::$stream, floor::$batch); )*
         }
     };
 }

@@ -119,9 +119,11 @@ pub struct Cli {
     #[arg(long, hide = true, value_name = "FILE", conflicts_with_all = LIVE_ONLY)]
     pub aggregate_beside: Option<PathBuf>,
     /// For the benchmark: attach tp_btf programs on the sched tracepoints and nothing else
-    /// until SIGINT: `empty` ones (the cost floor of any tracer on these hooks, the default) or
-    /// `stream` ones (a clock read and one record per hit: the floor of a streaming tracer) or
-    /// `batch` ones (the same records sent 32 at a time from a per-CPU buffer).
+    /// until SIGINT: `empty` ones (the cost floor of any tracer on these hooks, the default),
+    /// `clock` ones (one clock read per hit and nothing else: the floor of a tracer that
+    /// timestamps each event), `stream` ones (a clock read and one record per hit: the floor of
+    /// a streaming tracer) or `batch` ones (the same records sent 32 at a time from a per-CPU
+    /// buffer).
     #[arg(
         long,
         hide = true,

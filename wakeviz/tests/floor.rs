@@ -1,4 +1,4 @@
-//! `wakeviz --floor-probes [stream]` (the benchmark's cost floors) on the running kernel (needs root).
+//! `wakeviz --floor-probes [clock|stream|batch]` (the benchmark's cost floors) on the running kernel (needs root).
 //! The programs it holds are read back from the kernel's side: the process's BPF program file
 //! descriptors (`/proc/PID/fdinfo`), not wakeviz's own word.
 use std::{
@@ -13,20 +13,18 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// `prog_type` of every BPF program file descriptor `pid` holds.
-fn prog_types(pid: u32) -> Vec<u32> {
+/// `(prog_type, prog_tag)` of every BPF program file descriptor `pid` holds. The tag is the
+/// kernel's hash of the program's instructions.
+fn progs(pid: u32) -> Vec<(u32, String)> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
         .unwrap()
         .flatten()
     {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-        if let Some(t) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("prog_type:"))
-            .and_then(|t| t.trim().parse().ok())
-        {
-            v.push(t);
+        let field = |k: &str| text.lines().find_map(|l| l.strip_prefix(k)).map(str::trim);
+        if let Some(t) = field("prog_type:").and_then(|t| t.parse().ok()) {
+            v.push((t, field("prog_tag:").unwrap_or("").to_string()));
         }
     }
     v
@@ -35,6 +33,22 @@ fn prog_types(pid: u32) -> Vec<u32> {
 #[test]
 fn floor_probes_hold_five_empty_tracing_programs_until_sigint() {
     hold_floor(None, 0);
+}
+
+/// The clock floor's programs are not the empty ones: the kernel's instruction hashes of the
+/// five differ from the empty floor's (which are all one program, `r0 = 0; exit`).
+#[test]
+fn clock_floor_holds_programs_other_than_the_empty_ones() {
+    let (Some(empty), Some(clock)) = (hold_floor(None, 0), hold_floor(Some("clock"), 0)) else {
+        return;
+    };
+    assert_eq!(empty.len(), 5);
+    assert!(empty.iter().all(|t| *t == empty[0]), "{empty:?}");
+    assert_eq!(clock.len(), 5);
+    assert!(
+        clock.iter().all(|t| !empty.contains(t)),
+        "{clock:?} vs {empty:?}"
+    );
 }
 
 /// The streaming floor's programs send records: 50 sleeps of this test's thread are at least
@@ -51,11 +65,12 @@ fn batching_floor_sends_batches() {
 }
 
 /// Holds `--floor-probes [kind]`, checks its programs from the kernel's side and, for the
-/// floors that send, that the drain read at least `min_drained` ring records.
-fn hold_floor(kind: Option<&str>, min_drained: u64) {
+/// floors that send, that the drain read at least `min_drained` ring records. Returns the tags
+/// of the programs it held (`None`: skipped).
+fn hold_floor(kind: Option<&str>, min_drained: u64) -> Option<Vec<String>> {
     if !is_root() {
         eprintln!("skipped: needs root");
-        return;
+        return None;
     }
     let mut child = Command::new(BIN)
         .arg("--floor-probes")
@@ -71,7 +86,7 @@ fn hold_floor(kind: Option<&str>, min_drained: u64) {
         let _ = child.kill();
         let _ = child.wait();
         eprintln!("skipped: {line}");
-        return;
+        return None;
     }
     assert!(line.contains("floor probes attached"), "{line}");
     for tp in [
@@ -85,25 +100,26 @@ fn hold_floor(kind: Option<&str>, min_drained: u64) {
     }
     // BPF_PROG_TYPE_TRACING (26) is what tp_btf programs load as; the probe object's other
     // programs are never loaded in this mode.
-    let types = prog_types(child.id());
+    let held = progs(child.id());
+    let types: Vec<u32> = held.iter().map(|p| p.0).collect();
     assert_eq!(
         types.iter().filter(|t| **t == 26).count(),
         5,
         "program types held: {types:?}"
     );
     assert_eq!(types.len(), 5, "program types held: {types:?}");
-    if let Some(k) = kind {
-        let word = if k == "stream" {
-            "streaming"
-        } else {
-            "batching"
-        };
-        assert!(line.contains(&format!("{word} tp_btf programs")), "{line}");
+    let sends = matches!(kind, Some("stream" | "batch"));
+    let word = match kind {
+        None => "empty",
+        Some("clock") => "clock-only",
+        Some("stream") => "streaming",
+        Some(_) => "batching",
+    };
+    assert!(line.contains(&format!("{word} tp_btf programs")), "{line}");
+    if sends {
         for _ in 0..50 {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-    } else {
-        assert!(line.contains("empty tp_btf programs"), "{line}");
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -112,7 +128,7 @@ fn hold_floor(kind: Option<&str>, min_drained: u64) {
     let st = child.wait().unwrap();
     assert!(st.success(), "{st}: {rest}");
     assert!(rest.contains("floor probes detached"), "{rest}");
-    if kind.is_some() {
+    if sends {
         let drained: u64 = rest
             .split("detached; ")
             .nth(1)
@@ -123,5 +139,8 @@ fn hold_floor(kind: Option<&str>, min_drained: u64) {
             drained >= min_drained,
             "{drained} ring records for 50 sleeps: {rest}"
         );
+    } else {
+        assert!(!rest.contains("drained"), "{rest}");
     }
+    Some(held.into_iter().map(|p| p.1).collect())
 }

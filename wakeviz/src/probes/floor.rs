@@ -1,7 +1,8 @@
-//! `wakeviz --floor-probes [empty|stream|batch]` (hidden; for `cargo xtask bench --only floor`):
-//! attaches one of the two floors of `wakeviz-ebpf/src/floor.rs` on every sched tracepoint the
-//! streaming probes use, and nothing else, until SIGINT/SIGTERM. `empty` is the floor no tracer
-//! on these hooks can go below; `stream` (a clock read and one record per hit, drained and
+//! `wakeviz --floor-probes [empty|clock|stream|batch]` (hidden; for `cargo xtask bench --only
+//! floor`): attaches one of the floors of `wakeviz-ebpf/src/floor.rs` on every sched tracepoint
+//! the streaming probes use, and nothing else, until SIGINT/SIGTERM. `empty` is the floor no
+//! tracer on these hooks can go below; `clock` (one `bpf_ktime_get_ns` per hit, nothing sent)
+//! the floor of any tracer that timestamps each event; `stream` (a clock read and one record per hit, drained and
 //! thrown away here as wakeviz's drain threads would read it) is the floor of any tracer that
 //! streams one timestamped record per hit; `batch` the same records sent 32 at a time (the
 //! drain counts ring records, so batches there).
@@ -18,6 +19,8 @@ use super::{LoadError, attach_tp_btf, load_object, raise_memlock};
 pub enum Floor {
     /// Programs that return at once.
     Empty,
+    /// Programs that read the clock and send nothing.
+    Clock,
     /// Programs that read the clock and send one record of the real probe's size.
     Stream,
     /// The same records, buffered per CPU and sent 32 at a time.
@@ -28,6 +31,7 @@ impl Floor {
     fn programs(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Self::Empty => floor_program::EMPTY,
+            Self::Clock => floor_program::CLOCK,
             Self::Stream => floor_program::STREAM,
             Self::Batch => floor_program::BATCH,
         }
@@ -41,10 +45,10 @@ pub fn attach(floor: Floor) -> anyhow::Result<Ebpf> {
     let btf = Btf::from_sys_fs().context("the floor needs the kernel's BTF (tp_btf programs)")?;
     let mut loader = EbpfLoader::new();
     loader.btf(Some(&btf));
-    // The empty floor never writes the ring: keep it small. The streaming one gets wakeviz's
+    // The empty and clock floors never write the ring: keep it small. The streaming one gets wakeviz's
     // default size, so it drops nothing between two polls either.
     let ring = match floor {
-        Floor::Empty => 1 << 16,
+        Floor::Empty | Floor::Clock => 1 << 16,
         Floor::Stream | Floor::Batch => 16 << 20,
     };
     loader.map_max_entries(map::EVENTS, ring);
@@ -62,7 +66,7 @@ pub fn run(floor: Floor) -> anyhow::Result<()> {
     crate::signals::install();
     let mut ebpf = attach(floor)?;
     let mut ring = match floor {
-        Floor::Empty => None,
+        Floor::Empty | Floor::Clock => None,
         Floor::Stream | Floor::Batch => {
             let m = ebpf
                 .take_map(map::EVENTS)
@@ -75,6 +79,7 @@ pub fn run(floor: Floor) -> anyhow::Result<()> {
         "wakeviz: floor probes attached ({} tp_btf programs on {}); Ctrl-C to detach",
         match floor {
             Floor::Empty => "empty",
+            Floor::Clock => "clock-only",
             Floor::Stream => "streaming",
             Floor::Batch => "batching",
         },
@@ -92,7 +97,7 @@ pub fn run(floor: Floor) -> anyhow::Result<()> {
     }
     drop(ebpf);
     match floor {
-        Floor::Empty => eprintln!("wakeviz: floor probes detached"),
+        Floor::Empty | Floor::Clock => eprintln!("wakeviz: floor probes detached"),
         Floor::Stream | Floor::Batch => {
             eprintln!("wakeviz: floor probes detached; {records} records drained")
         }

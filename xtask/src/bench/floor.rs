@@ -2,7 +2,9 @@
 //!
 //! `floor`: `taskset -c 0 perf bench sched pipe` alone, under `wakeviz --floor-probes` (empty
 //! tp_btf programs on the same five tracepoints, nothing else), under `wakeviz --floor-probes
-//! stream` (a clock read and one ring record per hit: the least any streaming tracer pays),
+//! clock` (one clock read per hit and nothing else: the least any tracer that timestamps each
+//! event pays), under `wakeviz --floor-probes stream` (a clock read and one ring record per
+//! hit: the least any streaming tracer pays),
 //! under `--floor-probes batch` (the same records from a per-CPU buffer, 32 per ring write),
 //! under `wakeviz --record` (and under a second binary `WAKEVIZ_BIN_B`, e.g. the build before a
 //! probe change, when set), under `wakeviz --aggregate` (in-kernel counters, no record per
@@ -33,6 +35,8 @@ use super::{Background, Ctx, Finished, Summary, median, median_ci95, run_measure
 enum Config {
     Alone,
     Floor,
+    /// One clock read per hit, nothing sent: the floor of any tracer that times each event.
+    FloorClock,
     /// A clock read and one record per hit, drained: the floor of any streaming tracer.
     FloorStream,
     /// The same records from a per-CPU buffer, 32 per ring write: batching's best case.
@@ -52,6 +56,7 @@ impl Config {
         match self {
             Self::Alone => "alone",
             Self::Floor => "floor (empty tp_btf)",
+            Self::FloorClock => "clock floor",
             Self::FloorStream => "stream floor",
             Self::FloorBatch => "batch floor",
             Self::Aggregate => "wakeviz --aggregate",
@@ -79,6 +84,11 @@ fn start(ctx: &Ctx, cfg: &Config, file: &Path) -> anyhow::Result<Option<Backgrou
         Config::Floor => {
             tracer::wakeviz(&ctx.wakeviz, ["--floor-probes"], "floor probes attached")?
         }
+        Config::FloorClock => tracer::wakeviz(
+            &ctx.wakeviz,
+            ["--floor-probes", "clock"],
+            "floor probes attached",
+        )?,
         Config::FloorStream => tracer::wakeviz(
             &ctx.wakeviz,
             ["--floor-probes", "stream"],
@@ -173,6 +183,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
     let mut cfgs = vec![
         Config::Alone,
         Config::Floor,
+        Config::FloorClock,
         Config::FloorStream,
         Config::FloorBatch,
         Config::Wakeviz(ctx.wakeviz.clone()),
@@ -185,7 +196,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
     cfgs.push(Config::Perf);
     let desc = format!("taskset -c 0 perf bench sched pipe -l {loops}");
     println!(
-        "\n[16] cost floor: {rounds} rounds of `{desc}` alone, under `wakeviz --floor-probes` (empty tp_btf programs on the five sched tracepoints), under `wakeviz --floor-probes stream` (a clock read and one ring record per hit, nothing else), under `wakeviz --floor-probes batch` (the same records, 32 per ring write), under `wakeviz --record --headless` (per-CPU batches) and with `--no-batch`{}, under `wakeviz --aggregate --headless`, under `perf sched record`; order rotated each round",
+        "\n[16] cost floor: {rounds} rounds of `{desc}` alone, under `wakeviz --floor-probes` (empty tp_btf programs on the five sched tracepoints), under `wakeviz --floor-probes clock` (one clock read per hit, nothing else), under `wakeviz --floor-probes stream` (a clock read and one ring record per hit, nothing else), under `wakeviz --floor-probes batch` (the same records, 32 per ring write), under `wakeviz --record --headless` (per-CPU batches) and with `--no-batch`{}, under `wakeviz --aggregate --headless`, under `perf sched record`; order rotated each round",
         if cfgs.iter().any(|c| matches!(c, Config::WakevizB(_))) {
             " and WAKEVIZ_BIN_B's"
         } else {
@@ -217,8 +228,9 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
         }
     }
     let idx = |want: fn(&Config) -> bool| cfgs.iter().position(want);
-    let (Some(fl), Some(fs), Some(fb), Some(wv), Some(ag), Some(pf)) = (
+    let (Some(fl), Some(fc), Some(fs), Some(fb), Some(wv), Some(ag), Some(pf)) = (
         idx(|c| *c == Config::Floor),
+        idx(|c| *c == Config::FloorClock),
         idx(|c| *c == Config::FloorStream),
         idx(|c| *c == Config::FloorBatch),
         idx(|c| matches!(c, Config::Wakeviz(_))),
@@ -239,8 +251,9 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
         let col = |ci: usize| v[ci].iter().map(pick).collect::<Vec<_>>();
         let alone = col(0);
         let added = |ci: usize| paired_added(&alone, &col(ci));
-        let (a_fl, a_fs, a_fb, a_wv, a_ag, a_pf) = (
+        let (a_fl, a_fc, a_fs, a_fb, a_wv, a_ag, a_pf) = (
             added(fl),
+            added(fc),
             added(fs),
             added(fb),
             added(wv),
@@ -248,7 +261,7 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
             added(pf),
         );
         let mut line = format!(
-            "  {metric}: median alone {:.3}; added (paired medians): floor {a_fl:+.3}, stream floor {a_fs:+.3}, batch floor {a_fb:+.3}, wakeviz {a_wv:+.3}, wakeviz --aggregate {a_ag:+.3}, perf sched record {a_pf:+.3}",
+            "  {metric}: median alone {:.3}; added (paired medians): floor {a_fl:+.3}, clock floor {a_fc:+.3}, stream floor {a_fs:+.3}, batch floor {a_fb:+.3}, wakeviz {a_wv:+.3}, wakeviz --aggregate {a_ag:+.3}, perf sched record {a_pf:+.3}",
             median(&alone)
         );
         let a_wu = added(wu);
@@ -279,8 +292,18 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
             target("<= 1.5x"),
             x.filter(|_| judged).map(|x| x <= 1.5),
         );
+        // What timing each event costs before anything is written: the 1.5x target sits below
+        // every tracer that timestamps its events whenever this exceeds 1.5x.
+        let (txt, _) = ratio(a_fc, a_fl);
+        sum.add(
+            "16",
+            format!("pipe-1cpu {metric}: clock floor added / floor added"),
+            format!("{txt} ({a_fc:+.3} / {a_fl:+.3})"),
+            "(info: one clock read per hit, nothing sent)",
+            None,
+        );
         // What streaming itself costs, and how far wakeviz is from the least a streaming
-        // tracer pays: the 1.5x target sits below the first whenever it exceeds 1.5x.
+        // tracer pays.
         let (txt, _) = ratio(a_fs, a_fl);
         sum.add(
             "16",

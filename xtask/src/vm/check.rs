@@ -424,20 +424,22 @@ pub fn placement(
                 }
             })
         };
-        let (hit, off) = split(w);
         let (t_hit, t_off) = split(t);
-        let off_pin = w
-            .iter()
-            .filter(|(k, _)| !pinned(k))
-            .map(|(&(cpu, target), n)| {
-                let level = target.and_then(|t| topo.level(cpu, t));
-                let to = target.map_or("?".into(), |t| t.to_string());
-                format!(
-                    "{cpu}->{to} {}={n}",
-                    level.map_or("unknown-cpu", Level::name)
-                )
-            })
-            .collect::<Vec<_>>();
+        // wakeviz's side in one walk: the counts and the off-pin wakeups listed.
+        let (mut hit, mut off, mut off_pin) = (0u64, 0u64, Vec::new());
+        for (&(cpu, target), &n) in w {
+            if pinned(&(cpu, target)) {
+                hit += n;
+                continue;
+            }
+            off += n;
+            let level = target.and_then(|t| topo.level(cpu, t));
+            let to = target.map_or("?".into(), |t| t.to_string());
+            off_pin.push(format!(
+                "{cpu}->{to} {}={n}",
+                level.map_or("unknown-cpu", Level::name)
+            ));
+        }
         let line = format!(
             "  {:<9} cpus {:>2} -> {:<2} {:<13} wakeviz {hit}/{}, tracefs {t_hit}/{}{}{}",
             p.comm,
