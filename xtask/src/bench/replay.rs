@@ -10,6 +10,12 @@
 //!   every `join::Joiner` output; timed around that loop only; rate in placements/s;
 //! - `full`: what `wakeviz --replay FILE --report json` does (analysis with every shadow policy,
 //!   then the report); used for memory.
+//!
+//! With `XTASK_BIN_B=path` (the xtask of another build, e.g. the commit before a change) the
+//! `decode` and `shadow` stages of that build run too, on a recording it writes itself (`synth`,
+//! same topology, size and seed: its own format), alternated with this build's round by round
+//! (the order swaps every round), and the paired ratio of each round's rates is printed: a
+//! before/after that does not depend on which machine runs it.
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -161,7 +167,11 @@ struct Res {
 }
 
 fn run_child(file: &Path, stage: &str) -> anyhow::Result<Res> {
-    let exe = std::env::current_exe()?;
+    run_child_of(&std::env::current_exe()?, file, stage)
+}
+
+/// [`run_child`] with the xtask binary `exe` (this build's, or `XTASK_BIN_B`'s).
+fn run_child_of(exe: &Path, file: &Path, stage: &str) -> anyhow::Result<Res> {
     let f = run_measured(
         Command::new(exe)
             .args(["bench", "--replay-child"])
@@ -171,8 +181,9 @@ fn run_child(file: &Path, stage: &str) -> anyhow::Result<Res> {
     )?;
     if !f.ok() {
         bail!(
-            "replay child {stage} {} failed:\n{}{}",
+            "replay child {stage} {} of {} failed:\n{}{}",
             file.display(),
+            exe.display(),
             f.stdout,
             f.stderr
         );
@@ -195,6 +206,46 @@ fn run_child(file: &Path, stage: &str) -> anyhow::Result<Res> {
     })
 }
 
+/// The recording `bin` (`XTASK_BIN_B`) writes with its own `synth`: the same topology, size
+/// and seed as [`synth_file`]'s, in that build's format. Written afresh every run, since a
+/// path says nothing about which build made it.
+fn synth_file_of(ctx: &Ctx, bin: &Path, events: u64) -> anyhow::Result<PathBuf> {
+    let path = ctx.out.join(format!("synth-B-{events}-seed{SEED}.wvz"));
+    let _ = std::fs::remove_file(&path);
+    let f = run_measured(
+        Command::new(bin)
+            .arg("synth")
+            .arg("--topology")
+            .arg(ctx.root.join(NPS4))
+            .args(["--events", &events.to_string(), "--seed", &SEED.to_string()])
+            .arg("--out")
+            .arg(&path),
+        Duration::from_secs(600),
+    )?;
+    if !f.ok() {
+        bail!(
+            "{} synth failed (XTASK_BIN_B must be an xtask binary):\n{}{}",
+            bin.display(),
+            f.stdout,
+            f.stderr
+        );
+    }
+    println!("  XTASK_BIN_B {}: {}", bin.display(), f.stdout.trim());
+    Ok(path)
+}
+
+/// Stages compared with `XTASK_BIN_B`: the two with targets of their own.
+const B_STAGES: [&str; 2] = ["decode", "shadow"];
+
+/// A stage's judged rate: placements/s for `shadow`, events/s otherwise.
+fn stage_rate(stage: &str, r: &Res) -> f64 {
+    if stage == "shadow" {
+        r.placements / r.stage_cpu
+    } else {
+        r.events / r.stage_cpu
+    }
+}
+
 pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
     let (small, big) = if ctx.quick {
         (1_000_000u64, 10_000_000u64)
@@ -207,12 +258,45 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
     );
     let fs = synth_file(ctx, small)?;
     let fb = synth_file(ctx, big)?;
+    let bin_b = std::env::var_os("XTASK_BIN_B").map(PathBuf::from);
+    let fs_b = match &bin_b {
+        Some(b) => Some((b.clone(), synth_file_of(ctx, b, small)?)),
+        None => None,
+    };
+    // (stage, this build's result, B's) per round, on the smaller file.
+    let mut paired: Vec<(&str, Res, Res)> = Vec::new();
     let mut res: Vec<(u64, &str, Res)> = Vec::new();
     let plan: Vec<(u64, &Path, usize)> = vec![(small, &fs, rounds), (big, &fb, 1)];
     for (n, file, r) in plan {
         for round in 1..=r {
             for st in STAGES {
+                let with_b = fs_b
+                    .as_ref()
+                    .filter(|_| n == small && B_STAGES.contains(&st));
+                // B first in even rounds, so neither build always runs right after the other.
+                let b_first = match with_b {
+                    Some((bin, file_b)) if round % 2 == 0 => Some(run_child_of(bin, file_b, st)?),
+                    _ => None,
+                };
                 let x = run_child(file, st)?;
+                let b_res = match (with_b, b_first) {
+                    (_, Some(y)) => Some(y),
+                    (Some((bin, file_b)), None) => Some(run_child_of(bin, file_b, st)?),
+                    (None, None) => None,
+                };
+                if let Some(y) = &b_res {
+                    let unit = if st == "shadow" {
+                        "placements"
+                    } else {
+                        "events"
+                    };
+                    println!(
+                        "  {n:>9} r{round} {st:<8} XTASK_BIN_B: stage {:.3} s CPU, {} {unit}/s",
+                        y.stage_cpu,
+                        mega(stage_rate(st, y)),
+                    );
+                    paired.push((st, x.clone(), y.clone()));
+                }
                 let what = match st {
                     "shadow" => format!(
                         "{:.0} placements ({:.0} evaluated), {} placements/s",
@@ -298,6 +382,25 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
         "(info)",
         None,
     );
+    for st in B_STAGES {
+        let pairs: Vec<_> = paired.iter().filter(|p| p.0 == st).collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let (ra, rb): (Vec<f64>, Vec<f64>) = pairs
+            .iter()
+            .map(|(_, a, b)| (stage_rate(st, a), stage_rate(st, b)))
+            .unzip();
+        let ratios: Vec<f64> = ra.iter().zip(&rb).map(|(a, b)| a / b).collect();
+        let (a, b) = (median(&ra), median(&rb));
+        sum.add(
+            "5",
+            format!("{st}, this build / XTASK_BIN_B, {small} events, paired rounds alternated"),
+            format!("{:.3}x ({} vs {})", median(&ratios), mega(a), mega(b)),
+            "(info: before/after on one machine)",
+            None,
+        );
+    }
     for st in STAGES {
         let hs = pick(small, st).iter().map(|r| r.hwm_kb).fold(0.0, f64::max);
         let hb = pick(big, st).iter().map(|r| r.hwm_kb).fold(0.0, f64::max);
