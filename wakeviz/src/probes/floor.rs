@@ -2,9 +2,9 @@
 //! floor`): attaches one of the floors of `wakeviz-ebpf/src/floor.rs` on every sched tracepoint
 //! the streaming probes use, and nothing else, until SIGINT/SIGTERM. `empty` is the floor no
 //! tracer on these hooks can go below; `clock` (one `bpf_ktime_get_ns` per hit, nothing sent)
-//! the floor of any tracer that timestamps each event; `stream` (a clock read and one record per hit, drained and
-//! thrown away here as wakeviz's drain threads would read it) is the floor of any tracer that
-//! streams one timestamped record per hit; `batch` the same records sent 32 at a time (the
+//! the floor of any tracer that timestamps each event; `stream` (a clock read and one record
+//! per hit, drained and thrown away here as wakeviz's drain threads would read it) is the floor
+//! of any tracer that streams one timestamped record per hit; `batch` the same records sent 32 at a time (the
 //! drain counts ring records, so batches there).
 use std::time::Duration;
 
@@ -36,6 +36,11 @@ impl Floor {
             Self::Batch => floor_program::BATCH,
         }
     }
+
+    /// Whether its programs write the ring (which then needs room and a drain).
+    const fn sends(self) -> bool {
+        matches!(self, Self::Stream | Self::Batch)
+    }
 }
 
 /// Loads the object and attaches every program of `floor`; any failure is an error, since a
@@ -45,12 +50,9 @@ pub fn attach(floor: Floor) -> anyhow::Result<Ebpf> {
     let btf = Btf::from_sys_fs().context("the floor needs the kernel's BTF (tp_btf programs)")?;
     let mut loader = EbpfLoader::new();
     loader.btf(Some(&btf));
-    // The empty and clock floors never write the ring: keep it small. The streaming one gets wakeviz's
-    // default size, so it drops nothing between two polls either.
-    let ring = match floor {
-        Floor::Empty | Floor::Clock => 1 << 16,
-        Floor::Stream | Floor::Batch => 16 << 20,
-    };
+    // A floor that never writes the ring keeps it small. The sending ones get wakeviz's
+    // default size, so they drop nothing between two polls either.
+    let ring = if floor.sends() { 16 << 20 } else { 1 << 16 };
     loader.map_max_entries(map::EVENTS, ring);
     let mut ebpf = load_object(&mut loader, &[])?;
     for (tp, prog) in floor.programs() {
@@ -65,14 +67,13 @@ pub fn attach(floor: Floor) -> anyhow::Result<Ebpf> {
 pub fn run(floor: Floor) -> anyhow::Result<()> {
     crate::signals::install();
     let mut ebpf = attach(floor)?;
-    let mut ring = match floor {
-        Floor::Empty | Floor::Clock => None,
-        Floor::Stream | Floor::Batch => {
-            let m = ebpf
-                .take_map(map::EVENTS)
-                .context("the object has no EVENTS map")?;
-            Some(RingBuf::try_from(m).context("EVENTS is not a ring buffer")?)
-        }
+    let mut ring = if floor.sends() {
+        let m = ebpf
+            .take_map(map::EVENTS)
+            .context("the object has no EVENTS map")?;
+        Some(RingBuf::try_from(m).context("EVENTS is not a ring buffer")?)
+    } else {
+        None
     };
     let points: Vec<&str> = floor.programs().iter().map(|(tp, _)| *tp).collect();
     eprintln!(
@@ -96,11 +97,10 @@ pub fn run(floor: Floor) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     drop(ebpf);
-    match floor {
-        Floor::Empty | Floor::Clock => eprintln!("wakeviz: floor probes detached"),
-        Floor::Stream | Floor::Batch => {
-            eprintln!("wakeviz: floor probes detached; {records} records drained")
-        }
+    if floor.sends() {
+        eprintln!("wakeviz: floor probes detached; {records} records drained");
+    } else {
+        eprintln!("wakeviz: floor probes detached");
     }
     Ok(())
 }

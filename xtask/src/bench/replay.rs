@@ -258,9 +258,8 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
     );
     let fs = synth_file(ctx, small)?;
     let fb = synth_file(ctx, big)?;
-    let bin_b = std::env::var_os("XTASK_BIN_B").map(PathBuf::from);
-    let fs_b = match &bin_b {
-        Some(b) => Some((b.clone(), synth_file_of(ctx, b, small)?)),
+    let fs_b = match std::env::var_os("XTASK_BIN_B").map(PathBuf::from) {
+        Some(b) => Some((synth_file_of(ctx, &b, small)?, b)),
         None => None,
     };
     // (stage, this build's result, B's) per round, on the smaller file.
@@ -270,19 +269,18 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
     for (n, file, r) in plan {
         for round in 1..=r {
             for st in STAGES {
-                let with_b = fs_b
-                    .as_ref()
-                    .filter(|_| n == small && B_STAGES.contains(&st));
-                // B first in even rounds, so neither build always runs right after the other.
-                let b_first = match with_b {
-                    Some((bin, file_b)) if round % 2 == 0 => Some(run_child_of(bin, file_b, st)?),
-                    _ => None,
+                let run_b = || {
+                    fs_b.as_ref()
+                        .filter(|_| n == small && B_STAGES.contains(&st))
+                        .map(|(file_b, bin)| run_child_of(bin, file_b, st))
+                        .transpose()
                 };
-                let x = run_child(file, st)?;
-                let b_res = match (with_b, b_first) {
-                    (_, Some(y)) => Some(y),
-                    (Some((bin, file_b)), None) => Some(run_child_of(bin, file_b, st)?),
-                    (None, None) => None,
+                // B first in even rounds, so neither build always runs right after the other.
+                let (x, b_res) = if round % 2 == 0 {
+                    let y = run_b()?;
+                    (run_child(file, st)?, y)
+                } else {
+                    (run_child(file, st)?, run_b()?)
                 };
                 if let Some(y) = &b_res {
                     let unit = if st == "shadow" {
