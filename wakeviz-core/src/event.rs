@@ -321,6 +321,11 @@ pub struct TaskTable {
 }
 
 impl TaskTable {
+    /// Names dropped over the budget (see [`crate::pidmap`]).
+    pub fn evicted(&self) -> u64 {
+        self.names.evicted()
+    }
+
     /// Returns true when this changed the table (a new task or a renamed one).
     pub fn learn(&mut self, t: TaskName) -> bool {
         self.names.insert(t.pid, t.comm) != Some(t.comm)

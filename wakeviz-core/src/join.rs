@@ -64,6 +64,10 @@ struct InFlight {
 }
 
 impl InFlight {
+    fn evicted(&self) -> u64 {
+        self.slots.evicted()
+    }
+
     /// `pid`'s pending wakeup, a fresh (default) one if it has none.
     #[inline]
     fn slot(&mut self, pid: u32) -> &mut Pending {
@@ -105,6 +109,11 @@ pub struct Joiner {
 }
 
 impl Joiner {
+    /// Per-task entries dropped over the budget (see [`crate::pidmap`]).
+    pub fn evicted(&self) -> u64 {
+        self.pending.evicted()
+    }
+
     pub fn new() -> Self {
         Self::default()
     }

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod decode;
 pub mod dump;
 pub mod event;
+pub mod figures;
 pub mod format;
 pub mod horizons;
 pub mod join;

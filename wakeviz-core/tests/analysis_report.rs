@@ -143,7 +143,8 @@ fn json_schema_is_pinned() {
             "decode_errors",
             "unmatched_wakeups",
             "probe_misses",
-            "late_events"
+            "late_events",
+            "evicted_task_entries"
         ])
     );
     assert_eq!(j["drops"]["unmatched_wakeups"], 1);
@@ -273,7 +274,7 @@ fn json_schema_is_pinned() {
     assert_eq!(keys(&p["windows"]), set(&["1s", "10s"]));
     assert_eq!(
         keys(&p["windows"]["1s"]),
-        set(&["span_ns", "from_ns", "to_ns", "placement"])
+        set(&["span_ns", "from_ns", "to_ns", "events", "placement"])
     );
 
     let summary = set(&[

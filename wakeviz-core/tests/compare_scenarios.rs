@@ -202,6 +202,7 @@ fn conditions_and_workload_metrics_are_compared() {
                 higher_is_better: false,
             }],
         });
+        s.refresh_figures();
         s
     };
     let base = Group {

@@ -148,6 +148,8 @@ pub enum Sub {
     Export(crate::export::ExportArgs),
     /// Run a workload under scheduler-feature settings in alternation and compare the runs.
     Experiment(crate::experiment::ExperimentArgs),
+    /// List every figure: the names reports, `diff`, `--fail-if` and /metrics use, with units.
+    Figures,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -192,7 +192,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     }
     let mut conds = Vec::new();
     for c in &a.fail_if {
-        match gate::parse(c) {
+        match gate::parse(c).and_then(|c| gate::check_name(&c).map(|_| c)) {
             Ok(c) => conds.push(c),
             Err(e) => return Ok(usage(e)),
         }

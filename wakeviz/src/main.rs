@@ -69,6 +69,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Experiment(x)) = &cli.workload {
         return experiment::run(x);
     }
+    if let Some(Sub::Figures) = &cli.workload {
+        print_stdout(wakeviz_core::figures::list_text().trim())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(floor) = cli.floor_probes {
         probes::floor::run(floor)?;
         return Ok(ExitCode::SUCCESS);
@@ -190,6 +194,8 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         drop(dash);
         return out.error.map_or(Ok(ExitCode::SUCCESS), Err);
     }
+    // The fold's own count of entries it dropped; modes without a fold read the process's.
+    let mut evicted = None;
     if cli.dump.is_some() {
         let mut d = replay::Dump::new();
         let out = driver::run(src.as_mut(), &mut [&mut d], &opts, None);
@@ -204,6 +210,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         let out = driver::run(src.as_mut(), &mut [&mut a], &opts, None);
         out.error.map_or(Ok(()), Err)?;
         print_report(&a, fmt)?;
+        evicted = Some(a.evicted());
     } else {
         let mut c = replay::Counter::default();
         let out = driver::run(src.as_mut(), &mut [&mut c], &opts, None);
@@ -211,7 +218,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         print_stdout(&replay::counts_text(&c.0))?;
     }
     let mut warnings = src.warnings().to_vec();
-    warnings.extend(budget_warning());
+    warnings.extend(budget_warning(evicted));
     for w in &warnings {
         eprintln!("wakeviz: warning: {w}");
     }
@@ -225,8 +232,8 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
 /// Per-task state is bounded (`pidmap::PID_BUDGET` entries per map, so a file of millions of
 /// distinct pids cannot exhaust memory); when the budget evicted entries, figures for those
 /// tasks are approximate, and the run says so.
-fn budget_warning() -> Option<String> {
-    let n = wakeviz_core::pidmap::evicted_total();
+fn budget_warning(fold: Option<u64>) -> Option<String> {
+    let n = fold.unwrap_or_else(wakeviz_core::pidmap::evicted_total);
     (n > 0).then(|| {
         format!(
             "{n} per-task entries were evicted (more than {} live tasks in one map): wakeups of the evicted tasks are joined or scored approximately",
@@ -403,25 +410,31 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    // Headless report: the same fold the dashboard runs, printed at the end.
-    let mut analysis = cli
-        .report
-        .map(|_| Analysis::new(&analysis_header(src.header(), cli)));
-    let mut schedstat = analysis.as_mut().map(schedstat::Session::start);
+    // The process folds the stream once: the dashboard's fold, else the report's (printed at
+    // the end), else one of its own for `/metrics`; `/metrics` publishes that fold.
+    let mut analysis = (cli.report.is_some() || (server.is_some() && dash.is_none()))
+        .then(|| Analysis::new(&analysis_header(src.header(), cli)));
+    let mut schedstat = match (&mut analysis, cli.report) {
+        (Some(a), Some(_)) => Some(schedstat::Session::start(a)),
+        _ => None,
+    };
     let opts = driver::Options {
         deadline: cli.duration,
         redact: cli.redact_comm,
     };
-    let mut metrics = server.as_ref().map(|s| s.sink(src.header()));
-    let mut sinks: Vec<&mut dyn driver::Sink> = Vec::new();
-    if let Some(m) = metrics.as_mut() {
-        sinks.push(m);
+    if let (Some(s), Some(d)) = (&server, dash.as_mut()) {
+        d.publish_to(s.publisher(d.run_snapshot()));
     }
+    let mut fold = analysis.as_mut().map(|a| serve::Fold {
+        publisher: server.as_ref().map(|s| s.publisher(a.snapshot())),
+        analysis: a,
+    });
+    let mut sinks: Vec<&mut dyn driver::Sink> = Vec::new();
     if let Some(r) = rec.as_mut() {
         sinks.push(r);
     }
-    if let Some(a) = analysis.as_mut() {
-        sinks.push(a);
+    if let Some(f) = fold.as_mut() {
+        sinks.push(f);
     }
     if let Some(d) = dash.as_mut() {
         sinks.push(d);
@@ -438,6 +451,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     let out = driver::run(&mut live, &mut sinks, &opts, None);
     drop(sinks);
+    drop(fold);
     if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
         s.finish(a);
     }
@@ -472,7 +486,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         written,
     };
     eprintln!("wakeviz: {}", summary.text());
-    if let Some(w) = budget_warning() {
+    if let Some(w) = budget_warning(analysis.as_ref().map(Analysis::evicted)) {
         eprintln!("wakeviz: warning: {w}");
     }
     if cli.bpf_stats {

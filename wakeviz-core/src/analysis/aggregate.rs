@@ -218,6 +218,7 @@ pub fn snapshot(header: &Header, k: &KernelCounters, now_ns: u64) -> Snapshot {
         *v = latency_summary(&k.hist(hist::BY_LEVEL + i as u32), WAKE_UNIT_NS);
     }
     w.new_task = latency_summary(&k.hist(hist::NEW_TASK), WAKE_UNIT_NS);
+    s.refresh_figures();
     s
 }
 

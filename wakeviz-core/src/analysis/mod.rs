@@ -321,6 +321,7 @@ impl Analysis {
         self.first_ts.get_or_insert(ts);
         self.last_ts = self.last_ts.max(ts);
         self.win1.advance(ts, Some(&mut self.win10));
+        self.win1.head().events[e.kind().index()] += 1;
         self.seen += 1;
         if self.seen.is_multiple_of(1 << 16) {
             let now = self.last_ts;
@@ -489,6 +490,18 @@ impl Analysis {
             c.vs_waker.map_or(NO_LEVEL, |l| l.index() as u8)
         };
         self.wake.pending.insert(p.pid, (p.wakeup_ts_ns, lvl));
+    }
+
+    /// Per-task entries this fold dropped because a map was over its budget: the figures of
+    /// those tasks are approximate (see [`crate::pidmap`]).
+    pub fn evicted(&self) -> u64 {
+        self.joiner.evicted()
+            + self.tasks.evicted()
+            + self.wake.pending.evicted()
+            + self
+                .shadow
+                .as_ref()
+                .map_or(0, crate::shadow::ShadowEval::evicted)
     }
 
     /// Counts per event kind so far.

@@ -26,7 +26,8 @@ use crate::{
 ///    placement figures and the shadow rows cover, and why not the rest); `own_threads`;
 ///    `shadow.excluded.no_select` / `runnable_at_waking`; percentiles at one precision;
 ///    `series`, `matrix`, `tasks`.
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: `figures`: every registered figure by name, with its unit, kind and why it is n/a.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.
@@ -72,6 +73,9 @@ pub struct Drops {
     pub probe_misses: u64,
     /// Events left out because they arrived behind the merge's watermark (several rings).
     pub late_events: u64,
+    /// Per-task entries the fold dropped over its budget (more live tasks than a map holds):
+    /// the figures of those tasks are joined or scored approximately.
+    pub evicted_task_entries: u64,
     /// Per ring buffer, when there were several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rings: Vec<crate::format::RingStats>,
@@ -186,6 +190,8 @@ pub struct WindowSection {
     pub span_ns: u64,
     pub from_ns: u64,
     pub to_ns: u64,
+    /// Every event of the window, per kind (unfiltered).
+    pub events: EventCounts,
     pub placement: PlacementCounts,
     #[serde(skip)]
     pub scan: LatencySummary,
@@ -313,6 +319,17 @@ pub struct Snapshot {
     pub matrix: super::matrix::MatrixSection,
     /// Wakers and wakees (cumulative, follows the filter).
     pub tasks: super::tasks::TaskSection,
+    /// Every registered figure of this snapshot ([`crate::figures`]): what the diff, the gates,
+    /// `/metrics` and the reports' figure lists read.
+    pub figures: crate::figures::Figures,
+}
+
+impl Snapshot {
+    /// Recomputes [`Snapshot::figures`] from the sections, after one was replaced (the
+    /// in-kernel aggregate fills the latency sections from its own histograms).
+    pub fn refresh_figures(&mut self) {
+        self.figures = crate::figures::Figures(crate::figures::evaluate(self));
+    }
 }
 
 pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu shares an LLC with waker_cpu but not with prev_cpu \
@@ -339,6 +356,7 @@ fn window(
         // Never before the stream began (the oldest slots of a young window are empty).
         from_ns: from.unwrap_or(0).max(first_ns.unwrap_or(0)),
         to_ns,
+        events: EventCounts(m.events),
         placement: m.placement,
         scan: LatencySummary::of(&m.scan, SCAN_UNIT_NS),
         wakeup_latency: LatencySummary::of(&m.wakeup_latency, WAKE_UNIT_NS),
@@ -381,7 +399,7 @@ impl Analysis {
             .collect();
         let available = self.events[Kind::Select.index()] > 0;
         let h = &self.header;
-        Snapshot {
+        let mut snap = Snapshot {
             schema_version: SCHEMA_VERSION,
             recording: RecordingSection {
                 format_version: h.format_version,
@@ -411,6 +429,7 @@ impl Analysis {
                 unmatched_wakeups: self.joiner.unmatched_wakeups,
                 probe_misses: s.probe_misses,
                 late_events: s.late_events,
+                evicted_task_entries: self.evicted(),
                 rings: s.rings.clone(),
                 batches: s.batches.as_deref().cloned(),
                 max_hold_ns: s.max_hold_ns,
@@ -511,6 +530,9 @@ impl Analysis {
             series: self.series.section(self.last_ts),
             matrix: self.matrix.section(),
             tasks: self.task_stats.section(&self.tasks),
-        }
+            figures: crate::figures::Figures::default(),
+        };
+        snap.refresh_figures();
+        snap
     }
 }

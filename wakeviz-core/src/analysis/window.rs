@@ -7,6 +7,8 @@ use super::{latency::Hist, placement::PlacementCounts};
 /// What one slot of a window holds.
 #[derive(Clone)]
 pub struct WindowSlot {
+    /// Events per kind (every event, whatever the filter: the capture's rate).
+    pub events: [u64; 6],
     pub placement: PlacementCounts,
     pub scan: Hist,
     pub wakeup_latency: Hist,
@@ -15,6 +17,7 @@ pub struct WindowSlot {
 impl Default for WindowSlot {
     fn default() -> Self {
         Self {
+            events: [0; 6],
             placement: PlacementCounts::default(),
             scan: Hist::coarse(),
             wakeup_latency: Hist::coarse(),
@@ -24,16 +27,23 @@ impl Default for WindowSlot {
 
 impl WindowSlot {
     fn clear(&mut self) {
+        self.events = [0; 6];
         self.placement = PlacementCounts::default();
         self.scan.reset();
         self.wakeup_latency.reset();
     }
 
     fn is_empty(&self) -> bool {
-        self.placement.count == 0 && self.scan.is_empty() && self.wakeup_latency.is_empty()
+        self.events.iter().all(|&n| n == 0)
+            && self.placement.count == 0
+            && self.scan.is_empty()
+            && self.wakeup_latency.is_empty()
     }
 
     fn merge(&mut self, o: &Self) {
+        for (a, b) in self.events.iter_mut().zip(o.events) {
+            *a += b;
+        }
         self.placement.merge(&o.placement);
         self.scan.merge(&o.scan);
         self.wakeup_latency.merge(&o.wakeup_latency);

@@ -57,7 +57,7 @@ pub struct Condition {
 pub enum GateError {
     #[error("--fail-if {0:?}: {1}")]
     Syntax(String, String),
-    #[error("--fail-if {0:?}: no figure named {1:?} in this diff{2}")]
+    #[error("--fail-if {0:?}: no figure named {1:?}{2}")]
     UnknownName(String, String, String),
     #[error("--fail-if {0:?}: `pt` applies to shares (names ending in .share); use `%` for {1}")]
     PointsOnNonShare(String, String),
@@ -137,6 +137,40 @@ pub fn parse(text: &str) -> Result<Condition, GateError> {
         unit,
         text: s.into(),
     })
+}
+
+/// Checks `c`'s figure name against the registry ([`crate::figures`]) before any recording is
+/// read: an unknown name, or `pt` on a figure that is not a share, is refused at once.
+pub fn check_name(c: &Condition) -> Result<&'static crate::figures::Def, GateError> {
+    check_name_in(crate::figures::FAMILIES, c)
+}
+
+/// [`check_name`] against the definitions of `families`.
+pub fn check_name_in(
+    families: &[&dyn crate::figures::Family],
+    c: &Condition,
+) -> Result<&'static crate::figures::Def, GateError> {
+    let Some(d) = crate::figures::lookup_in(families, &c.name) else {
+        let head = c.name.split('.').next().unwrap_or("");
+        let near: Vec<&str> = crate::figures::defs_of(families)
+            .map(|d| d.name)
+            .filter(|n| n.split('.').next() == Some(head))
+            .take(4)
+            .collect();
+        let hint = if near.is_empty() {
+            " (`wakeviz figures` lists every name)".into()
+        } else {
+            format!(
+                " (names like: {}; `wakeviz figures` lists them all)",
+                near.join(", ")
+            )
+        };
+        return Err(GateError::UnknownName(c.text.clone(), c.name.clone(), hint));
+    };
+    if c.unit == ChangeUnit::Points && d.unit != crate::figures::DefUnit::Share {
+        return Err(GateError::PointsOnNonShare(c.text.clone(), c.name.clone()));
+    }
+    Ok(d)
 }
 
 /// A condition checked against a diff.

@@ -149,6 +149,7 @@ pub fn diff(groups: &[Group], only: &[Section]) -> DiffReport {
     for (gi, g) in groups.iter().enumerate() {
         for s in &g.runs {
             for f in figures::extract(s) {
+                let f = f.clone();
                 if !wanted(f.section)
                     || (f.topology_bound && !same_topology)
                     || (f.section == Section::Schedstat && !all_schedstat)

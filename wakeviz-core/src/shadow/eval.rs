@@ -65,7 +65,22 @@ pub struct ShadowEval {
     pub(super) hz: HzClock,
 }
 
+thread_local! {
+    static BUILT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Evaluators built on this thread so far: a run must fold its stream once, and every
+/// evaluator runs every policy on every wakeup, so tests count them.
+pub fn evaluators_built() -> u64 {
+    BUILT.with(std::cell::Cell::get)
+}
+
 impl ShadowEval {
+    /// Per-task entries the evaluator dropped over the budget (see [`crate::pidmap`]).
+    pub fn evicted(&self) -> u64 {
+        self.state.evicted() + self.park.evicted()
+    }
+
     pub fn new(header: &Header) -> Self {
         Self::with_policies(header, policies::registry)
     }
@@ -75,6 +90,7 @@ impl ShadowEval {
         header: &Header,
         registry: impl FnOnce(&ShadowTopo) -> Vec<Box<dyn Policy>>,
     ) -> Self {
+        BUILT.with(|b| b.set(b.get() + 1));
         let mut topo = ShadowTopo::new(
             &header.topology,
             topo::reclaim_distance_for(header.cpu_vendor.as_deref()),

@@ -51,7 +51,7 @@ mod watch;
 use serde::Serialize;
 
 pub use self::{
-    eval::{PolicyId, ShadowEval},
+    eval::{PolicyId, ShadowEval, evaluators_built},
     flavour::{flavour_of_features, kernel_flavour, kernel_policy, wake_wide},
     report::{DEFAULT_PROBE_NS, DecisionTime, PolicyRow, ProbeCostSource, ShadowReport},
     tally::{Scored, Tally},

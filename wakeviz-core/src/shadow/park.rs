@@ -47,6 +47,10 @@ pub(super) struct Parking {
 }
 
 impl Parking {
+    pub(super) fn evicted(&self) -> u64 {
+        self.pending.evicted()
+    }
+
     pub fn new(policies: usize, words: usize) -> Self {
         Self {
             np: policies,

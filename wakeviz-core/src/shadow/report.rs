@@ -383,7 +383,7 @@ impl ShadowEval {
         let kname = self
             .policies
             .get(self.kernel.0)
-            .map_or("sis_util", |p| p.name());
+            .map_or(super::policies::name::SIS_UTIL, |p| p.name());
         ShadowReport {
             open_loop: true,
             filtered: subset.is_some(),

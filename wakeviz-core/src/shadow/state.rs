@@ -149,6 +149,11 @@ pub struct State {
 }
 
 impl State {
+    /// Tasks dropped over the budget (see [`crate::pidmap`]).
+    pub fn evicted(&self) -> u64 {
+        self.tasks.evicted()
+    }
+
     pub fn new(t: &ShadowTopo) -> Self {
         let n = t.bound;
         let idle = t.online.clone();

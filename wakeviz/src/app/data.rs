@@ -1,31 +1,26 @@
 //! The dashboard's side of the data: the shared [`Analysis`] fold and the [`Snapshot`] the
 //! views draw from. The views read the snapshot only (plus their own view state): every figure
 //! they show is the one the text report and the JSON show for the same stream and filter.
-//! The one thing computed here is the event rate, a difference of two snapshots over stream
-//! time. Everything is a function of the event stream, so a replay shows what the live view
-//! showed at that point of the trace.
-use std::{collections::VecDeque, path::PathBuf};
+//! Everything, the event rates included, is a function of the event stream, so a replay shows
+//! what the live view showed at that point of the trace.
+use std::path::PathBuf;
 
 use wakeviz_core::{
     analysis::{Analysis, Filter, Snapshot},
+    event::Kind,
     format::Header,
     source::Batch,
 };
 
-/// Event counts at a point of stream time, for rates.
-#[derive(Clone, Copy, Debug)]
-struct Sample {
-    ts: u64,
-    counts: [u64; 6],
-}
-
-/// Rates are taken over at least this much stream time (or everything, when less was seen).
-const RATE_SPAN_NS: u64 = 1_000_000_000;
-
 pub struct Data {
     header: Header,
+    /// The run's one fold: what `/metrics` publishes and, without a view, what the views show.
+    /// A replay's filter and range apply to it (the replay refolds from the start).
     analysis: Analysis,
-    samples: VecDeque<Sample>,
+    /// Live only: a filter or a reset made during the run folds from that moment into a view
+    /// of its own, so the run's published figures are never reset.
+    view: Option<Analysis>,
+    live: bool,
     /// Display figures, refreshed by [`Data::refresh`].
     pub snap: Snapshot,
     /// Events per second of stream time, per kind.
@@ -34,13 +29,14 @@ pub struct Data {
 }
 
 impl Data {
-    pub fn new(header: &Header) -> Self {
+    pub fn new(header: &Header, live: bool) -> Self {
         let analysis = Analysis::new(header);
         let snap = analysis.snapshot();
         Self {
             header: header.clone(),
             analysis,
-            samples: VecDeque::new(),
+            view: None,
+            live,
             snap,
             rates: [0.0; 6],
             dirty: true,
@@ -51,40 +47,70 @@ impl Data {
         &self.header
     }
 
+    /// What the views show: the live view, else the run's fold.
+    fn shown(&self) -> &Analysis {
+        self.view.as_ref().unwrap_or(&self.analysis)
+    }
+
     pub fn filter(&self) -> Option<&Filter> {
-        self.analysis.filter()
+        self.shown().filter()
     }
 
-    /// The `--report text` of what is folded now.
+    /// The `--report text` of what is shown now.
     pub fn report_text(&self) -> String {
-        self.analysis.report_text()
+        self.shown().report_text()
     }
 
-    /// The `--report json` of what is folded now.
+    /// The `--report json` of what is shown now.
     pub fn report_json(&self) -> serde_json::Value {
-        self.analysis.report_json()
+        self.shown().report_json()
+    }
+
+    /// The run's figures, whatever the views show (what `/metrics` serves).
+    pub fn run_snapshot(&self) -> Snapshot {
+        match self.view {
+            None if !self.dirty => self.snap.clone(),
+            _ => self.analysis.snapshot(),
+        }
     }
 
     /// Folds one batch.
     pub fn on_batch(&mut self, b: &Batch) {
         self.analysis.on_batch(b);
+        if let Some(v) = self.view.as_mut() {
+            v.on_batch(b);
+        }
         self.dirty = true;
     }
 
-    /// Restricts every view to matching wakees; the filtered figures restart from zero.
+    /// Restricts every view to matching wakees; the filtered figures restart from zero (live:
+    /// in a view of their own; clearing the filter shows the run's whole figures again).
     pub fn set_filter(&mut self, f: Option<Filter>) {
-        self.analysis.set_filter(f);
-        self.dirty = true;
-    }
-
-    /// Starts every counter from zero (keeps the filter).
-    pub fn reset(&mut self) {
-        let f = self.analysis.filter().cloned();
-        self.analysis = Analysis::new(&self.header);
-        if f.is_some() {
+        if self.live {
+            self.view = f.map(|f| {
+                let mut v = Analysis::new(&self.header);
+                v.set_filter(Some(f));
+                v
+            });
+        } else {
             self.analysis.set_filter(f);
         }
-        self.samples.clear();
+        self.dirty = true;
+    }
+
+    /// Starts every counter shown from zero (keeps the filter). Live, the run's own fold
+    /// goes on for `/metrics` and the report.
+    pub fn reset(&mut self) {
+        let f = self.filter().cloned();
+        let mut fresh = Analysis::new(&self.header);
+        if f.is_some() {
+            fresh.set_filter(f);
+        }
+        if self.live {
+            self.view = Some(fresh);
+        } else {
+            self.analysis = fresh;
+        }
         self.dirty = true;
     }
 
@@ -94,45 +120,17 @@ impl Data {
             return;
         }
         self.dirty = false;
-        self.snap = self.analysis.snapshot();
+        self.snap = self.shown().snapshot();
         self.sample_rates();
     }
 
+    /// The event rates of the last second of stream time: the fold's figures, so a replay
+    /// shows the same rates at the same point whatever the refresh cadence.
     fn sample_rates(&mut self) {
-        let now = Sample {
-            ts: self.snap.placement.last_ts_ns,
-            counts: self.snap.events.0,
-        };
-        let Some(first) = self.snap.placement.first_ts_ns else {
-            self.rates = [0.0; 6];
-            return;
-        };
-        if self.samples.is_empty() {
-            self.samples.push_back(Sample {
-                ts: first,
-                counts: [0; 6],
-            });
-        }
-        while self.samples.len() > 1
-            && self
-                .samples
-                .get(1)
-                .is_some_and(|s| now.ts.saturating_sub(s.ts) >= RATE_SPAN_NS)
-        {
-            self.samples.pop_front();
-        }
-        if let Some(old) = self.samples.front() {
-            let dt = now.ts.saturating_sub(old.ts);
-            for (i, r) in self.rates.iter_mut().enumerate() {
-                *r = if dt == 0 {
-                    0.0
-                } else {
-                    now.counts[i].saturating_sub(old.counts[i]) as f64 * 1e9 / dt as f64
-                };
-            }
-        }
-        if self.samples.back().is_none_or(|s| s.ts < now.ts) {
-            self.samples.push_back(now);
+        let figures = &self.snap.figures;
+        for (k, r) in Kind::ALL.iter().zip(self.rates.iter_mut()) {
+            let name = format!("events.{}.rate_1s", k.name());
+            *r = figures.get(&name).and_then(|f| f.value).unwrap_or(0.0);
         }
     }
 }

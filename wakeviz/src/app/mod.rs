@@ -194,7 +194,7 @@ impl App {
             view: View::Overview,
             mode: Mode::Normal,
             source,
-            data: Data::new(header),
+            data: Data::new(header, pacer.is_none()),
             paused: false,
             window: Window::Cumulative,
             filter_input: String::new(),

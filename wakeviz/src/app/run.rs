@@ -101,6 +101,8 @@ pub struct Dashboard {
     pub app: App,
     guard: TerminalGuard,
     last_draw: Option<Instant>,
+    /// `--serve`: where the dashboard's fold is published.
+    publisher: Option<crate::serve::Publisher>,
 }
 
 impl Dashboard {
@@ -112,6 +114,7 @@ impl Dashboard {
             app,
             guard,
             last_draw: None,
+            publisher: None,
         })
     }
 
@@ -144,13 +147,33 @@ impl Dashboard {
     }
 }
 
+impl Dashboard {
+    /// Serves the dashboard's fold at `/metrics` (its filter and resets are views, not
+    /// published).
+    pub fn publish_to(&mut self, p: crate::serve::Publisher) {
+        self.publisher = Some(p);
+    }
+
+    /// The run's figures as `/metrics` serves them.
+    pub fn run_snapshot(&self) -> wakeviz_core::analysis::Snapshot {
+        self.app.data.run_snapshot()
+    }
+}
+
 impl Sink for Dashboard {
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        if let Some(p) = self.publisher.as_mut() {
+            p.changed();
+        }
         self.app.on_batch(b)
     }
 
     fn on_turn(&mut self, src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
         self.app.on_turn(src, t)?;
+        if let Some(p) = self.publisher.as_mut() {
+            let data = &self.app.data;
+            p.offer(t.ended, || data.run_snapshot());
+        }
         if terminal::gone() {
             // SIGHUP, or the terminal's other end closed (tmux killed, ssh dropped): end now,
             // as if `q` had been pressed, so the probes detach and the recording is finalised.

@@ -117,8 +117,71 @@ impl Collector for SnapshotCollector {
         rings(&mut e, s)?;
         placement(&mut e, s)?;
         latency(&mut e, s)?;
-        shadow(&mut e, s)
+        shadow(&mut e, s)?;
+        figures(&mut e, s)
     }
+}
+
+/// Every registered figure with a value, under its registry name as the `figure` label (the
+/// name `wakeviz diff` and `--fail-if` take), one family per unit: counts as counters, shares
+/// as ratios, latencies in seconds, rates per second, anything else as a value with its unit.
+/// A figure that is n/a has no series, rather than a false 0.
+fn figures(e: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), fmt::Error> {
+    use wakeviz_core::figures::{FigureKind, Unit as FigUnit};
+    let mut counts: Vec<(Labels, u64)> = Vec::new();
+    let mut ratios: Vec<(Labels, f64)> = Vec::new();
+    let mut seconds: Vec<(Labels, f64)> = Vec::new();
+    let mut rates: Vec<(Labels, f64)> = Vec::new();
+    let mut values: Vec<(Labels, f64)> = Vec::new();
+    for f in &s.figures.0 {
+        let Some(v) = f.value else { continue };
+        let label = vec![("figure", f.name.clone())];
+        match (&f.unit, f.def.kind) {
+            (FigUnit::Count, FigureKind::Count) => counts.push((label, v as u64)),
+            (FigUnit::Share, _) => ratios.push((label, v / 100.0)),
+            (FigUnit::Ns, _) => seconds.push((label, v / 1e9)),
+            (FigUnit::Us, _) => seconds.push((label, v / 1e6)),
+            (FigUnit::PerSec, _) => rates.push((label, v)),
+            (u, _) => {
+                let mut l = label;
+                l.push(("unit", u.label().to_string()));
+                values.push((l, v));
+            }
+        }
+    }
+    counters(
+        e,
+        "wakeviz_figure_count",
+        "Counted figures by registry name (`wakeviz figures` lists them)",
+        &counts,
+    )?;
+    gauges(
+        e,
+        "wakeviz_figure_share",
+        "Share figures by registry name, as a ratio (the reports print percent)",
+        &ratios,
+    )?;
+    typed_gauges(
+        e,
+        "wakeviz_figure_latency",
+        "Latency figures (percentiles, means) by registry name, in seconds",
+        Some(&Unit::Seconds),
+        &seconds,
+    )?;
+    typed_gauges(
+        e,
+        "wakeviz_figure_rate",
+        "Rate figures by registry name, per second of stream time",
+        None,
+        &rates,
+    )?;
+    typed_gauges(
+        e,
+        "wakeviz_figure_value",
+        "Other figures by registry name (workload metrics, probe counts) in the unit labelled",
+        None,
+        &values,
+    )
 }
 
 /// Per ring buffer (several rings only: one ring is the totals above) and the merge's late
@@ -411,6 +474,20 @@ fn gauges(
 ) -> Result<(), fmt::Error> {
     let unit = Unit::Other("ratio".into());
     let mut m = e.encode_descriptor(name, help, Some(&unit), MetricType::Gauge)?;
+    for (labels, v) in series {
+        ConstGauge::new(*v).encode(m.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn typed_gauges(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: &[(Labels, f64)],
+) -> Result<(), fmt::Error> {
+    let mut m = e.encode_descriptor(name, help, unit, MetricType::Gauge)?;
     for (labels, v) in series {
         ConstGauge::new(*v).encode(m.encode_family(labels)?)?;
     }

@@ -1,6 +1,7 @@
-//! `--serve ADDR`: an OpenMetrics `/metrics` endpoint (issue 14, part 3).
+//! `--serve ADDR`: an OpenMetrics `/metrics` endpoint.
 //!
-//! Whoever produces figures (the streaming [`MetricsSink`] here, or an in-kernel aggregate)
+//! Whoever produces figures (the process's one fold through a [`Publisher`], or an in-kernel
+//! aggregate)
 //! hands the server a whole [`Snapshot`]; a scrape encodes the latest one ([`metrics`]), so
 //! every series of one scrape comes from the same moment, and the capture never waits on a
 //! client: publishing swaps an `Arc` under a lock the server holds only to clone that `Arc`.
@@ -19,7 +20,6 @@ use std::{
 use anyhow::Context as _;
 use wakeviz_core::{
     analysis::{Analysis, Snapshot},
-    format::Header,
     source::{Batch, EventSource},
 };
 
@@ -92,6 +92,7 @@ impl Server {
     }
 
     /// [`Server::publish`] without waiting: the snapshot comes back if a scrape holds the lock.
+    #[cfg(test)]
     pub fn try_publish(&self, snap: Arc<Snapshot>) -> Result<(), Arc<Snapshot>> {
         match self.slot.latest.try_lock() {
             Ok(mut g) => {
@@ -106,9 +107,16 @@ impl Server {
         }
     }
 
-    /// A driver sink that folds the stream with its own [`Analysis`] and publishes here.
-    pub fn sink(&self, header: &Header) -> MetricsSink<'_> {
-        MetricsSink::new(self, header)
+    /// What publishes to this endpoint the snapshots of a fold it does not own; `first` (the
+    /// fold before any event) is served at once, so scrapes see the capture's probes and
+    /// topology from its first moment.
+    pub fn publisher(&self, first: Snapshot) -> Publisher {
+        self.publish(Arc::new(first));
+        Publisher {
+            slot: Arc::clone(&self.slot),
+            published: Some(Instant::now()),
+            dirty: false,
+        }
     }
 }
 
@@ -129,47 +137,59 @@ impl Drop for Server {
     }
 }
 
-/// Folds every batch and publishes a snapshot at most every [`PUBLISH_EVERY`].
-pub struct MetricsSink<'a> {
-    server: &'a Server,
-    analysis: Analysis,
-    published: Instant,
+/// Publishes the snapshots of the process's one fold (the dashboard's, the report's, or a
+/// [`Fold`] of its own) at most every [`PUBLISH_EVERY`], and at once when the stream ends: the
+/// endpoint never folds the stream a second time, so `/metrics` and the dashboard agree.
+pub struct Publisher {
+    slot: Arc<Slot>,
+    published: Option<Instant>,
     dirty: bool,
 }
 
-impl<'a> MetricsSink<'a> {
-    fn new(server: &'a Server, header: &Header) -> Self {
-        let analysis = Analysis::new(header);
-        // Scrapes see the capture (probes, topology, zero counts) from its first moment.
-        server.publish(Arc::new(analysis.snapshot()));
-        Self {
-            server,
-            analysis,
-            published: Instant::now(),
-            dirty: false,
+impl Publisher {
+    /// The fold took a batch.
+    pub fn changed(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Publishes `snap()` when something changed and one is due (or the stream `ended`); a
+    /// scrape holding the slot makes it try again on the next turn.
+    pub fn offer(&mut self, ended: bool, snap: impl FnOnce() -> Snapshot) {
+        let due = self.published.is_none_or(|p| p.elapsed() >= PUBLISH_EVERY);
+        if !(self.dirty && (ended || due)) {
+            return;
         }
+        match self.slot.latest.try_lock() {
+            Ok(mut g) => Slot::put(&mut g, Arc::new(snap())),
+            // Only swaps happen under the lock: a poisoned one still holds a whole value.
+            Err(TryLockError::Poisoned(p)) => Slot::put(&mut p.into_inner(), Arc::new(snap())),
+            Err(TryLockError::WouldBlock) => return,
+        }
+        self.published = Some(Instant::now());
+        self.dirty = false;
     }
 }
 
-impl Sink for MetricsSink<'_> {
+/// A fold that publishes: the report's [`Analysis`] (borrowed, printed after the run), or one
+/// of its own when nothing else folds (a headless `--serve`).
+pub struct Fold<'a> {
+    pub analysis: &'a mut Analysis,
+    pub publisher: Option<Publisher>,
+}
+
+impl Sink for Fold<'_> {
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         self.analysis.on_batch(b);
-        self.dirty = true;
+        if let Some(p) = self.publisher.as_mut() {
+            p.changed();
+        }
         Ok(())
     }
 
     fn on_turn(&mut self, _src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
-        // The end of the stream is published at once: the last scrapes see the whole run.
-        if self.dirty && (t.ended || self.published.elapsed() >= PUBLISH_EVERY) {
-            // Busy (a scrape is cloning the previous one): the next turn tries again.
-            if self
-                .server
-                .try_publish(Arc::new(self.analysis.snapshot()))
-                .is_ok()
-            {
-                self.published = Instant::now();
-                self.dirty = false;
-            }
+        if let Some(p) = self.publisher.as_mut() {
+            let a = &*self.analysis;
+            p.offer(t.ended, || a.snapshot());
         }
         Ok(Flow::Continue)
     }

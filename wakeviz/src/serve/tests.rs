@@ -162,7 +162,7 @@ fn dropping_the_server_closes_the_port() {
 }
 
 #[test]
-fn the_sink_publishes_what_the_report_folds_and_at_most_twice_a_second() {
+fn the_report_fold_publishes_itself_at_most_twice_a_second() {
     use wakeviz_core::{
         analysis::Analysis,
         source::{EventSource as _, ReplaySource},
@@ -172,18 +172,28 @@ fn the_sink_publishes_what_the_report_folds_and_at_most_twice_a_second() {
     let path = crate::app::tests::recording(dir.path(), &topo, 50_000);
     let srv = server();
     let mut src = ReplaySource::open(&path).expect("open");
+    let built = wakeviz_core::shadow::evaluators_built();
     let mut report = Analysis::new(src.header());
-    let mut sink = srv.sink(src.header());
+    let publisher = srv.publisher(report.snapshot());
     let first = srv.slot.latest().expect("published at once");
     assert_eq!((first.seq, first.snap.placement.wakeups.count), (1, 0));
+    let mut fold = super::Fold {
+        analysis: &mut report,
+        publisher: Some(publisher),
+    };
     let t = Instant::now();
     let out = crate::driver::run(
         &mut src,
-        &mut [&mut sink, &mut report],
+        &mut [&mut fold],
         &crate::driver::Options::default(),
         None,
     );
     assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        wakeviz_core::shadow::evaluators_built() - built,
+        1,
+        "the report and /metrics share one fold"
+    );
     let last = srv.slot.latest().expect("published");
     let want = report.snapshot();
     assert!(want.placement.wakeups.count > 1000);
@@ -193,5 +203,52 @@ fn the_sink_publishes_what_the_report_folds_and_at_most_twice_a_second() {
         last.seq >= 2 && last.seq <= most,
         "{} publications",
         last.seq
+    );
+}
+
+/// The dashboard's fold is the one `/metrics` serves; a filter or a reset made in the dashboard
+/// folds into a view of its own and never resets the published figures.
+#[test]
+fn the_dashboard_fold_is_published_and_its_filter_is_a_view() {
+    use wakeviz_core::{
+        analysis::Filter,
+        source::{EventSource as _, ReplaySource},
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = crate::app::tests::topo();
+    let path = crate::app::tests::recording(dir.path(), &topo, 20_000);
+    let mut src = ReplaySource::open(&path).expect("open");
+    let built = wakeviz_core::shadow::evaluators_built();
+    let mut data = crate::app::data::Data::new(src.header(), true);
+    assert_eq!(wakeviz_core::shadow::evaluators_built() - built, 1);
+    let mut half = true;
+    loop {
+        match src.poll(Duration::ZERO) {
+            wakeviz_core::source::Poll::Batch(b) => {
+                data.on_batch(&b);
+                if half && data.run_snapshot().events.total() > 10_000 {
+                    half = false;
+                    data.set_filter(Some(Filter::Pid(1)));
+                    data.reset();
+                }
+            }
+            wakeviz_core::source::Poll::Pending => {}
+            wakeviz_core::source::Poll::End => break,
+        }
+    }
+    data.refresh();
+    let run = data.run_snapshot();
+    assert_eq!(run.events.total(), 20_000, "published counters never reset");
+    assert!(
+        data.snap.events.total() < 20_000,
+        "the view counts from its reset"
+    );
+    assert_eq!(run.placement.filter, None);
+    assert_eq!(data.snap.placement.filter.as_deref(), Some("pid:1"));
+    data.set_filter(None);
+    data.refresh();
+    assert_eq!(
+        data.snap, run,
+        "clearing the filter shows the run's fold again"
     );
 }

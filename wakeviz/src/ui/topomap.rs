@@ -207,12 +207,13 @@ pub fn render_detail(f: &mut Frame, area: Rect, app: &App, map: &Map, sel: usize
             fmt::dim(),
         )));
         for l in Level::ALL {
-            lines.push(Line::raw(format!(
-                "{:<14} {:>7} {:>7}",
-                l.name(),
-                fmt::pct(w.get(l), w.total()),
-                fmt::pct(p.get(l), p.total())
-            )));
+            // A level no two CPUs stand at is n/a here as in the reports, never a 0.0%.
+            let (a, b) = if app.data.snap.topology.level_exists(l) {
+                (fmt::pct(w.get(l), w.total()), fmt::pct(p.get(l), p.total()))
+            } else {
+                ("n/a".into(), "n/a".into())
+            };
+            lines.push(Line::raw(format!("{:<14} {a:>7} {b:>7}", l.name())));
         }
     } else {
         let max = u

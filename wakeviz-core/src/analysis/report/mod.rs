@@ -16,7 +16,7 @@ use super::{
 use crate::{event::Kind, format::ProbeState, topology::Level};
 
 /// The top-level keys of [`json`], in order: the fields of [`Snapshot`].
-pub const JSON_KEYS: [&str; 15] = [
+pub const JSON_KEYS: [&str; 16] = [
     "schema_version",
     "recording",
     "events",
@@ -32,6 +32,7 @@ pub const JSON_KEYS: [&str; 15] = [
     "series",
     "matrix",
     "tasks",
+    "figures",
 ];
 
 /// Width of log2 histogram bars, as bpftrace's.
@@ -470,6 +471,11 @@ pub fn text(s: &Snapshot) -> String {
             let _ = writeln!(o, "  not evaluated");
         }
     }
+    let _ = writeln!(
+        o,
+        "\n== figures (the names `wakeviz diff`, --fail-if and /metrics use; `wakeviz figures` explains each)"
+    );
+    o.push_str(&crate::figures::text_block(&s.figures.0));
     o
 }
 

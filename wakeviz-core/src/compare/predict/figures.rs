@@ -112,6 +112,8 @@ struct Spec {
     name: String,
     label: String,
     unit: Unit,
+    /// A level share: n/a (never 0) on a run whose topology cannot have the level.
+    level: Option<Level>,
     policy: PolicyRead,
     measure: Measure,
 }
@@ -130,6 +132,7 @@ fn specs() -> Vec<Spec> {
                 name: format!("{rel}.{}.share", l.name()),
                 label: format!("{label} {}", l.name()),
                 unit: Unit::Share,
+                level: Some(l),
                 policy: Box::new(move |_, r: &PolicyRow| {
                     let c = if waker {
                         &r.placement.vs_waker
@@ -177,6 +180,7 @@ fn specs() -> Vec<Spec> {
             name: name.into(),
             label: label.into(),
             unit,
+            level: None,
             policy: Box::new(f),
             measure: if proxy {
                 Measure::Proxy
@@ -189,6 +193,7 @@ fn specs() -> Vec<Spec> {
         name: "scan.mean_ns".into(),
         label: "scan cost mean".into(),
         unit: Unit::Ns,
+        level: None,
         policy: Box::new(|_, r| r.est_scan_ns_mean),
         measure: Measure::Scan(|s| {
             (s.available && s.overall.quantiles.count > 0).then_some(s.overall.quantiles.mean)
@@ -198,6 +203,7 @@ fn specs() -> Vec<Spec> {
         name: "scan.p50_ns".into(),
         label: "scan cost p50".into(),
         unit: Unit::Ns,
+        level: None,
         policy: Box::new(|rep, r| r.probes_p50.map(|p| f64::from(p) * rep.per_probe_ns)),
         measure: Measure::Scan(|s| {
             (s.available && s.overall.quantiles.count > 0).then_some(s.overall.quantiles.p50 as f64)
@@ -207,6 +213,7 @@ fn specs() -> Vec<Spec> {
         name: "scan.p99_ns".into(),
         label: "scan cost p99".into(),
         unit: Unit::Ns,
+        level: None,
         policy: Box::new(|rep, r| r.probes_p99.map(|p| f64::from(p) * rep.per_probe_ns)),
         measure: Measure::Scan(|s| {
             (s.available && s.overall.quantiles.count > 0).then_some(s.overall.quantiles.p99 as f64)
@@ -235,14 +242,21 @@ pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFig
     specs()
         .into_iter()
         .map(|sp| {
-            let model = |s: &Snapshot| row(s, policy).and_then(|(r, p)| (sp.policy)(r, p));
+            let exists = |s: &Snapshot| sp.level.is_none_or(|l| s.topology.level_exists(l));
+            let model = |s: &Snapshot| {
+                exists(s)
+                    .then(|| row(s, policy).and_then(|(r, p)| (sp.policy)(r, p)))
+                    .flatten()
+            };
             let pa = values(a, model);
             // Per B run: the model and the measurement, for the paired part.
             let (measured, source): (Vec<(Option<f64>, Option<f64>)>, _) = match sp.measure {
                 Measure::Observed => (
                     b.iter()
                         .map(|s| {
-                            let m = observed(s).and_then(|(r, p)| (sp.policy)(r, p));
+                            let m = exists(s)
+                                .then(|| observed(s).and_then(|(r, p)| (sp.policy)(r, p)))
+                                .flatten();
                             (model(s), m)
                         })
                         .collect(),

@@ -63,6 +63,8 @@ impl Want {
     }
 }
 
+use crate::shadow::policies::name as policy_name;
+
 /// A shadow policy and the feature setting whose kernel behaviour it reproduces.
 #[derive(Clone, Copy, Debug)]
 pub struct Model {
@@ -77,7 +79,7 @@ pub struct Model {
 /// for a kernel with `NO_WA_IDLE`. Conditions are mutually exclusive: at most one model fits.
 pub const MODELS: &[Model] = &[
     Model {
-        policy: "sis_util",
+        policy: policy_name::SIS_UTIL,
         when: &[
             ("SIS_UTIL", Want::On),
             ("SIS_PROP", Want::NotOn),
@@ -87,7 +89,7 @@ pub const MODELS: &[Model] = &[
         describe: "SIS_UTIL limits the LLC scan to nr_idle_scan",
     },
     Model {
-        policy: "full_scan",
+        policy: policy_name::FULL_SCAN,
         when: &[
             ("SIS_UTIL", Want::Off),
             ("SIS_PROP", Want::NotOn),
@@ -97,7 +99,7 @@ pub const MODELS: &[Model] = &[
         describe: "neither SIS_UTIL nor SIS_PROP: select_idle_cpu scans the whole LLC",
     },
     Model {
-        policy: "full_scan",
+        policy: policy_name::FULL_SCAN,
         when: &[
             ("SIS_UTIL", Want::Absent),
             ("SIS_PROP", Want::Off),
@@ -107,7 +109,7 @@ pub const MODELS: &[Model] = &[
         describe: "pre-6.0 kernel with NO_SIS_PROP: select_idle_cpu scans the whole LLC",
     },
     Model {
-        policy: "sis_prop",
+        policy: policy_name::SIS_PROP,
         when: &[
             ("SIS_PROP", Want::On),
             ("SIS_UTIL", Want::NotOn),
@@ -117,7 +119,7 @@ pub const MODELS: &[Model] = &[
         describe: "SIS_PROP limits the LLC scan by the waker's average idle time",
     },
     Model {
-        policy: "sis_node",
+        policy: policy_name::SIS_NODE,
         when: &[
             ("SIS_NODE", Want::On),
             ("SIS_UTIL", Want::On),

@@ -10,7 +10,7 @@ pub struct FullScan;
 
 impl Policy for FullScan {
     fn name(&self) -> &'static str {
-        "full_scan"
+        super::name::FULL_SCAN
     }
     fn describe(&self) -> &'static str {
         "P4 full LLC scan without a limit (NO_SIS_UTIL on 6.7+)"

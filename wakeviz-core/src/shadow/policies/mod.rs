@@ -33,6 +33,15 @@ pub use sis_prop::{SCAN_FIXED_NS, SCAN_PROBE_NS};
 
 use super::{policy::Policy, topo::ShadowTopo};
 
+/// Registry names other modules refer to (the experiment models, the report's fallback): one
+/// constant each, so a misspelt name does not compile instead of silently matching nothing.
+pub mod name {
+    pub const SIS_UTIL: &str = "sis_util";
+    pub const SIS_PROP: &str = "sis_prop";
+    pub const SIS_NODE: &str = "sis_node";
+    pub const FULL_SCAN: &str = "full_scan";
+}
+
 /// Every policy, baseline first, in report order.
 pub fn registry(t: &ShadowTopo) -> Vec<Box<dyn Policy>> {
     #[allow(unused_mut)]

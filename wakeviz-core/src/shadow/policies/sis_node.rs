@@ -16,7 +16,7 @@ const NODE_SCAN: Rule = Rule::own(0);
 
 impl Policy for SisNode {
     fn name(&self) -> &'static str {
-        "sis_node"
+        super::name::SIS_NODE
     }
     fn describe(&self) -> &'static str {
         "P3 SIS_NODE: SIS_UTIL, then the node's other LLCs"

@@ -68,7 +68,7 @@ impl SisProp {
 
 impl Policy for SisProp {
     fn name(&self) -> &'static str {
-        "sis_prop"
+        super::name::SIS_PROP
     }
     fn describe(&self) -> &'static str {
         "P0 SIS_PROP: scan depth from the waker's idle time (<=6.6), emulated"

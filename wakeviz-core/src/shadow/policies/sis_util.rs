@@ -11,7 +11,7 @@ pub struct SisUtil;
 
 impl Policy for SisUtil {
     fn name(&self) -> &'static str {
-        "sis_util"
+        super::name::SIS_UTIL
     }
     fn describe(&self) -> &'static str {
         "P1 SIS_UTIL: scan depth from LLC utilisation (6.0+ default)"

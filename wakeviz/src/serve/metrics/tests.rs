@@ -259,3 +259,48 @@ fn rings_have_their_own_series() {
     let m = samples(&text_of(&s, 1));
     assert!(!m.keys().any(|k| k.starts_with("wakeviz_ring_")), "{m:?}");
 }
+
+/// Every registered figure with a value is a series under its registry name, in its unit; a
+/// figure added in one place (the test family) is one too; an n/a figure has no series.
+#[test]
+fn every_figure_is_served_under_its_registry_name() {
+    use wakeviz_core::figures::{self, Family, Unit, testing::TestFamily};
+    let mut s = snapshot(30_000);
+    let fams: Vec<&dyn Family> = figures::FAMILIES
+        .iter()
+        .copied()
+        .chain([&TestFamily as &dyn Family])
+        .collect();
+    s.figures = figures::Figures(figures::evaluate_with(&s, &fams));
+    let m = samples(&text_of(&s, 1));
+    let mut served = 0;
+    for f in &s.figures.0 {
+        let label = format!("{{figure=\"{}\"", f.name);
+        let hits: Vec<(&String, &f64)> = m
+            .iter()
+            .filter(|(k, _)| k.starts_with("wakeviz_figure_") && k.contains(&label))
+            .collect();
+        let Some(v) = f.value else {
+            assert!(hits.is_empty(), "{} is n/a but served: {hits:?}", f.name);
+            continue;
+        };
+        assert_eq!(hits.len(), 1, "{}: {hits:?}", f.name);
+        let want = match f.unit {
+            Unit::Share => v / 100.0,
+            Unit::Ns => v / 1e9,
+            Unit::Us => v / 1e6,
+            Unit::Count => v.trunc(),
+            _ => v,
+        };
+        let got = *hits[0].1;
+        assert!(
+            (got - want).abs() <= want.abs() * 1e-9 + 1e-12,
+            "{}: {got} != {want}",
+            f.name
+        );
+        served += 1;
+    }
+    assert!(served > 100, "{served} figures served");
+    let test = "wakeviz_figure_count_total{figure=\"placement.test_doubled.count\"}";
+    assert_eq!(m[test], s.placement.wakeups.count as f64 * 2.0);
+}

@@ -7,10 +7,7 @@ use ratatui::{
     text::{Line, Span},
     widgets::Paragraph,
 };
-use wakeviz_core::{
-    analysis::placement::{LevelCounts, PlacementCounts},
-    topology::Level,
-};
+use wakeviz_core::{analysis::Snapshot, topology::Level};
 
 use super::Cmp;
 use crate::ui::{delta, fmt};
@@ -22,30 +19,37 @@ pub enum Side {
     Prev,
 }
 
-fn counts(c: &PlacementCounts, side: Side) -> &LevelCounts {
-    match side {
-        Side::Waker => &c.vs_waker,
-        Side::Prev => &c.vs_prev,
+impl Side {
+    const fn relation(self) -> &'static str {
+        match self {
+            Self::Waker => "vs_waker",
+            Self::Prev => "vs_prev",
+        }
     }
 }
 
-/// Share (percent) of the classified wakeups at `level`.
-pub fn level_share(c: &PlacementCounts, side: Side, level: Level) -> Option<f64> {
-    let l = counts(c, side);
-    delta::share(l.get(level), l.total())
+/// The registry's share (percent) of the classified wakeups at `level`: `None` without
+/// wakeups, and where the level cannot occur on the snapshot's topology.
+pub fn level_share(s: &Snapshot, side: Side, level: Level) -> Option<f64> {
+    let name = format!("placement.{}.{}.share", side.relation(), level.name());
+    s.figures.get(&name).and_then(|f| f.value)
 }
 
 /// Current minus baseline share at `level`, in points.
-pub fn level_share_delta(
-    cur: &PlacementCounts,
-    base: &PlacementCounts,
-    side: Side,
-    level: Level,
-) -> Option<f64> {
+pub fn level_share_delta(cur: &Snapshot, base: &Snapshot, side: Side, level: Level) -> Option<f64> {
     delta::points(
         level_share(cur, side, level),
         level_share(base, side, level),
     )
+}
+
+/// A share cell: `n/a` where the level cannot occur on that run's topology, `-` without data.
+fn share_cell(s: &Snapshot, side: Side, level: Level) -> String {
+    if s.topology.level_exists(level) {
+        delta::share_text(level_share(s, side, level))
+    } else {
+        "n/a".into()
+    }
 }
 
 pub fn render(f: &mut Frame, area: Rect, c: &Cmp) {
@@ -71,9 +75,9 @@ pub fn render(f: &mut Frame, area: Rect, c: &Cmp) {
         for side in [Side::Waker, Side::Prev] {
             s.push_str(&format!(
                 "{:>7} {:>7} {:>8}  ",
-                delta::share_text(level_share(a, side, l)),
-                delta::share_text(level_share(b, side, l)),
-                delta::pt_text(level_share_delta(a, b, side, l))
+                share_cell(c.cur, side, l),
+                share_cell(c.base, side, l),
+                delta::pt_text(level_share_delta(c.cur, c.base, side, l))
             ));
         }
         lines.push(Line::raw(s.trim_end().to_string()));

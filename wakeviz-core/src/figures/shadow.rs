@@ -1,0 +1,125 @@
+//! Shadow policies: per policy, how often it agreed with the kernel, found an idle CPU,
+//! stacked the wakee, and how far it scanned; and the fidelity of the kernel's model.
+use super::{Better, Def, DefUnit, Family, FigureKind, NotAvailable, Out, Section, key};
+use crate::analysis::Snapshot;
+
+const fn def(
+    name: &'static str,
+    unit: DefUnit,
+    kind: FigureKind,
+    better: Option<Better>,
+    help: &'static str,
+) -> Def {
+    Def {
+        name,
+        section: Section::Shadow,
+        unit,
+        kind,
+        better,
+        topology_bound: false,
+        na_rule: "no wakeup evaluated; absent with the shadow off",
+        help,
+    }
+}
+
+static POLICY: [Def; 5] = [
+    def(
+        "shadow.{policy}.agreement.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        None,
+        "Wakeups where the policy chose the kernel's CPU",
+    ),
+    def(
+        "shadow.{policy}.idle.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        Some(Better::Higher),
+        "Wakeups where the policy's CPU was idle",
+    ),
+    def(
+        "shadow.{policy}.stacked.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        Some(Better::Lower),
+        "Wakeups the policy placed on a busy CPU",
+    ),
+    def(
+        "shadow.{policy}.probes_mean",
+        DefUnit::Probes,
+        FigureKind::Mean,
+        Some(Better::Lower),
+        "CPUs the policy's scan tested per wakeup, mean",
+    ),
+    def(
+        "shadow.{policy}.est_scan_ns",
+        DefUnit::Ns,
+        FigureKind::Mean,
+        Some(Better::Lower),
+        "Estimated scan cost per wakeup (probes times the measured cost per probe)",
+    ),
+];
+
+static FIDELITY: [Def; 2] = [
+    def(
+        "shadow.fidelity.agreement.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        Some(Better::Higher),
+        "How often the model of the running kernel reproduces the kernel's choice",
+    ),
+    def(
+        "shadow.fidelity.exact_inputs_agreement.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        Some(Better::Higher),
+        "The same, on decisions whose inputs were all read, not modelled",
+    ),
+];
+
+static ALL: [&Def; 7] = [
+    &FIDELITY[0],
+    &FIDELITY[1],
+    &POLICY[0],
+    &POLICY[1],
+    &POLICY[2],
+    &POLICY[3],
+    &POLICY[4],
+];
+
+pub struct Shadow;
+
+impl Family for Shadow {
+    fn defs(&self) -> &'static [&'static Def] {
+        &ALL
+    }
+
+    fn eval(&self, s: &Snapshot, o: &mut Out) {
+        let Some(sh) = &s.shadow else {
+            return;
+        };
+        let na = NotAvailable::NoSamples;
+        for r in &sh.policies {
+            let k = key(r.name);
+            let l = r.name;
+            // Agreement is a fraction in the shadow report; a share like the others here.
+            let values = [
+                (r.agreement.map(|a| a * 100.0), "agreement"),
+                (r.idle_pct, "idle hits"),
+                (r.stacked_pct, "stacked"),
+                (r.probes_mean, "probes mean"),
+                (r.est_scan_ns_mean, "est. scan cost"),
+            ];
+            for (d, (v, words)) in POLICY.iter().zip(values) {
+                o.push(d, &[&k], format!("{l} {words}"), v, na);
+            }
+        }
+        let f = &sh.fidelity;
+        let label = format!("fidelity ({})", f.policy);
+        let agree = f.agreement.map(|a| a * 100.0);
+        o.push(&FIDELITY[0], &[], format!("{label} agreement"), agree, na);
+        let exact = f.exact_inputs_agreement.map(|a| a * 100.0);
+        let lb = format!("{label} exact-input agreement");
+        o.push(&FIDELITY[1], &[], lb, exact, na);
+    }
+}
