@@ -245,17 +245,19 @@ fn placement(e: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), fmt::Error> 
         e,
         "wakeviz_migrations",
         "Wakeups placed off the task's previous CPU, by the level of previous -> chosen",
-        &levels(&[], &p.wakeups.migrations_by_level, true),
+        &levels(&s.topology, &[], &p.wakeups.migrations_by_level, true),
     )?;
     counters(
         e,
         "wakeviz_affine_wakeups",
         "Wakeups pulled to the waker's LLC away from the previous CPU's, by the level of \
          waker -> previous",
-        &levels(&[], &p.wakeups.affine_by_waker_prev, false),
+        &levels(&s.topology, &[], &p.wakeups.affine_by_waker_prev, false),
     )?;
-    let mut new_tasks = levels(&[("relation", "vs_waker")], &p.new_tasks.vs_waker, false);
+    let t = &s.topology;
+    let mut new_tasks = levels(t, &[("relation", "vs_waker")], &p.new_tasks.vs_waker, false);
     new_tasks.extend(levels(
+        t,
         &[("relation", "vs_prev")],
         &p.new_tasks.vs_prev,
         false,
@@ -282,7 +284,8 @@ fn by_chosen_group(s: &Snapshot) -> Vec<(Labels, u64)> {
     let mut out = Vec::new();
     for ((llc, node), c) in &groups {
         for (rel, counts) in [("vs_waker", &c.vs_waker), ("vs_prev", &c.vs_prev)] {
-            for l in Level::ALL {
+            // A level no two CPUs stand at has no series (a 0 would read as measured).
+            for l in Level::ALL.into_iter().filter(|l| s.topology.level_exists(*l)) {
                 out.push((
                     vec![
                         ("relation", rel.to_string()),
@@ -311,13 +314,14 @@ fn group_of(t: &TopologySection, cpu: u32) -> (String, String) {
 
 /// One series per level (`same_cpu` left out where it cannot occur, e.g. migrations).
 fn levels(
+    t: &TopologySection,
     fixed: &[(&'static str, &'static str)],
     c: &LevelCounts,
     skip_same_cpu: bool,
 ) -> Vec<(Labels, u64)> {
     Level::ALL
         .iter()
-        .filter(|&&l| !(skip_same_cpu && l == Level::SameCpu))
+        .filter(|&&l| !(skip_same_cpu && l == Level::SameCpu) && t.level_exists(l))
         .map(|&l| {
             let mut labels: Labels = fixed.iter().map(|&(k, v)| (k, v.to_string())).collect();
             labels.push(("level", l.name().to_string()));
@@ -369,6 +373,7 @@ fn latency(e: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), fmt::Error> {
         .by_level
         .0
         .iter()
+        .filter(|(l, h)| s.topology.level_exists(*l) || h.quantiles.count > 0)
         .map(|(l, h)| (vec![("level", l.name().to_string())], h))
         .collect();
     histograms(

@@ -223,7 +223,7 @@ fn the_dashboard_fold_is_published_and_its_filter_is_a_view() {
     assert_eq!(wakeviz_core::shadow::evaluators_built() - built, 1);
     let mut half = true;
     loop {
-        match src.poll(Duration::ZERO) {
+        match src.poll(Duration::ZERO).expect("poll") {
             wakeviz_core::source::Poll::Batch(b) => {
                 data.on_batch(&b);
                 if half && data.run_snapshot().events.total() > 10_000 {

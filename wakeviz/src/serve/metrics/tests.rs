@@ -15,12 +15,17 @@ use super::{Published, encode};
 
 /// 2 packages x 2 nodes x 2 LLCs x 2 cores x 2 threads: every level occurs.
 pub(crate) fn snapshot(events: u64) -> Snapshot {
+    snapshot_on(2, 2, 2, events)
+}
+
+/// `packages` x `nodes` x 2-core LLCs of `threads`-thread cores, 8 cores a package.
+fn snapshot_on(packages: u32, threads: u32, nodes: u32, events: u64) -> Snapshot {
     let spec = SysfsSpec::symmetric(Symmetric {
-        packages: 2,
+        packages,
         cores_per_package: 8,
-        threads_per_core: 2,
+        threads_per_core: threads,
         cores_per_llc: 2,
-        nodes_per_package: 2,
+        nodes_per_package: nodes,
         local: 10,
         same_package: 12,
         remote: 32,
@@ -303,4 +308,21 @@ fn every_figure_is_served_under_its_registry_name() {
     assert!(served > 100, "{served} figures served");
     let test = "wakeviz_figure_count_total{figure=\"placement.test_doubled.count\"}";
     assert_eq!(m[test], s.placement.wakeups.count as f64 * 2.0);
+}
+
+/// Without SMT, on one package of one node: no series for a level the machine cannot have.
+#[test]
+fn a_level_the_topology_cannot_have_has_no_series() {
+    let s = snapshot_on(1, 1, 1, 20_000);
+    let text = text_of(&s, 1);
+    for l in ["smt_sibling", "same_package", "cross_package"] {
+        assert!(!s.topology.level_exists(Level::ALL.into_iter().find(|x| x.name() == l).expect("level")));
+        for line in text.lines().filter(|x| !x.starts_with('#')) {
+            assert!(
+                !line.contains(&format!("level=\"{l}\"")) && !line.contains(&format!(".{l}.")),
+                "{line}"
+            );
+        }
+    }
+    assert!(text.contains("level=\"same_llc\""), "the levels that exist are served");
 }
