@@ -71,11 +71,12 @@ put() {
 
 # Links the distribution itself sets up (/lib -> usr/lib on merged-/usr systems, /usr/local/man
 # on some) are part of the system: a link only root could have made (owned by root, in a
-# root-owned directory nobody else may write) is followed.
+# root-owned directory nobody else may write) is followed. A staging tree (DESTDIR) is built
+# by this script alone, so a link in it is never followed.
 is_system_link() {
     local parent
     parent=$(dirname "$1")
-    [ "$(stat -c %u "$1")" = 0 ] && [ "$(stat -c %u "$parent")" = 0 ] &&
+    [ -z "$dest" ] && [ "$(stat -c %u "$1")" = 0 ] && [ "$(stat -c %u "$parent")" = 0 ] &&
         [ $((0$(stat -c %a "$parent") & 022)) = 0 ]
 }
 
