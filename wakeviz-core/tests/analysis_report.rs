@@ -1,4 +1,4 @@
-//! The report: the JSON schema is pinned key by key (README / SCHEMA.md describe it), and the
+//! The report: the JSON schema is pinned key by key (docs/reference/report-json.md describes it), and the
 //! text report of a small hand-built stream is compared with a committed golden file
 //! (`WAKEVIZ_BLESS=1` rewrites it after an intended change).
 mod analysis_support;

@@ -436,7 +436,7 @@ fn models_are_exclusive_and_cover_the_documented_pairs() {
 }
 
 /// Writes 3 + 3 synthetic recordings stamped with the default features and with
-/// `NO_SIS_UTIL`, for trying `wakeviz diff` (the README's example):
+/// `NO_SIS_UTIL`, for trying `wakeviz diff` (the example in docs/user/comparing.md):
 /// `WAKEVIZ_PREDICT_DIR=DIR cargo test --release -p wakeviz-core --test compare_predict -- --ignored`.
 #[test]
 #[ignore]

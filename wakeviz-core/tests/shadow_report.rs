@@ -1,5 +1,5 @@
-//! The typed shadow report: its JSON carries exactly the keys README's `--report json`
-//! section documents for `shadow`, filtered or not, and the text report renders the same
+//! The typed shadow report: its JSON carries exactly the keys the `--report json` reference
+//! (`docs/reference/report-json.md`) documents for `shadow`, filtered or not, and the text report renders the same
 //! figures.
 use std::path::Path;
 
@@ -19,16 +19,17 @@ struct Doc {
     optional: Vec<String>,
 }
 
-/// The bullets of README's `### \`shadow\`` section, each parsed as `label: keys`, where the
+/// The bullets of the reference's `## \`shadow\`` section, each parsed as `label: keys`, where the
 /// keys are the backticked words outside parentheses and "(optional" marks an optional one.
 fn documented() -> Vec<Doc> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .expect("README.md");
-    let section = readme
-        .split("\n### `shadow`\n")
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference/report-json.md"),
+    )
+    .expect("docs/reference/report-json.md");
+    let section = doc
+        .split("\n## `shadow`\n")
         .nth(1)
-        .expect("README has a ### `shadow` section");
+        .expect("docs/reference/report-json.md has a ## `shadow` section");
     let section = section.split("\n#").next().unwrap_or(section);
     let mut bullets: Vec<String> = Vec::new();
     for line in section.lines() {
@@ -110,7 +111,7 @@ fn check(doc: &Doc, what: &str, v: &Value) {
 fn doc<'a>(docs: &'a [Doc], label: &str) -> &'a Doc {
     docs.iter()
         .find(|d| d.label.starts_with(label))
-        .unwrap_or_else(|| panic!("README documents no {label:?}"))
+        .unwrap_or_else(|| panic!("the JSON reference documents no {label:?}"))
 }
 
 #[test]

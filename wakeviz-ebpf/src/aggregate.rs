@@ -7,7 +7,7 @@
 //! `sched_wakeup` one lookup, three topology lookups and two counter updates; `sched_switch` two
 //! lookups and, for a woken task, one histogram update; `sched_migrate_task` one counter. The
 //! per-task state is updated in place, never deleted per event: an LRU insert or delete costs
-//! several lookups (measured: 440 ns per wakeup path with insert/delete, see the README).
+//! several lookups (measured: 440 ns per wakeup path with insert/delete, see CHANGELOG.md).
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
     macros::map,

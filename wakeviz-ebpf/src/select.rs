@@ -54,7 +54,7 @@ static SELECT_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
 /// cpu -> `struct rq *`, learnt at `select_task_rq_fair` entry from the waker (a task's
 /// `se.cfs_rq->rq` is its CPU's rq) the first time that CPU wakes a task. It was
 /// learnt in `sched_switch` before, which cost every switch a CPU lookup and a map access though
-/// no input of a switch needs the rq (measured: `cargo xtask bench --only floor`, README).
+/// no input of a switch needs the rq (measured: `cargo xtask bench --only floor`, docs/dev/performance.md).
 #[map]
 static RQ_OF_CPU: Array<u64> = Array::with_max_entries(MAX_CPUS, 0);
 

@@ -16,7 +16,7 @@ pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
     name = "wakeviz",
     version,
     about = "Where the Linux scheduler puts every woken task, what it cost, and what other placement policies would have done",
-    after_help = "Live needs root: `sudo wakeviz`. Recordings replay anywhere without root: `wakeviz --replay FILE`."
+    after_help = "Live needs root: `sudo wakeviz`. Recordings replay anywhere without root: `wakeviz --replay FILE`. Guide and reference: docs/ in the source tree, `man wakeviz`."
 )]
 pub struct Cli {
     /// Capture to FILE (streams to disk while capturing).
@@ -133,6 +133,10 @@ pub struct Cli {
         conflicts_with_all = ["replay", "demo", "record", "aggregate", "serve"]
     )]
     pub floor_probes: Option<crate::probes::floor::Floor>,
+    /// Print the man page, a shell completion script or the Markdown CLI reference, and exit
+    /// (for packagers and `scripts/install.sh`).
+    #[arg(long, value_enum, value_name = "WHAT", hide = true, exclusive = true)]
+    pub generate: Option<crate::generate::Generate>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }

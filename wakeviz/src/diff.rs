@@ -1,6 +1,6 @@
 //! `wakeviz diff`: folds each recording with the same [`Analysis`] as `--replay --report`, and
 //! hands the snapshots, grouped, to `wakeviz_core::compare` (the statistics, the text, the
-//! JSON and the `--fail-if` gate live there). See the README's "Comparing kernels".
+//! JSON and the `--fail-if` gate live there). See docs/user/comparing.md.
 use std::{
     path::{Path, PathBuf},
     process::ExitCode,
@@ -26,7 +26,7 @@ const EXIT_DAMAGED: u8 = 3;
     about = "Compare recordings: groups of runs side by side, changes against the first group, * where a change exceeds the runs' noise",
     after_help = "Groups: `wakeviz diff BASE NEW [MORE...]` (one run each), or `--base F... [--group NAME=F,F...]... --new F...` \
                   (NAME=F1,F2,...; base first, new last). `--fail-if` compares the last group with the first: \
-                  exit 1 if a condition holds, 2 on a bad expression. See README, \"Comparing kernels\"."
+                  exit 1 if a condition holds, 2 on a bad expression. See docs/user/comparing.md."
 )]
 pub struct DiffArgs {
     /// Recordings compared one against another (one group each, the first is the base).

@@ -9,6 +9,7 @@ mod driver;
 mod experiment;
 mod export;
 mod features;
+mod generate;
 mod meta;
 mod probes;
 mod record;
@@ -52,10 +53,14 @@ fn main() -> ExitCode {
 }
 
 /// Exit status of a replay that finished but met damage (a cut-short or corrupt recording:
-/// the figures cover the intact chunks only). See the README's "Exit status".
+/// the figures cover the intact chunks only). See docs/reference/exit-codes.md.
 const EXIT_DAMAGED: u8 = 3;
 
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if let Some(what) = cli.generate {
+        generate::run(what)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(Sub::Workload(w)) = &cli.workload {
         workload::run(w)?;
         return Ok(ExitCode::SUCCESS);

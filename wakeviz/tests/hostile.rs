@@ -96,7 +96,7 @@ fn assert_replayed(path: &Path, args: &[&str], r: &Run) {
     let what = format!("{} {args:?}: {:?}", path.display(), r.stderr);
     assert_eq!(r.signal, None, "killed by a signal: {what}");
     assert!(!matches!(r.code, Some(101 | 134)), "panic or abort: {what}");
-    // 3: replayed, with a warning about the file (damage, or bytes it ignored; README).
+    // 3: replayed, with a warning about the file (damage, or bytes it ignored; docs/reference/exit-codes.md).
     match r.code {
         Some(0) => {}
         Some(3) => assert!(
@@ -138,7 +138,7 @@ fn data_after_end_is_a_warning() {
     assert_eq!(
         r.code,
         Some(3),
-        "bytes ignored: exit 3 (README: exit status)"
+        "bytes ignored: exit 3 (docs/reference/exit-codes.md)"
     );
     assert!(
         r.stderr.contains("1000 byte(s) after the END chunk"),

@@ -168,7 +168,7 @@ fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
     assert_eq!(
         r.status.code(),
         Some(3),
-        "a replay of a damaged recording exits 3 (README: exit status): {err}"
+        "a replay of a damaged recording exits 3 (docs/reference/exit-codes.md): {err}"
     );
     assert!(
         err.contains("cut short") || err.contains("damaged") || err.contains("truncated"),

@@ -168,7 +168,7 @@ fn two_rings_merge_in_order_and_match_the_kernel_trace() {
     // The trace is not exact the other way on this machine: its instance can lose lines
     // without counting them (`entries-written` equal to `entries-in-buffer`, 0 overruns, 0
     // dropped in `per_cpu/cpu*/stats`). Measured: 1-6 % of the `sched_wakeup` lines, and 2 of
-    // 39673 `sched_waking` lines in one CI run (README, "Several ring buffers"). So a surplus
+    // 39673 `sched_waking` lines in one CI run (docs/dev/capture.md). So a surplus
     // of at most 0.5 % is the trace's loss; more would be wakeviz inventing events.
     assert!(
         waking >= truth_waking && waking - truth_waking <= truth_waking / 200,

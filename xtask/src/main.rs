@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod docs;
 mod synth;
 mod vm;
 
@@ -20,6 +21,8 @@ enum Cmd {
     VmTest(vm::Args),
     /// Overhead, probe cost, drops, trace size and replay speed, as ratios measured in one run.
     Bench(bench::Args),
+    /// Write the generated reference documents (docs/reference/cli.md, figures.md).
+    Docs(docs::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -27,5 +30,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Synth(a) => synth::run(&a),
         Cmd::VmTest(a) => vm::run(&a),
         Cmd::Bench(a) => bench::run(&a),
+        Cmd::Docs(a) => docs::run(&a),
     }
 }

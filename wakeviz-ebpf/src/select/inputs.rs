@@ -5,7 +5,7 @@
 //! `current` (both BTF-typed pointers in an fentry program) are direct loads, which the
 //! verifier checks against the kernel's BTF; pointer fields and everything reached through
 //! the run queues go through `bpf_probe_read_kernel`. The guest measured the reads at 1.35x
-//! the function probes' cost without them, when all were helper calls (README).
+//! the function probes' cost without them, when all were helper calls (docs/user/shadow-policies.md).
 use aya_ebpf::helpers::bpf_jiffies64;
 use wakeviz_common::{SelectFlips, SelectInputs, SelectMask, exact};
 

@@ -9,7 +9,7 @@ use std::{path::PathBuf, process::ExitCode};
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Export recordings: a Perfetto trace (ui.perfetto.dev, trace_processor) or Parquet tables (DuckDB)",
-    after_help = "See README, \"Exports\"."
+    after_help = "See docs/user/exports.md in the source tree."
 )]
 pub struct ExportArgs {
     /// Write a Perfetto trace of one recording to FILE.

@@ -261,7 +261,7 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
         "3",
         "merge of 16 rings' per-CPU batches, 256-CPU synthetic (one thread, CPU time)",
         mega(mm),
-        ">= 8.5 M events/s (the seeds' rate, README)",
+        ">= 8.5 M events/s (the seeds' rate, docs/dev/capture.md)",
         Some(mm >= 8.5e6),
     );
     Ok(())

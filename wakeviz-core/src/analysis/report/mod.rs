@@ -1,5 +1,5 @@
 //! `--report text|json`. Both render a [`Snapshot`], so the report, the TUI and the JSON never
-//! disagree. The JSON schema is documented in the README ("`--report json` schema") and pinned
+//! disagree. The JSON schema is documented in docs/reference/report-json.md and pinned
 //! by `tests/analysis_report.rs`.
 pub mod shadow;
 

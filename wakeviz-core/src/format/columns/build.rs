@@ -3,7 +3,7 @@
 //! on the 1 M synthetic recording, cachegrind); the same recording with each chunk's events
 //! sorted by kind decoded 1.33x faster. So the kinds are counted into per-kind position lists
 //! ([`order`]) and each kind's loop writes its events to their positions: 1.27 -> 0.48
-//! mispredicts per event for the whole decode, +15 % events/s (README, seventh pass).
+//! mispredicts per event for the whole decode, +15 % events/s (CHANGELOG.md).
 use super::{flag, widen::Scratch};
 use crate::{
     event::{Event, Migrate, Select, Switch, Wake},

@@ -1,6 +1,6 @@
 //! `wakeviz export --parquet DIR IN.wvz...`: each recording becomes a directory
 //! `DIR/<recording_id>/` of four Parquet tables (`placements`, `events`, `metadata`, `cpus`;
-//! schema in the README, "Exports: Parquet"), so `read_parquet('DIR/*/placements.parquet')`
+//! schema in docs/user/exports.md, "Parquet"), so `read_parquet('DIR/*/placements.parquet')`
 //! unions every host and run in one query. The rows come from the same fold as `--report`
 //! (placements from the analysis's own per-wakeup records), so SQL and the reports agree.
 //!
@@ -41,7 +41,7 @@ const TABLES: [&str; 4] = [
     "cpus.parquet",
 ];
 
-/// Exit status of an export that met a damaged recording (as a replay: see README).
+/// Exit status of an export that met a damaged recording (as a replay: see docs/reference/exit-codes.md).
 const EXIT_DAMAGED: u8 = 3;
 
 pub fn export(a: &super::ExportArgs, dir: &Path) -> anyhow::Result<ExitCode> {

@@ -29,7 +29,7 @@ const SEQ_KERNEL: u32 = 1;
 /// keep CompactSched's interning effective.
 const SLICE_EVENTS: usize = 4096;
 
-/// Exit status of an export from a damaged recording (as for a replay; README "Exit status").
+/// Exit status of an export from a damaged recording (as for a replay; docs/reference/exit-codes.md).
 const EXIT_DAMAGED: u8 = 3;
 
 pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
