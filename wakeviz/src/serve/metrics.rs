@@ -285,7 +285,10 @@ fn by_chosen_group(s: &Snapshot) -> Vec<(Labels, u64)> {
     for ((llc, node), c) in &groups {
         for (rel, counts) in [("vs_waker", &c.vs_waker), ("vs_prev", &c.vs_prev)] {
             // A level no two CPUs stand at has no series (a 0 would read as measured).
-            for l in Level::ALL.into_iter().filter(|l| s.topology.level_exists(*l)) {
+            for l in Level::ALL
+                .into_iter()
+                .filter(|l| s.topology.level_exists(*l))
+            {
                 out.push((
                     vec![
                         ("relation", rel.to_string()),

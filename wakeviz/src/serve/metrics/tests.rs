@@ -316,7 +316,14 @@ fn a_level_the_topology_cannot_have_has_no_series() {
     let s = snapshot_on(1, 1, 1, 20_000);
     let text = text_of(&s, 1);
     for l in ["smt_sibling", "same_package", "cross_package"] {
-        assert!(!s.topology.level_exists(Level::ALL.into_iter().find(|x| x.name() == l).expect("level")));
+        assert!(
+            !s.topology.level_exists(
+                Level::ALL
+                    .into_iter()
+                    .find(|x| x.name() == l)
+                    .expect("level")
+            )
+        );
         for line in text.lines().filter(|x| !x.starts_with('#')) {
             assert!(
                 !line.contains(&format!("level=\"{l}\"")) && !line.contains(&format!(".{l}.")),
@@ -324,5 +331,8 @@ fn a_level_the_topology_cannot_have_has_no_series() {
             );
         }
     }
-    assert!(text.contains("level=\"same_llc\""), "the levels that exist are served");
+    assert!(
+        text.contains("level=\"same_llc\""),
+        "the levels that exist are served"
+    );
 }
