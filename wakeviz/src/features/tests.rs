@@ -74,7 +74,12 @@ fn set_restore_and_failure_paths() {
     let (_d, s) = store();
     // Set and restored on drop; a feature already as asked is not touched.
     {
-        let g = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"])).unwrap();
+        let g = apply(
+            s.clone(),
+            &req(&["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"]),
+            false,
+        )
+        .unwrap();
         assert_eq!(g.requested(), ["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"]);
         assert_eq!(on(&s, "SIS_UTIL"), Some(false));
         // Someone else changes another feature meanwhile: not ours to restore.
@@ -87,14 +92,14 @@ fn set_restore_and_failure_paths() {
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
 
     // A bad name changes nothing, even after good ones.
-    let e = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_BOGUS"])).unwrap_err();
+    let e = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_BOGUS"]), false).unwrap_err();
     assert!(matches!(e, FeatureError::Unknown { .. }));
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
 
     // A panic unwinds through the guard, which restores.
     let s2 = s.clone();
     let r = std::panic::catch_unwind(move || {
-        let _g = apply(s2.clone(), &req(&["NO_TTWU_QUEUE", "NO_WA_BIAS"])).unwrap();
+        let _g = apply(s2.clone(), &req(&["NO_TTWU_QUEUE", "NO_WA_BIAS"]), false).unwrap();
         assert_eq!(on(&s2, "TTWU_QUEUE"), Some(false));
         panic!("boom");
     });
@@ -102,7 +107,7 @@ fn set_restore_and_failure_paths() {
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
 
     // A restore that cannot write reports it and says so.
-    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"])).unwrap();
+    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"]), false).unwrap();
     let p = s.path().to_path_buf();
     std::fs::remove_file(&p).unwrap();
     drop(g);
@@ -110,14 +115,14 @@ fn set_restore_and_failure_paths() {
     std::fs::write(&p, LIST).unwrap();
 
     // The watchdog's path: restored without the guard being dropped.
-    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"])).unwrap();
+    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"]), false).unwrap();
     assert!(restore_active());
     assert_eq!(on(&s, "SIS_UTIL"), Some(true));
     std::mem::forget(g);
 
     // Missing file and read-only are one line each, nothing written.
     let missing = Store::Emulated(p.with_file_name("nope"));
-    let e = apply(missing, &req(&["NO_SIS_UTIL"]))
+    let e = apply(missing, &req(&["NO_SIS_UTIL"]), false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("does not exist"), "{e}");
