@@ -141,3 +141,65 @@ fn a_file_that_cannot_be_read_is_one_line() {
     assert!(matches!(e, FeatureError::Unreadable { .. }), "{e}");
     assert!(!e.to_string().contains('\n'));
 }
+
+/// The lock: a second taker is refused with the holder's pid; a record left behind (the holder
+/// died before restoring) names what still differs from its originals, and only that.
+#[test]
+fn the_lock_refuses_a_second_run_and_keeps_the_originals() {
+    let (_d, s) = store();
+    let mut a = lock::Lock::acquire(&s).unwrap();
+    a.record(
+        &s,
+        vec![
+            lock::Original {
+                feature: "SIS_UTIL".into(),
+                was_on: true,
+            },
+            lock::Original {
+                feature: "WA_BIAS".into(),
+                was_on: true,
+            },
+        ],
+    )
+    .unwrap();
+    match lock::Lock::acquire(&s) {
+        Err(FeatureError::Busy { holder, .. }) => {
+            assert!(
+                holder.starts_with(&format!("pid {} (`", std::process::id())),
+                "{holder}"
+            );
+        }
+        other => panic!("a second taker must be refused: {other:?}"),
+    }
+    // SIS_UTIL set, then the holder dies (the lock goes with its file, the record stays).
+    s.write("NO_SIS_UTIL").unwrap();
+    drop(a);
+    let b = lock::Lock::acquire(&s).unwrap();
+    let left = b.leftovers(&parse(&s.read().unwrap()));
+    assert_eq!(
+        left,
+        [lock::Leftover {
+            feature: "SIS_UTIL".into(),
+            was_on: true
+        }]
+    );
+    assert_eq!(
+        lock::restore_command(&s, &left),
+        format!("echo SIS_UTIL > {}", s.path().display())
+    );
+    drop(b);
+    // Refused without --restore-leftovers (stdin is not a terminal under the test harness
+    // when run by CI; at a terminal this would ask), restored with it.
+    if !std::io::stdin().is_terminal() {
+        let e = lock_and_check(&s, false).unwrap_err();
+        assert!(matches!(e, FeatureError::Leftovers { .. }), "{e}");
+        assert_eq!(on(&s, "SIS_UTIL"), Some(false), "refused: nothing changed");
+    }
+    let l = lock_and_check(&s, true).unwrap();
+    assert_eq!(on(&s, "SIS_UTIL"), Some(true));
+    assert!(l.leftovers(&parse(&s.read().unwrap())).is_empty());
+    drop(l);
+    // Nothing left: the record was emptied.
+    let c = lock::Lock::acquire(&s).unwrap();
+    assert!(c.previous().original.is_empty());
+}
