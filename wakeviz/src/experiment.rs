@@ -28,7 +28,9 @@ const DEFAULT: &str = "default";
     after_help = "Example: sudo wakeviz experiment --setting default --setting NO_SIS_UTIL --runs 3 \
                   --out exp -- hackbench -g 4 -l 2000. Each run is DIR/SETTING-I.wvz; the report \
                   (also DIR/experiment.txt and DIR/experiment.json) is `wakeviz diff` of the \
-                  settings, the first one the base. See README, \"Scheduler features as experiments\"."
+                  settings, the first one the base. Features found changed after a run are put back before the \
+                  experiment stops (exit 4 if that fails, with the command that restores them). \
+                  See README, \"Scheduler features as experiments\"."
 )]
 pub struct ExperimentArgs {
     /// A setting: `default` (the kernel's features as they are) or features to set for the
