@@ -10,12 +10,15 @@
 //! wakeviz is a binary crate, so the UI modules are compiled into this bench by path.
 #![allow(dead_code, unused_imports)]
 
+// First, so that its `say!` is in scope in the modules below.
+#[macro_use]
+#[path = "../src/signals.rs"]
+mod signals;
+
 #[path = "../src/app/mod.rs"]
 mod app;
 #[path = "../src/driver.rs"]
 mod driver;
-#[path = "../src/signals.rs"]
-mod signals;
 #[path = "../src/ui/mod.rs"]
 mod ui;
 

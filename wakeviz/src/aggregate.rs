@@ -125,10 +125,11 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         Some(crate::features::apply(
             crate::features::Store::new(cli.sched_features_file.as_deref()),
             &cli.sched_features,
+            cli.restore_leftovers,
         )?)
     };
     let probes = AggregateProbes::load(&topo, cli.bpf_stats)?;
-    eprintln!(
+    say!(
         "wakeviz: probes (in-kernel aggregate mode)\n{}",
         probes::describe(&probes.status)
     );
@@ -147,7 +148,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
     };
     // A first snapshot before the "capturing" line: a scrape from then on has figures.
     publish(Arc::new(snapshot(&probes, &header)?));
-    eprintln!(
+    say!(
         "wakeviz: capturing in-kernel aggregates (no event stream){}; Ctrl-C to stop",
         cli.duration
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
@@ -159,6 +160,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
             &cli.command,
             true,
             cli.report.is_some(),
+            cli.keep_command_on_exit,
         )?)
     };
     let opts = driver::Options {
@@ -187,7 +189,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         Some(u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX));
     snap.recording.workload.clone_from(&outcome);
     publish(Arc::new(snap.clone()));
-    eprintln!(
+    say!(
         "wakeviz: aggregated {} wakeups ({} new tasks) from {} tracepoint hits in {:.1} s; no ring-buffer traffic",
         snap.placement.wakeups.count,
         snap.placement.new_tasks.count,
@@ -195,7 +197,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         out.elapsed.as_secs_f64()
     );
     if cli.bpf_stats {
-        eprint!("{}", probes::describe_run_stats(&probes.run_stats()));
+        crate::signals::say_str(&probes::describe_run_stats(&probes.run_stats()));
     }
     if let Some(e) = out.error {
         return Err(e.context("aggregate run stopped"));
@@ -239,7 +241,7 @@ impl Beside {
         topo: &wakeviz_core::topology::Topology,
     ) -> anyhow::Result<Self> {
         let (status, reader) = probes::aggregate::attach(&mut p.ebpf, btf, topo)?;
-        eprintln!(
+        say!(
             "wakeviz: aggregate programs beside the stream\n{}",
             probes::describe(&status)
         );

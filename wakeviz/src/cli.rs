@@ -16,7 +16,20 @@ pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
     name = "wakeviz",
     version,
     about = "Where the Linux scheduler puts every woken task, what it cost, and what other placement policies would have done",
-    after_help = "Live needs root: `sudo wakeviz`. Recordings replay anywhere without root: `wakeviz --replay FILE`. Guide and reference: docs/ in the source tree, `man wakeviz`."
+    after_help = "Live needs root: `sudo wakeviz`. Recordings replay anywhere without root: `wakeviz --replay FILE`. Guide and reference: docs/ in the source tree, `man wakeviz`.\n\n\
+Every way wakeviz ends (CMD's end, q, --duration, any catchable signal such as SIGINT, SIGTERM, \
+SIGHUP, SIGQUIT, SIGUSR1, SIGALRM or SIGXFSZ, a dead terminal, an error) restores the scheduler \
+features it set, finalises the recording and ends CMD's process group (its stop signal, SIGKILL \
+after 1 s). If wakeviz itself is killed, the kernel sends CMD SIGKILL (not with \
+--keep-command-on-exit), and the next run that sets features finds what was left changed.\n\n\
+Scheduler settings are changed under one lock (/run/wakeviz/settings.lock; WAKEVIZ_SETTINGS_LOCK \
+overrides it), which records who holds it and the original values: a second run is refused \
+while one holds it.\n\n\
+Exit status: 0 success; 1 error; 2 usage; 3 a replay that met a damaged recording; with -- CMD, \
+CMD's status (128+N if signal N killed it, 127 not found, 126 not executable); 4 scheduler \
+settings could not be restored (the line before gives the command that restores them); \
+5 refused before changing anything: another run holds the settings lock, or an earlier run left \
+settings changed (--restore-leftovers puts them back)."
 )]
 pub struct Cli {
     /// Capture to FILE (streams to disk while capturing).
@@ -98,11 +111,21 @@ pub struct Cli {
     #[arg(last = true, value_name = "CMD", value_parser = clap::value_parser!(OsString),
           conflicts_with_all = LIVE_ONLY)]
     pub command: Vec<OsString>,
+    /// Let CMD run on if wakeviz itself is killed (SIGKILL, the OOM killer). By default CMD
+    /// gets SIGKILL from the kernel when wakeviz dies; every other way out of wakeviz ends
+    /// CMD's process group in order (its stop signal, SIGKILL after 1 s) either way.
+    #[arg(long, requires = "command")]
+    pub keep_command_on_exit: bool,
     /// Set a scheduler feature for the run (`NO_SIS_UTIL`, `SIS_UTIL`, ...; repeatable) through
     /// debugfs `sched/features`, restored when the run ends; needs `-- CMD`.
     #[arg(long = "sched-feature", value_name = "NAME", requires = "command",
           conflicts_with_all = LIVE_ONLY)]
     pub sched_features: Vec<String>,
+    /// Put back the scheduler features an earlier run left changed (it was killed, or its
+    /// restore failed), as the settings lock recorded them, before this run; alone (no
+    /// `-- CMD`), restore them and exit.
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
+    pub restore_leftovers: bool,
     /// A plain file standing in for debugfs `sched/features` (tests on kernels without one):
     /// `--sched-feature` writes it, and the metadata reads it.
     #[arg(long, value_name = "PATH", hide = true, conflicts_with_all = LIVE_ONLY)]

@@ -187,10 +187,12 @@ impl Workload {
     /// Starts CMD in its own process group. With `pass` false (the dashboard is up) its output
     /// is kept, not shown, and its stdin is /dev/null. With `stdout_to_stderr` (a `--report`
     /// goes to stdout) its stdout is passed to our stderr, so stdout holds the report alone.
+    /// Unless `keep`, CMD gets SIGKILL if wakeviz dies without ending it (see [`die_with_parent`]).
     pub fn spawn(
         argv: &[OsString],
         pass: bool,
         stdout_to_stderr: bool,
+        keep: bool,
     ) -> Result<Self, SpawnError> {
         let name = argv.first().cloned().unwrap_or_default();
         let mut c = std::process::Command::new(&name);
@@ -203,6 +205,9 @@ impl Workload {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        if !keep {
+            die_with_parent(&mut c, libc::SIGKILL);
+        }
         let mut child = c.spawn().map_err(|e| SpawnError {
             name: name.to_string_lossy().into_owned(),
             code: if e.kind() == std::io::ErrorKind::NotFound {
@@ -212,6 +217,9 @@ impl Workload {
             },
             why: e.to_string(),
         })?;
+        if let Ok(pid) = i32::try_from(child.id()) {
+            signals::set_child_group(pid);
+        }
         let (out, err) = match (child.stdout.take(), child.stderr.take()) {
             (Some(o), Some(e)) => (tee(o, stdout_to_stderr, pass), tee(e, true, pass)),
             _ => (Arc::default(), Arc::default()),
@@ -255,7 +263,7 @@ impl Workload {
     pub fn finish(mut self, user: &[UserMetric]) -> WorkloadOutcome {
         if self.poll().is_none() {
             if !self.forwarded {
-                self.signal_group(signals::last().unwrap_or(libc::SIGTERM));
+                self.signal_group(signals::for_child());
             }
             let t = Instant::now();
             while self.poll().is_none() && t.elapsed() < STOP_GRACE {
@@ -266,6 +274,7 @@ impl Workload {
                 self.status = self.child.wait().ok();
             }
         }
+        signals::set_child_group(0);
         let duration_ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         // The pipes close when CMD and its children exit; a daemon it left behind may keep
         // them open, so wait a little, then take what arrived.
@@ -292,7 +301,7 @@ impl Workload {
                     &mut metrics,
                     Metric::new(&u.name, v, "", u.higher_is_better),
                 ),
-                None => eprintln!(
+                None => say!(
                     "wakeviz: note: --metric {} matched nothing in the command's output",
                     u.name
                 ),
@@ -309,6 +318,32 @@ impl Workload {
             duration_ns,
             metrics,
         }
+    }
+}
+
+/// Makes the kernel send `sig` to the child when wakeviz dies (a `kill -9`, an OOM kill), so
+/// CMD never runs on without the capture it was started for. It reaches the child alone, not
+/// what CMD started in its group: those the orderly ways out kill by group. The signal is tied
+/// to the thread that forks, so this is called from the main thread, which lives as long as
+/// the process.
+pub fn die_with_parent(c: &mut std::process::Command, sig: libc::c_int) {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: prctl, getppid and building an io::Error from an
+    // errno (no allocation) are.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // wakeviz may have died between the fork and the prctl: then the signal will
+            // never come, and the child is an orphan already (reparented to another pid).
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
     }
 }
 
@@ -345,9 +380,7 @@ impl Sink for Supervisor<'_> {
         // on at once, while the capture drains.
         let w = &mut *self.workload;
         if signals::stop_requested() && !w.forwarded && w.status.is_none() {
-            if let Some(sig) = signals::last() {
-                w.signal_group(sig);
-            }
+            w.signal_group(signals::for_child());
             w.forwarded = true;
         }
         Ok(if self.workload.poll().is_some() {

@@ -1,7 +1,7 @@
 //! `wakeviz experiment`: a workload run under several scheduler-feature settings, in
 //! alternation (A B A B ..., so a drift of the machine over time falls on every setting alike),
 //! each run recorded by a child `wakeviz --record`, then compared as `wakeviz diff` compares
-//! groups of runs (issue 13, part 2). A child per run keeps each run exactly what a user would
+//! groups of runs. A child per run keeps each run exactly what a user would
 //! record by hand, and its features' guard restores them before the next run starts.
 use std::{
     ffi::OsString,
@@ -28,7 +28,9 @@ const DEFAULT: &str = "default";
     after_help = "Example: sudo wakeviz experiment --setting default --setting NO_SIS_UTIL --runs 3 \
                   --out exp -- hackbench -g 4 -l 2000. Each run is DIR/SETTING-I.wvz; the report \
                   (also DIR/experiment.txt and DIR/experiment.json) is `wakeviz diff` of the \
-                  settings, the first one the base. See docs/user/experiments.md."
+                  settings, the first one the base. Features found changed after a run are put back before the \
+                  experiment stops (exit 4 if that fails, with the command that restores them). \
+                  See docs/user/experiments.md."
 )]
 pub struct ExperimentArgs {
     /// A setting: `default` (the kernel's features as they are) or features to set for the
@@ -140,7 +142,7 @@ fn plan(settings: &[Setting], runs: u32, dir: &Path) -> Vec<Run> {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("wakeviz: {msg}");
+    say!("wakeviz: {msg}");
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -190,7 +192,7 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .find(|s| s.name == r.setting)
             .context("a run without its setting")?;
-        eprintln!(
+        say!(
             "wakeviz: experiment run {}/{total}: {} (run {} of {}) -> {}",
             r.seq,
             s.name,
@@ -207,11 +209,24 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
                 .map(|v| features::parse(&v.join(" ")))
                 .with_context(|| format!("after run {}/{total} ({})", r.seq, r.file.display()))?;
             if &now != b {
+                let drift = features::state(&store).unwrap_or_default().join(" ");
+                // Put back before stopping: a setting left changed would outlive the experiment.
+                let restored = features::put_back(&store, b).with_context(|| {
+                    format!(
+                        "after run {}/{total} ({}) the scheduler features are not as before the experiment (now {drift}); not restored; {kept}",
+                        r.seq,
+                        r.file.display()
+                    )
+                })?;
                 bail!(
-                    "after run {}/{total} ({}) the scheduler features are not as before the experiment (now {}); stopped; {kept}",
+                    "after run {}/{total} ({}) the scheduler features were not as before the experiment (they read {drift}){}; stopped; {kept}",
                     r.seq,
                     r.file.display(),
-                    features::state(&store).unwrap_or_default().join(" ")
+                    if restored {
+                        "; restored"
+                    } else {
+                        "; not all could be restored (see above for the command)"
+                    }
                 );
             }
         }
@@ -269,7 +284,7 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Json => &json,
     })?;
     for w in &warnings {
-        eprintln!("wakeviz: warning: {w}");
+        say!("wakeviz: warning: {w}");
     }
     Ok(if warnings.is_empty() {
         ExitCode::SUCCESS
@@ -313,6 +328,8 @@ fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Re
         c.arg("--metric").arg(m);
     }
     c.arg("--").args(&a.command);
+    // A killed experiment stops its current run in order (the child restores and finalises).
+    command::die_with_parent(&mut c, libc::SIGTERM);
     let out = std::io::stderr()
         .as_fd()
         .try_clone_to_owned()
@@ -330,7 +347,7 @@ fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Re
         if signals::stop_requested() && !forwarded {
             forwarded = true;
             if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                let sig = signals::last().unwrap_or(libc::SIGTERM);
+                let sig = signals::for_child();
                 // SAFETY: kill has no memory preconditions; pid is our own unreaped child.
                 unsafe { libc::kill(pid, sig) };
             }

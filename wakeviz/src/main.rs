@@ -1,4 +1,8 @@
 //! wakeviz: `sudo wakeviz` (live), `--record FILE`, `--replay FILE`, headless reports.
+// First, so that its `say!` is in scope in every module below.
+#[macro_use]
+mod signals;
+
 mod aggregate;
 mod app;
 mod capture;
@@ -16,7 +20,6 @@ mod record;
 mod replay;
 mod schedstat;
 mod serve;
-mod signals;
 mod ui;
 mod workload;
 
@@ -40,16 +43,26 @@ use crate::cli::{Cli, ReportFormat, Sub};
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
-    match run(&cli) {
+    let code = match run(&cli) {
         Ok(code) => code,
         Err(e) => {
             // One line, the whole chain: what failed and why.
-            eprintln!("wakeviz: {e:#}");
-            // A `-- CMD` that cannot start exits as a shell would (127, 126).
-            e.downcast_ref::<command::SpawnError>()
-                .map_or(ExitCode::FAILURE, |s| ExitCode::from(s.code))
+            say!("wakeviz: {e:#}");
+            if features::is_busy(&e) {
+                ExitCode::from(features::EXIT_SETTINGS_BUSY)
+            } else {
+                // A `-- CMD` that cannot start exits as a shell would (127, 126).
+                e.downcast_ref::<command::SpawnError>()
+                    .map_or(ExitCode::FAILURE, |s| ExitCode::from(s.code))
+            }
         }
+    };
+    // Settings left changed outweigh everything else: the line saying which, with the command
+    // that restores them, was printed when the restore failed.
+    if features::not_restored() {
+        return ExitCode::from(features::EXIT_NOT_RESTORED);
     }
+    code
 }
 
 /// Exit status of a replay that finished but met damage (a cut-short or corrupt recording:
@@ -78,6 +91,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         print_stdout(wakeviz_core::figures::list_text().trim())?;
         return Ok(ExitCode::SUCCESS);
     }
+    if cli.restore_leftovers && cli.command.is_empty() {
+        features::restore_leftovers(&features::Store::new(cli.sched_features_file.as_deref()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(floor) = cli.floor_probes {
         probes::floor::run(floor)?;
         return Ok(ExitCode::SUCCESS);
@@ -94,7 +111,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
         let server = cli.serve.map(serve::Server::bind).transpose()?;
         if let Some(s) = &server {
-            eprintln!(
+            say!(
                 "wakeviz: serving OpenMetrics at http://{}/metrics",
                 s.local_addr()
             );
@@ -124,8 +141,8 @@ fn offer_demo(cli: &Cli, e: &anyhow::Error) -> bool {
     {
         return false;
     }
-    eprintln!("wakeviz: {e:#}");
-    eprint!("wakeviz: replay the built-in demo recording instead? [Y/n] ");
+    say!("wakeviz: {e:#}");
+    signals::say_str("wakeviz: replay the built-in demo recording instead? [Y/n] ");
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {
         return false;
@@ -225,7 +242,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
     let mut warnings = src.warnings().to_vec();
     warnings.extend(budget_warning(evicted));
     for w in &warnings {
-        eprintln!("wakeviz: warning: {w}");
+        say!("wakeviz: warning: {w}");
     }
     Ok(if warnings.is_empty() {
         ExitCode::SUCCESS
@@ -304,6 +321,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(features::apply(
             features_store.clone(),
             &cli.sched_features,
+            cli.restore_leftovers,
         )?)
     };
     let (sizes, beside_btf) = match cli.aggregate_beside {
@@ -331,9 +349,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|p| record::create_file(p, cli.force))
         .transpose()?;
-    eprintln!("wakeviz: probes\n{}", probes::describe(&probes.status));
+    say!("wakeviz: probes\n{}", probes::describe(&probes.status));
     for n in &probes.notes {
-        eprintln!("wakeviz: note: {n}");
+        say!("wakeviz: note: {n}");
     }
     let mut header = meta::header(
         topo,
@@ -370,12 +388,12 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     if let Some(s) = &server {
-        eprintln!(
+        say!(
             "wakeviz: serving OpenMetrics at http://{}/metrics",
             s.local_addr()
         );
     }
-    eprintln!(
+    say!(
         "wakeviz: capturing{}{}{}; Ctrl-C to stop",
         cli.record
             .as_ref()
@@ -403,7 +421,12 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     let mut workload = if cli.command.is_empty() {
         None
     } else {
-        match command::Workload::spawn(&cli.command, dash.is_none(), cli.report.is_some()) {
+        match command::Workload::spawn(
+            &cli.command,
+            dash.is_none(),
+            cli.report.is_some(),
+            cli.keep_command_on_exit,
+        ) {
             Ok(w) => Some(w),
             Err(e) => {
                 drop(dash);
@@ -462,8 +485,15 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     // Terminal back first, so the summary and any error below are readable.
     drop(dash);
-    let failed = out.error.is_some();
+    // Only a failed write to the recording keeps its END chunk out: a dead terminal, a failed
+    // drain or a signal end the capture, and the file is still finalised.
+    let failed = rec.as_ref().is_some_and(record::RecordSink::failed);
     let outcome = workload.map(|w| w.finish(&cli.metrics));
+    // Ctrl-C, SIGTERM and SIGHUP are the usual ways to stop; any other signal is named, as
+    // it may come from a limit (SIGXFSZ, SIGXCPU) the user did not know was set.
+    if let Some(sig) = signals::last().filter(|s| signals::for_child() != *s) {
+        say!("wakeviz: stopped by {}", signals::name(sig));
+    }
     // What is known only now goes into the END chunk and the report, as a closing batch.
     let mut closing = src.stats().cloned().unwrap_or_default();
     closing.capture_duration_ns = Some(u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX));
@@ -479,7 +509,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         a.on_batch(&closing);
     }
     let written = match (rec, &cli.record) {
-        (Some(r), Some(p)) => Some((p.as_path(), r.finish(failed)?)),
+        (Some(r), Some(p)) => Some((p.as_path(), r.finish()?)),
         _ => None,
     };
     let stats = src.stats().cloned().unwrap_or_default();
@@ -490,16 +520,20 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         stats: &stats,
         written,
     };
-    eprintln!("wakeviz: {}", summary.text());
+    say!("wakeviz: {}", summary.text());
     if let Some(w) = budget_warning(analysis.as_ref().map(Analysis::evicted)) {
-        eprintln!("wakeviz: warning: {w}");
+        say!("wakeviz: warning: {w}");
     }
     if cli.bpf_stats {
-        eprint!("{}", probes::describe_run_stats(src.run_stats()));
+        signals::say_str(&probes::describe_run_stats(src.run_stats()));
     }
     if let Some(e) = out.error {
         let kept = cli.record.as_ref().map_or(String::new(), |p| {
-            format!("; {} is valid up to its last complete chunk", p.display())
+            if failed {
+                format!("; {} is valid up to its last complete chunk", p.display())
+            } else {
+                format!("; {} was finalised", p.display())
+            }
         });
         return Err(e.context(format!("capture stopped{kept}")));
     }
@@ -511,7 +545,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     Ok(match &outcome {
         Some(w) => {
-            eprintln!("wakeviz: {}", workload_line(&argv, w));
+            say!("wakeviz: {}", workload_line(&argv, w));
             ExitCode::from(command::exit_status(w))
         }
         None => ExitCode::SUCCESS,

@@ -48,7 +48,7 @@ pub fn create_file(path: &Path, force: bool) -> anyhow::Result<File> {
         let old = old_name(path);
         std::fs::rename(path, &old)
             .with_context(|| format!("cannot keep {} as {}", path.display(), old.display()))?;
-        eprintln!(
+        say!(
             "wakeviz: kept the existing {} as {}",
             path.display(),
             old.display()
@@ -77,6 +77,9 @@ pub struct RecordSink {
     path: PathBuf,
     delivered: u64,
     stats: CaptureStats,
+    /// A write failed (full disk, EFBIG over a file-size limit): the file is valid up to its
+    /// last complete chunk and nothing more may be written to it.
+    failed: bool,
 }
 
 impl RecordSink {
@@ -89,19 +92,22 @@ impl RecordSink {
             path: path.to_path_buf(),
             delivered: 0,
             stats: CaptureStats::default(),
+            failed: false,
         })
     }
 
-    fn err(&self, e: impl std::error::Error + Send + Sync + 'static) -> anyhow::Error {
+    fn err(&mut self, e: impl std::error::Error + Send + Sync + 'static) -> anyhow::Error {
+        self.failed = true;
         anyhow::Error::new(e).context(format!("writing {}", self.path.display()))
     }
 
     /// Writes the END chunk with the final counters; returns the events and bytes the file
-    /// holds. After a write error nothing more is written: the file is valid up to its last
-    /// complete chunk, and the figures count only what reached it.
-    pub fn finish(self, failed: bool) -> anyhow::Result<Written> {
+    /// holds. After a write error of its own nothing more is written: the file is valid up to
+    /// its last complete chunk, and the figures count only what reached it. Any other way the
+    /// run ended (a dead terminal, a failed drain, a signal) still gets its END chunk.
+    pub fn finish(self) -> anyhow::Result<Written> {
         let events = self.rec.events_written();
-        if failed {
+        if self.failed {
             return Ok(Written {
                 events,
                 bytes: self.rec.bytes_written(),
@@ -128,13 +134,22 @@ pub struct Written {
     pub bytes: u64,
 }
 
+impl RecordSink {
+    /// A write to the file failed.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
 impl Sink for RecordSink {
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         for t in &b.tasks {
             self.rec.learn_task(*t);
         }
         for e in &b.events {
-            self.rec.push(e).map_err(|e| self.err(e))?;
+            if let Err(e) = self.rec.push(e) {
+                return Err(self.err(e));
+            }
         }
         self.delivered += b.events.len() as u64;
         if let Some(s) = &b.stats {
@@ -150,7 +165,9 @@ impl Sink for RecordSink {
         let mut s = self.stats.clone();
         s.delivered = self.delivered;
         self.rec.set_stats(&s);
-        self.rec.tick().map_err(|e| self.err(e))?;
+        if let Err(e) = self.rec.tick() {
+            return Err(self.err(e));
+        }
         Ok(Flow::Continue)
     }
 }

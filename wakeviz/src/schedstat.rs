@@ -71,7 +71,7 @@ impl Session {
         if let (Some(s), Some(e)) = (self.start, end)
             && let Err(err) = a.compare_schedstat(&s, &e)
         {
-            eprintln!("wakeviz: note: schedstat cross-check skipped: {err}");
+            say!("wakeviz: note: schedstat cross-check skipped: {err}");
         }
     }
 }

@@ -3,6 +3,7 @@
 //! a panic hook restores it before the panic message prints, so the message is readable.
 use std::{
     io::{self, Stdout, stdout},
+    mem::ManuallyDrop,
     sync::{
         Once,
         atomic::{AtomicBool, Ordering},
@@ -27,7 +28,8 @@ pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// Raw mode + alternate screen for as long as it lives.
 pub struct TerminalGuard {
-    pub term: Term,
+    /// Dropped by hand: see the `Drop` below.
+    pub term: ManuallyDrop<Term>,
 }
 
 impl TerminalGuard {
@@ -40,7 +42,9 @@ impl TerminalGuard {
             return Err(e);
         }
         match Terminal::new(CrosstermBackend::new(stdout())) {
-            Ok(term) => Ok(Self { term }),
+            Ok(term) => Ok(Self {
+                term: ManuallyDrop::new(term),
+            }),
             Err(e) => {
                 restore();
                 Err(e)
@@ -51,6 +55,14 @@ impl TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
+        // ratatui's `Terminal`, dropped with its cursor hidden, shows it and `eprintln!`s a
+        // failure, which panics when stderr is the terminal that died. So the cursor is shown
+        // here; where that fails the terminal is gone and the `Terminal` is left undropped (a
+        // screen buffer and a handle on stdout, reclaimed when the process ends).
+        if self.term.show_cursor().is_ok() {
+            // SAFETY: `term` is dropped once, here, and `self` is never used after its drop.
+            unsafe { ManuallyDrop::drop(&mut self.term) };
+        }
         restore();
     }
 }

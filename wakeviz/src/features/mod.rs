@@ -1,5 +1,4 @@
-//! `--sched-feature NAME`: scheduler features set for one run and restored after it (issue 13,
-//! part 1).
+//! `--sched-feature NAME`: scheduler features set for one run and restored after it.
 //!
 //! debugfs `sched/features` lists every feature by name, `NO_X` for one that is off; writing
 //! `X` or `NO_X` flips one. The order (and so the bit) of a feature changes between kernels,
@@ -7,13 +6,33 @@
 //! anything is written, each write is read back, and what was changed is restored by a
 //! [`Guard`] on every way out of the run: its `Drop` (normal end, errors, a stop signal that
 //! ends the driver, a panic: the release profile unwinds) and the signal watchdog, which calls
-//! [`restore_active`] before it exits the process.
+//! [`restore_active`] before it exits the process. A run holds [`lock::Lock`] while anything
+//! is changed, so runs never interleave, and a run that could not restore leaves a record the
+//! next one finds.
 use std::{
     fs::OpenOptions,
-    io::{ErrorKind, Read as _, Write as _},
+    io::{ErrorKind, IsTerminal as _, Read as _, Write as _},
     path::{Path, PathBuf},
-    sync::{Mutex, PoisonError},
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
 };
+
+pub mod lock;
+
+pub use crate::signals::EXIT_NOT_RESTORED;
+/// Exit status of a run refused because the settings are not ours to change: another run holds
+/// the lock, or an earlier run left settings changed (nothing was changed or run).
+pub const EXIT_SETTINGS_BUSY: u8 = 5;
+
+/// Something this process changed could not be put back: the exit status is then
+/// [`EXIT_NOT_RESTORED`], whatever else happened.
+static NOT_RESTORED: AtomicBool = AtomicBool::new(false);
+
+pub fn not_restored() -> bool {
+    NOT_RESTORED.load(Ordering::SeqCst)
+}
 
 /// Where the kernel has it, with debugfs on its usual mount point.
 pub const DEBUGFS: &str = "/sys/kernel/debug";
@@ -69,6 +88,21 @@ pub enum FeatureError {
         path: PathBuf,
         now: String,
     },
+    #[error(
+        "the scheduler settings are in use by another wakeviz run: {holder} (lock {}); nothing was changed or run",
+        .path.display()
+    )]
+    Busy { path: PathBuf, holder: String },
+    #[error(
+        "a wakeviz run that could not restore them left scheduler features changed: {list} (recorded by {holder}); restore them with `{command}` or run again with --restore-leftovers; nothing was changed or run"
+    )]
+    Leftovers {
+        list: String,
+        holder: String,
+        command: String,
+    },
+    #[error("the settings lock {}: {why}; nothing was changed or run", .path.display())]
+    Lock { path: PathBuf, why: std::io::Error },
 }
 
 impl FeatureError {
@@ -352,6 +386,153 @@ fn preflight(store: &Store, requested: &[String]) -> Result<(States, States), Fe
     Ok((current, plan))
 }
 
+/// Whether `e` means the settings were not ours to change ([`EXIT_SETTINGS_BUSY`]).
+pub fn is_busy(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<FeatureError>(),
+        Some(FeatureError::Busy { .. } | FeatureError::Leftovers { .. })
+    )
+}
+
+/// Takes the settings lock and deals with what an earlier run left changed: restored when
+/// `restore` (or when the user says so at a terminal), else refused with the command to run.
+pub fn lock_and_check(store: &Store, restore: bool) -> Result<lock::Lock, FeatureError> {
+    let l = lock::Lock::acquire(store)?;
+    let current = parse(&store.read()?);
+    let left = l.leftovers(&current);
+    if left.is_empty() {
+        return Ok(l);
+    }
+    let list = left
+        .iter()
+        .map(|x| format!("{} (was {})", token(&x.feature, !x.was_on), x.token()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let command = lock::restore_command(store, &left);
+    let holder = l.previous().holder();
+    let restore = restore
+        || {
+            let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            interactive
+                && {
+                    say!(
+                        "wakeviz: a wakeviz run ({holder}) could not restore the scheduler features it changed: {list}; the command that restores them: {command}"
+                    );
+                    crate::signals::say_str("wakeviz: restore them now? [y/N] ");
+                    let mut answer = String::new();
+                    std::io::stdin().read_line(&mut answer).is_ok()
+                        && answer.trim().eq_ignore_ascii_case("y")
+                }
+        };
+    if !restore {
+        return Err(FeatureError::Leftovers {
+            list,
+            holder,
+            command,
+        });
+    }
+    let mut l = l;
+    let mut still = Vec::new();
+    for x in &left {
+        let t = x.token();
+        match store
+            .write(&t)
+            .and_then(|()| confirm(store, &x.feature, x.was_on, &t))
+        {
+            Ok(()) => {
+                say!("wakeviz: scheduler feature left changed by an earlier run restored: {t}")
+            }
+            Err(e) => {
+                NOT_RESTORED.store(true, Ordering::SeqCst);
+                say!(
+                    "wakeviz: could not restore scheduler feature {t} ({}); restore it by hand: echo {t} > {}",
+                    e.reason(),
+                    store.path().display()
+                );
+                still.push(x.clone());
+            }
+        }
+    }
+    l.keep_only(&still)?;
+    if still.is_empty() {
+        Ok(l)
+    } else {
+        Err(FeatureError::Leftovers {
+            list: still
+                .iter()
+                .map(|x| format!("{} (was {})", token(&x.feature, !x.was_on), x.token()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            holder,
+            command: lock::restore_command(store, &still),
+        })
+    }
+}
+
+/// Puts the features that differ from `before` back, under the lock (`wakeviz experiment`
+/// after a run left them changed). Prints what it restored and, for what it could not, the
+/// command; `Ok(false)` if anything stayed changed, [`FeatureError::Busy`] if another run
+/// holds the lock (its changes are its own to undo).
+pub fn put_back(store: &Store, before: &[(String, bool)]) -> Result<bool, FeatureError> {
+    let mut l = lock::Lock::acquire(store)?;
+    let now = parse(&store.read()?);
+    let drifted: Vec<lock::Leftover> = before
+        .iter()
+        .filter(|(n, on)| now.iter().any(|(m, o)| m == n && o != on))
+        .map(|(n, on)| lock::Leftover {
+            feature: n.clone(),
+            was_on: *on,
+        })
+        .collect();
+    let mut ok = true;
+    for x in &drifted {
+        let t = x.token();
+        match store
+            .write(&t)
+            .and_then(|()| confirm(store, &x.feature, x.was_on, &t))
+        {
+            Ok(()) => {
+                say!("wakeviz: scheduler feature restored to its value before the experiment: {t}")
+            }
+            Err(e) => {
+                ok = false;
+                NOT_RESTORED.store(true, Ordering::SeqCst);
+                say!(
+                    "wakeviz: could not restore scheduler feature {t} ({}); restore it by hand: echo {t} > {}",
+                    e.reason(),
+                    store.path().display()
+                );
+            }
+        }
+    }
+    // What the experiment could not restore is nobody's to restore but the user's: the
+    // record is left empty rather than claiming the originals of another run.
+    l.keep_only(&[])?;
+    Ok(ok)
+}
+
+/// `--restore-leftovers` on its own: restores what an earlier run left changed, and says
+/// whether there was anything.
+pub fn restore_leftovers(store: &Store) -> Result<(), FeatureError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(FeatureError::NotRoot {
+            path: store.path().into(),
+        });
+    }
+    let before = lock::Lock::acquire(store)?;
+    let nothing = before.leftovers(&parse(&store.read()?)).is_empty();
+    drop(before);
+    lock_and_check(store, true)?;
+    if nothing {
+        say!(
+            "wakeviz: no scheduler features left changed by an earlier run ({})",
+            store.path().display()
+        );
+    }
+    Ok(())
+}
+
 /// One feature wakeviz flipped, and the value it had before.
 #[derive(Clone, Debug)]
 struct Change {
@@ -364,6 +545,8 @@ struct Change {
 struct Applied {
     store: Store,
     changes: Vec<Change>,
+    /// Held until everything is back (or the process ends): closing it releases it.
+    lock: Option<lock::Lock>,
 }
 
 static ACTIVE: Mutex<Option<Applied>> = Mutex::new(None);
@@ -387,20 +570,40 @@ impl Drop for Guard {
     }
 }
 
-/// Sets `requested` (`X` / `NO_X`) for the run. Validates every one before writing any; writes
-/// only those not already so, and reads each back. On an error, what was already written is
-/// restored before returning.
-pub fn apply(store: Store, requested: &[String]) -> Result<Guard, FeatureError> {
+/// Sets `requested` (`X` / `NO_X`) for the run. Validates every one before writing any; takes
+/// the settings lock (see [`lock_and_check`] for `restore_leftovers`) and records the originals
+/// in it; writes only those not already so, and reads each back. On an error, what was already
+/// written is restored before returning.
+pub fn apply(
+    store: Store,
+    requested: &[String],
+    restore_leftovers: bool,
+) -> Result<Guard, FeatureError> {
+    preflight(&store, requested)?;
+    let mut lock = lock_and_check(&store, restore_leftovers)?;
+    // Read again under the lock: the values before it was taken may be another run's.
     let (current, plan) = preflight(&store, requested)?;
-    crate::signals::before_forced_exit(|| {
-        restore_active();
-    });
+    let original: Vec<lock::Original> = plan
+        .iter()
+        .filter_map(|(base, on)| {
+            let was_on = current.iter().any(|(n, o)| n == base && *o);
+            (was_on != *on).then(|| lock::Original {
+                feature: base.clone(),
+                was_on,
+            })
+        })
+        .collect();
+    if !original.is_empty() {
+        lock.record(&store, original)?;
+    }
+    crate::signals::before_forced_exit(restore_active);
     let guard = Guard {
         requested: plan.iter().map(|(b, on)| token(b, *on)).collect(),
     };
     *ACTIVE.lock().unwrap_or_else(PoisonError::into_inner) = Some(Applied {
         store: store.clone(),
         changes: Vec::new(),
+        lock: Some(lock),
     });
     let mut set = Vec::new();
     for (base, on) in &plan {
@@ -424,12 +627,12 @@ pub fn apply(store: Store, requested: &[String]) -> Result<Guard, FeatureError> 
         set.push(format!("{t} (was {})", token(base, was_on)));
     }
     if set.is_empty() {
-        eprintln!(
+        say!(
             "wakeviz: scheduler features already as asked: {}",
             guard.requested.join(" ")
         );
     } else {
-        eprintln!(
+        say!(
             "wakeviz: scheduler features set for the run: {}",
             set.join(", ")
         );
@@ -453,11 +656,12 @@ fn confirm(store: &Store, base: &str, on: bool, t: &str) -> Result<(), FeatureEr
 /// one line with the command to run by hand. `false` if anything stayed changed.
 pub fn restore_active() -> bool {
     let taken = ACTIVE.lock().unwrap_or_else(PoisonError::into_inner).take();
-    let Some(a) = taken else {
+    let Some(mut a) = taken else {
         return true;
     };
     let mut ok = true;
     let mut done = Vec::new();
+    let mut still = Vec::new();
     for c in a.changes.iter().rev() {
         let t = token(&c.base, c.was_on);
         let r = a
@@ -468,17 +672,29 @@ pub fn restore_active() -> bool {
             Ok(()) => done.push(t),
             Err(e) => {
                 ok = false;
-                eprintln!(
+                say!(
                     "wakeviz: could not restore scheduler feature {t} ({}); restore it by hand: echo {t} > {}",
                     e.reason(),
                     a.store.path().display()
                 );
+                still.push(lock::Leftover {
+                    feature: c.base.clone(),
+                    was_on: c.was_on,
+                });
             }
         }
     }
     if !done.is_empty() {
-        eprintln!("wakeviz: scheduler features restored: {}", done.join(" "));
+        say!("wakeviz: scheduler features restored: {}", done.join(" "));
     }
+    if !ok {
+        NOT_RESTORED.store(true, Ordering::SeqCst);
+    }
+    // The record keeps what is still changed, for the next run to find; then the lock goes.
+    if let Some(Err(e)) = a.lock.as_mut().map(|l| l.keep_only(&still)) {
+        say!("wakeviz: warning: {e}");
+    }
+    drop(a.lock.take());
     ok
 }
 

@@ -74,7 +74,12 @@ fn set_restore_and_failure_paths() {
     let (_d, s) = store();
     // Set and restored on drop; a feature already as asked is not touched.
     {
-        let g = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"])).unwrap();
+        let g = apply(
+            s.clone(),
+            &req(&["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"]),
+            false,
+        )
+        .unwrap();
         assert_eq!(g.requested(), ["NO_SIS_UTIL", "NO_WARN_DOUBLE_CLOCK"]);
         assert_eq!(on(&s, "SIS_UTIL"), Some(false));
         // Someone else changes another feature meanwhile: not ours to restore.
@@ -87,14 +92,14 @@ fn set_restore_and_failure_paths() {
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
 
     // A bad name changes nothing, even after good ones.
-    let e = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_BOGUS"])).unwrap_err();
+    let e = apply(s.clone(), &req(&["NO_SIS_UTIL", "NO_BOGUS"]), false).unwrap_err();
     assert!(matches!(e, FeatureError::Unknown { .. }));
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
 
     // A panic unwinds through the guard, which restores.
     let s2 = s.clone();
     let r = std::panic::catch_unwind(move || {
-        let _g = apply(s2.clone(), &req(&["NO_TTWU_QUEUE", "NO_WA_BIAS"])).unwrap();
+        let _g = apply(s2.clone(), &req(&["NO_TTWU_QUEUE", "NO_WA_BIAS"]), false).unwrap();
         assert_eq!(on(&s2, "TTWU_QUEUE"), Some(false));
         panic!("boom");
     });
@@ -102,7 +107,7 @@ fn set_restore_and_failure_paths() {
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), LIST);
 
     // A restore that cannot write reports it and says so.
-    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"])).unwrap();
+    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"]), false).unwrap();
     let p = s.path().to_path_buf();
     std::fs::remove_file(&p).unwrap();
     drop(g);
@@ -110,14 +115,14 @@ fn set_restore_and_failure_paths() {
     std::fs::write(&p, LIST).unwrap();
 
     // The watchdog's path: restored without the guard being dropped.
-    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"])).unwrap();
+    let g = apply(s.clone(), &req(&["NO_SIS_UTIL"]), false).unwrap();
     assert!(restore_active());
     assert_eq!(on(&s, "SIS_UTIL"), Some(true));
     std::mem::forget(g);
 
     // Missing file and read-only are one line each, nothing written.
     let missing = Store::Emulated(p.with_file_name("nope"));
-    let e = apply(missing, &req(&["NO_SIS_UTIL"]))
+    let e = apply(missing, &req(&["NO_SIS_UTIL"]), false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("does not exist"), "{e}");
@@ -135,4 +140,66 @@ fn a_file_that_cannot_be_read_is_one_line() {
     let e = check(&Store::Emulated(d.path().into()), &req(&["NO_SIS_UTIL"])).unwrap_err();
     assert!(matches!(e, FeatureError::Unreadable { .. }), "{e}");
     assert!(!e.to_string().contains('\n'));
+}
+
+/// The lock: a second taker is refused with the holder's pid; a record left behind (the holder
+/// died before restoring) names what still differs from its originals, and only that.
+#[test]
+fn the_lock_refuses_a_second_run_and_keeps_the_originals() {
+    let (_d, s) = store();
+    let mut a = lock::Lock::acquire(&s).unwrap();
+    a.record(
+        &s,
+        vec![
+            lock::Original {
+                feature: "SIS_UTIL".into(),
+                was_on: true,
+            },
+            lock::Original {
+                feature: "WA_BIAS".into(),
+                was_on: true,
+            },
+        ],
+    )
+    .unwrap();
+    match lock::Lock::acquire(&s) {
+        Err(FeatureError::Busy { holder, .. }) => {
+            assert!(
+                holder.starts_with(&format!("pid {} (`", std::process::id())),
+                "{holder}"
+            );
+        }
+        other => panic!("a second taker must be refused: {other:?}"),
+    }
+    // SIS_UTIL set, then the holder dies (the lock goes with its file, the record stays).
+    s.write("NO_SIS_UTIL").unwrap();
+    drop(a);
+    let b = lock::Lock::acquire(&s).unwrap();
+    let left = b.leftovers(&parse(&s.read().unwrap()));
+    assert_eq!(
+        left,
+        [lock::Leftover {
+            feature: "SIS_UTIL".into(),
+            was_on: true
+        }]
+    );
+    assert_eq!(
+        lock::restore_command(&s, &left),
+        format!("echo SIS_UTIL > {}", s.path().display())
+    );
+    drop(b);
+    // Refused without --restore-leftovers (stdin is not a terminal under the test harness
+    // when run by CI; at a terminal this would ask), restored with it.
+    if !std::io::stdin().is_terminal() {
+        let e = lock_and_check(&s, false).unwrap_err();
+        assert!(matches!(e, FeatureError::Leftovers { .. }), "{e}");
+        assert_eq!(on(&s, "SIS_UTIL"), Some(false), "refused: nothing changed");
+    }
+    let l = lock_and_check(&s, true).unwrap();
+    assert_eq!(on(&s, "SIS_UTIL"), Some(true));
+    assert!(l.leftovers(&parse(&s.read().unwrap())).is_empty());
+    drop(l);
+    // Nothing left: the record was emptied.
+    let c = lock::Lock::acquire(&s).unwrap();
+    assert!(c.previous().original.is_empty());
 }

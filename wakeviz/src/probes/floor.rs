@@ -76,7 +76,7 @@ pub fn run(floor: Floor) -> anyhow::Result<()> {
         None
     };
     let points: Vec<&str> = floor.programs().iter().map(|(tp, _)| *tp).collect();
-    eprintln!(
+    say!(
         "wakeviz: floor probes attached ({} tp_btf programs on {}); Ctrl-C to detach",
         match floor {
             Floor::Empty => "empty",
@@ -98,9 +98,9 @@ pub fn run(floor: Floor) -> anyhow::Result<()> {
     }
     drop(ebpf);
     if floor.sends() {
-        eprintln!("wakeviz: floor probes detached; {records} records drained");
+        say!("wakeviz: floor probes detached; {records} records drained");
     } else {
-        eprintln!("wakeviz: floor probes detached");
+        say!("wakeviz: floor probes detached");
     }
     Ok(())
 }
