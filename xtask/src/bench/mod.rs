@@ -41,7 +41,8 @@ pub struct Args {
     /// aggregate, floor, messaging.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Rounds of the floor and messaging sections (default 9, 5 with --quick).
+    /// Rounds of the floor and messaging sections (default 9, 5 with --quick), and of the
+    /// replay section on its smaller file (default 3).
     #[arg(long)]
     pub rounds: Option<usize>,
     /// Use target/release/wakeviz as it is instead of running `cargo build --release -p wakeviz`.
@@ -233,7 +234,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         ingest::run(&ctx, &mut sum)?;
     }
     if want("replay") {
-        replay::run(&ctx, &mut sum)?;
+        replay::run(&ctx, &mut sum, a.rounds)?;
     }
     if want("frame") {
         frame::run(&ctx, &mut sum)?;

@@ -246,13 +246,15 @@ fn stage_rate(stage: &str, r: &Res) -> f64 {
     }
 }
 
-pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
+/// `rounds` (default 3) on the smaller file: a before/after comparison with `XTASK_BIN_B`
+/// wants more (7 or more alternated pairs) to resolve a few percent.
+pub fn run(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Result<()> {
     let (small, big) = if ctx.quick {
         (1_000_000u64, 10_000_000u64)
     } else {
         (10_000_000, 100_000_000)
     };
-    let rounds = 3;
+    let rounds = rounds.unwrap_or(3).max(1);
     println!(
         "\n[5] replay and analysis, synthetic 256-CPU Zen3 NPS4 recordings of {small} and {big} events (seed {SEED}), each stage in its own process, one thread; {rounds} rounds on the smaller file, stages alternating, then one on the larger"
     );
