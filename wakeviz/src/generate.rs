@@ -292,7 +292,12 @@ mod tests {
         }
         for (name, help) in helps {
             let flags = long_flags(&help);
-            assert!(flags.len() > 2, "{name}: no flags read from --help: {help}");
+            // A subcommand may have no option of its own (`figures`): `--help` at least.
+            let least = if name == "wakeviz" { 3 } else { 1 };
+            assert!(
+                flags.len() >= least,
+                "{name}: no flags read from --help: {help}"
+            );
             for f in flags {
                 assert!(
                     in_man.contains(&f),
