@@ -1,7 +1,7 @@
 //! `wakeviz experiment`: a workload run under several scheduler-feature settings, in
 //! alternation (A B A B ..., so a drift of the machine over time falls on every setting alike),
 //! each run recorded by a child `wakeviz --record`, then compared as `wakeviz diff` compares
-//! groups of runs (issue 13, part 2). A child per run keeps each run exactly what a user would
+//! groups of runs. A child per run keeps each run exactly what a user would
 //! record by hand, and its features' guard restores them before the next run starts.
 use std::{
     ffi::OsString,

@@ -162,7 +162,7 @@ impl SysfsSpec {
         }
     }
 
-    /// 2 x EPYC Zen3 64C/128T (toolchain-and-vm.md §4): sibling of n is n+128, LLC = 8 cores /
+    /// 2 x EPYC Zen3 64C/128T: sibling of n is n+128, LLC = 8 cores /
     /// 16 threads, `nps` nodes per package (1, 2 or 4), distances 10 / 12 / 32.
     pub fn zen3(nps: u32) -> Self {
         Self::symmetric(Symmetric {

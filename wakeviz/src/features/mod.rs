@@ -1,5 +1,4 @@
-//! `--sched-feature NAME`: scheduler features set for one run and restored after it (issue 13,
-//! part 1).
+//! `--sched-feature NAME`: scheduler features set for one run and restored after it.
 //!
 //! debugfs `sched/features` lists every feature by name, `NO_X` for one that is off; writing
 //! `X` or `NO_X` flips one. The order (and so the bit) of a feature changes between kernels,

@@ -1,4 +1,4 @@
-//! `--serve ADDR`: an OpenMetrics `/metrics` endpoint (issue 14, part 3).
+//! `--serve ADDR`: an OpenMetrics `/metrics` endpoint.
 //!
 //! Whoever produces figures (the streaming [`MetricsSink`] here, or an in-kernel aggregate)
 //! hands the server a whole [`Snapshot`]; a scrape encodes the latest one ([`metrics`]), so
