@@ -3,7 +3,7 @@
 # (as root), the UI end-to-end test, and the VM suite on a real Debian kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh test
 # Each step says when it started and how long the run has taken: CI must stay under 45 minutes.
 step() { echo; echo "== [$(date -u +%T), ${SECONDS} s in] $*" >&2; }
 
