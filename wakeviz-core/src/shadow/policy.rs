@@ -951,18 +951,17 @@ pub const fn wf_sync_wake_local(sync: bool, new_cpu: u32, waker_cpu: u32, nr_run
 #[cfg(test)]
 mod core_walk_tests {
     use super::*;
-    use crate::topology::from_sysfs;
+    use crate::topology::fixture;
 
     /// The precomputed visiting order gives `core_scan`'s exact answer and probe count, from
     /// every start (past the last CPU too, where the scan wraps) and for idle maps of every
     /// density, on SMT, non-SMT and irregular topologies.
     #[test]
     fn the_walk_table_scans_exactly_like_the_bit_walk() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         let mut compared = 0;
         for name in ["zen3-nps4", "xeon-e5-2690v3", "irregular", "vm-2cpu"] {
-            let topo = from_sysfs(&dir.join(name)).expect("fixture");
+            let topo = fixture::named_topology(name).expect("fixture");
             let t = ShadowTopo::new(&topo, super::super::topo::NODE_RECLAIM_DISTANCE);
             let mut st = State::new(&t);
             for density in [0u64, 10, 50, 90, 100] {
