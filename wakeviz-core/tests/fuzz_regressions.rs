@@ -25,10 +25,7 @@ fn inputs(target: &str) -> Vec<PathBuf> {
 #[test]
 fn recording_inputs_never_panic() {
     let files = inputs("recording");
-    assert!(
-        !files.is_empty(),
-        "the seeds are part of the repository"
-    );
+    assert!(!files.is_empty(), "the seeds are part of the repository");
     for f in files {
         let bytes = std::fs::read(&f).unwrap();
         let Ok(mut r) = Reader::new(bytes.as_slice(), &f) else {

@@ -477,43 +477,44 @@ impl Drop for TempTree {
     }
 }
 
-/// Where scratch trees go: tmpfs when the machine has one, since a tree is thousands of tiny
-/// files (5,400 for a 256-CPU machine) and a disk-backed directory is slow at creating them.
-fn scratch_base() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    match fs::metadata(shm) {
-        Ok(m) if m.is_dir() && !m.permissions().readonly() => shm.to_path_buf(),
-        _ => std::env::temp_dir(),
+/// Where scratch trees go: tmpfs first, since a tree is thousands of tiny files (5,400 for a
+/// 256-CPU machine) and a disk-backed directory is slow at creating them; the temporary
+/// directory when there is no tmpfs or it refuses us.
+fn scratch_bases() -> [PathBuf; 2] {
+    [PathBuf::from("/dev/shm"), std::env::temp_dir()]
+}
+
+/// A new empty directory of this process under `base`.
+fn new_dir(base: &Path) -> io::Result<PathBuf> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let root = base.join(format!("wakeviz-sysfs-{}-{n}", std::process::id()));
+        match fs::create_dir(&root) {
+            Ok(()) => return Ok(root),
+            // Left over from an earlier process that had this pid: take the next name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 
 impl SysfsSpec {
     /// Writes the tree into a new scratch directory (see [`TempTree`]).
     pub fn write_temp(&self) -> io::Result<TempTree> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let base = scratch_base();
-        loop {
-            let n = SEQ.fetch_add(1, Ordering::Relaxed);
-            let root = base.join(format!("wakeviz-sysfs-{}-{n}", std::process::id()));
-            match fs::create_dir(&root) {
-                // The directory is ours from here on: a failed write still removes it.
-                Ok(()) => {
-                    let tree = TempTree { root };
-                    self.write(tree.path())?;
-                    return Ok(tree);
-                }
-                // Left over from an earlier process that had this pid: take the next name.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        let [shm, tmp] = scratch_bases();
+        let root = new_dir(&shm).or_else(|_| new_dir(&tmp))?;
+        // The directory is ours from here on: a failed write still removes it.
+        let tree = TempTree { root };
+        self.write(tree.path())?;
+        Ok(tree)
     }
 
     /// The topology the sysfs reader makes of this tree: written to a scratch directory and read
     /// back, so the reader the live path uses is exercised on every call.
     pub fn read_back(&self) -> Result<Topology, TopologyError> {
         let tree = self.write_temp().map_err(|err| TopologyError::Io {
-            path: scratch_base(),
+            path: std::env::temp_dir(),
             err,
         })?;
         from_sysfs(tree.path())
