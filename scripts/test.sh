@@ -17,13 +17,13 @@ cargo clippy --all-targets -- -D warnings
 step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
 cargo test --release
 
-step "short fuzz pass on the decoders (the seeds and past crashes are replayed above)"
+step "short fuzz pass on the decoders (cargo test above replays the byte-level targets' seeds and past crashes)"
 # libFuzzer writes what it finds into the first corpus directory it is given: that one lives
 # under target/ (kept between runs, so the corpus grows), the committed seeds and reproducers
 # (fuzz/seeds, fuzz/regressions) are only read, and the run leaves the tree as it was.
 # Crashes land in fuzz/artifacts/TARGET (ignored); minimise one with `cargo fuzz tmin` and
 # commit it under fuzz/regressions/TARGET so `cargo test` replays it.
-FUZZ_CORPUS="${WAKEVIZ_FUZZ_CORPUS:-$PWD/target/fuzz-corpus}"
+FUZZ_CORPUS="$(realpath -m "${WAKEVIZ_FUZZ_CORPUS:-target/fuzz-corpus}")"
 (cd fuzz && for t in recording:30 events_codec:10 header_topology:20 sysfs_tree:10 ringbuf_record:10; do
   n="${t%%:*}"
   mkdir -p "$FUZZ_CORPUS/$n"
