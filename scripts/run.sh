@@ -5,6 +5,6 @@
 #   scripts/run.sh --replay t.wvz --report text
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh run
 cargo build --release -p wakeviz
 exec target/release/wakeviz "$@"

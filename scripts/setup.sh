@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
-# Installs what building and testing wakeviz needs on a fresh Debian 12 machine, saying what it
-# installs. Idempotent: tools already present are left alone. Run as root (or with sudo).
+# Installs what wakeviz needs on a fresh Debian 12 machine, saying what it installs. Idempotent:
+# tools already present are left alone. Run as root (or with sudo).
 #
-#   apt:    llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev (bpf-linker's LLVM),
-#           qemu-system-x86 busybox-static cpio (VM tests), tmux (UI end-to-end test),
-#           linux-perf rt-tests (benchmarks), prometheus python3-venv (export/metrics tests)
-#   python: a venv at $WAKEVIZ_PYENV (default /opt/wakeviz-pyenv) with the independent readers
-#           the export tests use: perfetto (upstream trace schema), duckdb, prometheus-client
-#   rustup: nightly toolchain + rust-src (for -Z build-std=core on bpfel-unknown-none)
-#   cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22, cargo-fuzz
+#   scripts/setup.sh run    what building and running need (scripts/run.sh):
+#     apt:    llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev (bpf-linker's LLVM)
+#     rustup: nightly toolchain + rust-src (for -Z build-std=core on bpfel-unknown-none)
+#     cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22
+#   scripts/setup.sh test   the above, and what only the tests need (scripts/test.sh):
+#     apt:    qemu-system-x86 busybox-static cpio (VM tests), tmux (UI end-to-end test),
+#             linux-perf rt-tests (benchmarks), prometheus python3-venv (export/metrics tests)
+#     python: a venv at $WAKEVIZ_PYENV (default /opt/wakeviz-pyenv) with the independent readers
+#             the export tests use: perfetto (upstream trace schema), duckdb, prometheus-client
+#     cargo:  cargo-fuzz
+# Without an argument: `test` (everything).
+#
+# The run command installs only the first part: a first run should not wait for qemu,
+# Prometheus, a Python venv and a cargo-fuzz build that only the tests use.
 set -euo pipefail
+
+WHAT="${1:-test}"
+case "$WHAT" in
+  run | test) ;;
+  *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
+esac
 
 say() { echo "setup: $*" >&2; }
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests prometheus python3-venv)
+APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev)
+if [ "$WHAT" = test ]; then
+  APT_PKGS+=(qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests prometheus python3-venv)
+fi
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -45,6 +61,12 @@ if ! command -v bpf-linker >/dev/null || ! bpf-linker --version 2>/dev/null | gr
     || LLVM_PREFIX=/usr/lib/llvm-22 cargo install bpf-linker --version 0.13.0 \
       --no-default-features --features llvm-22
 fi
+
+if [ "$WHAT" = run ]; then
+  say "ready to build and run"
+  exit 0
+fi
+
 if ! command -v cargo-fuzz >/dev/null; then
   say "installing cargo-fuzz (fuzzing the recording decoder)"
   cargo install --locked cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz

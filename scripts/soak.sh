@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-hour soak (issue 7, reliability item 8; run by hand as root, not in CI):
+# One-hour soak (run by hand as root, not in CI: an hour is too long for a test run):
 # `wakeviz --record --headless` under a continuous `perf bench sched pipe` load, sampling the
 # recorder's resident memory every 30 s, then printing its drop accounting and the RSS trend.
 #

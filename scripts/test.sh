@@ -3,7 +3,7 @@
 # (as root), the UI end-to-end test, and the VM suite on a real Debian kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh test
 # Each step says when it started and how long the run has taken: CI must stay under 45 minutes.
 step() { echo; echo "== [$(date -u +%T), ${SECONDS} s in] $*" >&2; }
 
@@ -17,8 +17,20 @@ cargo clippy --all-targets -- -D warnings
 step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
 cargo test --release
 
-step "short fuzz pass on the decoders (the long run's corpus and crashes are replayed above)"
-(cd fuzz && for t in recording:30 events_codec:10 header_topology:20 sysfs_tree:10 ringbuf_record:10; do cargo +nightly fuzz run "${t%%:*}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 -malloc_limit_mb=512 || exit 1; done)
+step "short fuzz pass on the decoders (cargo test above replays the byte-level targets' seeds and past crashes)"
+# libFuzzer writes what it finds into the first corpus directory it is given: that one lives
+# under target/ (kept between runs, so the corpus grows), the committed seeds and reproducers
+# (fuzz/seeds, fuzz/regressions) are only read, and the run leaves the tree as it was.
+# Crashes land in fuzz/artifacts/TARGET (ignored); minimise one with `cargo fuzz tmin` and
+# commit it under fuzz/regressions/TARGET so `cargo test` replays it.
+FUZZ_CORPUS="$(realpath -m "${WAKEVIZ_FUZZ_CORPUS:-target/fuzz-corpus}")"
+(cd fuzz && for t in recording:30 events_codec:10 header_topology:20 sysfs_tree:10 ringbuf_record:10; do
+  n="${t%%:*}"
+  mkdir -p "$FUZZ_CORPUS/$n"
+  dirs=("$FUZZ_CORPUS/$n" "seeds/$n")
+  if [ -d "regressions/$n" ]; then dirs+=("regressions/$n"); fi
+  cargo +nightly fuzz run "$n" "${dirs[@]}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 -malloc_limit_mb=512 || exit 1
+done)
 
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"
 cargo build --release -p wakeviz

@@ -1,6 +1,6 @@
 //! The EVENTS payload decoders on their own (what a zstd chunk decompresses to): the first four
 //! bytes are the chunk's claimed `count`, the rest the payload, given to both layouts (format 1's
-//! rows, format 2's columns; `corpus/events_codec/seed-columns-*` are columnar payloads). Never a
+//! rows, format 2's columns; `seeds/events_codec/seed-columns-*` are columnar payloads). Never a
 //! panic, and the claimed count never sizes an allocation beyond what the payload can hold.
 #![no_main]
 

@@ -1,6 +1,6 @@
 //! Any byte string given to the recording reader: never a panic, never unbounded memory. The
 //! checksums are fixed up first (`fix_checksums`), so mutations reach the header parser and the
-//! chunk decoders instead of stopping at the CRC check. The corpus holds files of both formats
+//! chunk decoders instead of stopping at the CRC check. The seeds hold files of both formats
 //! (`seed-*-columns*.wvz` are format 2, columnar `EVENTS` chunks), so both decoders are reached.
 #![no_main]
 

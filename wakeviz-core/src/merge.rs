@@ -2,7 +2,7 @@
 //!
 //! A wakeup's `sched_waking` is written on the waker's CPU and its `sched_wakeup` on the target
 //! CPU, so with one ring per CPU group they arrive through different rings, in any order
-//! relative to each other (scxtop's issue 3503: wakeup latencies inflated by exactly this).
+//! relative to each other (a join that trusts arrival order inflates wakeup latencies this way).
 //! The join must see them in time order. Each ring's consumer reports, with every batch, a
 //! CLOCK_MONOTONIC reading taken *before* it drained the ring: every event the ring will still
 //! deliver was stamped after that reading, except one that a probe was between its clock read

@@ -22,10 +22,10 @@
 //!   off parks (its last runner blocks without waking anyone); when it is switched on again an
 //!   interrupt wakes it (waker = whatever runs on the interrupted CPU, often idle, pid 0).
 //!
-//! Placement follows the kernel's `select_task_rq_fair` fast path, simplified (see the doc
-//! sections 1.4-1.9 in `shared/docs/kernel-wakeup-placement.md`): `record_wakee`/`wake_wide`,
-//! an affine domain exists when the SLIT distance is at most 30 (`node_reclaim_distance`),
-//! `wake_affine_idle` then `wake_affine_weight` with run-queue lengths as the load, and
+//! Placement follows the `select_task_rq_fair` fast path of kernel/sched/fair.c, simplified:
+//! `record_wakee`/`wake_wide`, an affine domain exists when the SLIT distance is at most 30
+//! (`node_reclaim_distance`), `wake_affine_idle` then `wake_affine_weight` with run-queue lengths
+//! as the load, and
 //! `select_idle_sibling` (target, prev, `recent_used_cpu`, idle SMT sibling, and a SIS_UTIL-limited
 //! `select_idle_cpu` wrap scan over the target's LLC, idle-core mode while the LLC hint is set).
 //! `nr_idle_scan` comes from an LLC utilisation average refreshed every 4 ms, like the kernel's

@@ -1,4 +1,4 @@
-//! One truth per figure (issue 15): what the placement figures cover and why the rest is not,
+//! One truth per figure: what the placement figures cover and why the rest is not,
 //! the same percentiles for the same samples, n/a / `null` for what does not exist, one figure
 //! equal in the snapshot, the text report and the JSON, and wakeviz's own threads left out.
 mod analysis_support;

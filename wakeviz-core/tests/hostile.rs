@@ -1,4 +1,4 @@
-//! The recording reader under every crafted case of issue 11 (see `hostile_craft`): each
+//! The recording reader under every crafted hostile case (see `hostile_craft`): each
 //! refused file fails with one line naming the file (and the offset), each other one reads to
 //! its end. The binary's side, under an address-space limit, is `wakeviz/tests/hostile.rs`.
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The sysfs topology reader under hostile trees (issue 11): `--topology DIR` may be a copy
+//! The sysfs topology reader under hostile trees: `--topology DIR` may be a copy
 //! someone handed over, so a FIFO must not block it, a link to `/dev/zero` must not be read
 //! forever, and no file or count may size an allocation beyond the documented limits. Each
 //! read runs on a thread with a deadline, so a hang fails the test instead of stalling it.

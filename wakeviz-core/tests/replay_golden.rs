@@ -14,14 +14,8 @@ use wakeviz_core::{
     format::{ChunkPayload, ProbeState, Reader, Recorder, RecorderConfig},
     source::{EventSource, Poll, ReplaySource},
     synth::{self, SynthConfig},
-    topology::from_sysfs,
+    topology::fixture,
 };
-
-fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sysfs")
-        .join(name)
-}
 
 fn golden_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -37,7 +31,7 @@ fn record(
     events: u64,
     tracepoint_only: bool,
 ) -> (PathBuf, Vec<Event>) {
-    let topo = from_sysfs(&fixture_dir(topo_name)).expect("fixture topology");
+    let topo = fixture::named_topology(topo_name).expect("fixture topology");
     let cfg = SynthConfig::new(events, 3);
     let path = dir.join(format!("{topo_name}-{tracepoint_only}.wvz"));
     if !tracepoint_only {

@@ -1,4 +1,4 @@
-//! Scenario tests of the shadow policies (spec §2, §3, §5, §9): known idle maps, known answers.
+//! Scenario tests of the shadow policies: known idle maps, known answers.
 use std::{fs, path::Path};
 
 use wakeviz_core::{
@@ -223,7 +223,7 @@ fn sis_util_budget_matches_the_spec_table_for_a_16_cpu_llc() {
         let per_cpu = u * 1024 / 100;
         assert_eq!(sis_util_nr_idle_scan(16, 16 * per_cpu, 117), w, "{u}% util");
     }
-    // Other rows of §2.2's table: |LLC| = 8, 32 and 112 at 45%.
+    // Other LLC sizes (8, 32 and 112 CPUs, as in the SIS_UTIL patch's table) at 45%.
     assert_eq!(sis_util_nr_idle_scan(8, 8 * 460, 117), 5);
     assert_eq!(sis_util_nr_idle_scan(32, 32 * 460, 117), 23);
     assert_eq!(sis_util_nr_idle_scan(112, 112 * 460, 117), 81);
@@ -231,7 +231,7 @@ fn sis_util_budget_matches_the_spec_table_for_a_16_cpu_llc() {
 
 #[test]
 fn sis_prop_budget_follows_the_formula() {
-    // §2.1 worked example: ai = 100 us, ac = 2 us -> about 800 (the whole LLC).
+    // Worked example: ai = 100 us, ac = 2 us -> about 800 (the whole LLC).
     assert_eq!(sis_prop_budget(16, 100_000, 1_999), 16 * 100_000 / 2_000);
     // Under load wake_avg_idle collapses: budget floor 4 (3 probes).
     assert_eq!(sis_prop_budget(16, 400, 2_000), 4);

@@ -2,21 +2,20 @@
 //! recording. Ignored by default; run with
 //! `cargo test --release -p wakeviz-core --test shadow_perf -- --ignored --nocapture`
 //! (`WAKEVIZ_PERF_EVENTS` sets the event count, default 2 000 000, seed 1).
-use std::{path::Path, time::Instant};
+use std::time::Instant;
 
 use wakeviz_core::{
     event::Event,
     join::{Joiner, Placement},
     shadow::ShadowEval,
     synth::{self, SynthConfig},
-    topology::from_sysfs,
+    topology::fixture,
 };
 
 #[test]
 #[ignore]
 fn placements_per_second() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps4");
-    let topo = from_sysfs(&p).expect("fixture topology");
+    let topo = fixture::named_topology("zen3-nps4").expect("fixture topology");
     let n = std::env::var("WAKEVIZ_PERF_EVENTS")
         .ok()
         .and_then(|s| s.parse().ok())

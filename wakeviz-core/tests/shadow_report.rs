@@ -9,7 +9,7 @@ use wakeviz_core::{
     join::Joiner,
     shadow::{ShadowEval, Tally},
     synth::{self, SynthConfig},
-    topology::from_sysfs,
+    topology::fixture,
 };
 
 /// One documented object: the bullet's label, its required and optional keys.
@@ -116,8 +116,7 @@ fn doc<'a>(docs: &'a [Doc], label: &str) -> &'a Doc {
 
 #[test]
 fn shadow_json_keys_are_the_documented_ones() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/xeon-e5-2690v3");
-    let topo = from_sysfs(&p).expect("fixture");
+    let topo = fixture::named_topology("xeon-e5-2690v3").expect("fixture");
     let cfg = SynthConfig::new(200_000, 11);
     let s = synth::events(&topo, &cfg).expect("synth");
     let hdr = synth::header(&topo, &cfg, &s);
@@ -169,8 +168,7 @@ fn shadow_json_keys_are_the_documented_ones() {
 
 #[test]
 fn text_and_json_show_the_same_figures() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps2");
-    let topo = from_sysfs(&p).expect("fixture");
+    let topo = fixture::named_topology("zen3-nps2").expect("fixture");
     let cfg = SynthConfig::new(100_000, 4);
     let s = synth::events(&topo, &cfg).expect("synth");
     let hdr = synth::header(&topo, &cfg, &s);
@@ -219,8 +217,7 @@ fn text_and_json_show_the_same_figures() {
 
 #[test]
 fn a_tally_of_every_scored_placement_is_the_unfiltered_report() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps4");
-    let topo = from_sysfs(&p).expect("fixture");
+    let topo = fixture::named_topology("zen3-nps4").expect("fixture");
     let cfg = SynthConfig::new(150_000, 9);
     let s = synth::events(&topo, &cfg).expect("synth");
     let hdr = synth::header(&topo, &cfg, &s);

@@ -1,21 +1,18 @@
 //! The shadow evaluator on synthetic recordings (`wakeviz_core::synth`) of the fixture
 //! machines: every policy runs, the fidelity is high where the inputs are exact, and (ignored,
 //! run with `--release -- --ignored`) the throughput on the 256-CPU Zen3.
-use std::{path::Path, time::Instant};
+use std::time::Instant;
 
 use wakeviz_core::{
     event::Event,
     join::Joiner,
     shadow::ShadowEval,
     synth::{self, SynthConfig},
-    topology::{Topology, from_sysfs},
+    topology::{Topology, fixture},
 };
 
 fn fixture(name: &str) -> Topology {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sysfs")
-        .join(name);
-    from_sysfs(&p).expect("fixture topology")
+    fixture::named_topology(name).expect("fixture topology")
 }
 
 /// Events of a synthetic run, with its header.

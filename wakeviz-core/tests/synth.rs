@@ -8,7 +8,11 @@ use wakeviz_core::{
     join::Joiner,
     source::{EventSource, Poll, ReplaySource},
     synth::{self, START_TS_NS, SynthConfig, TruthPlacement},
-    topology::{Level, Topology, from_sysfs},
+    topology::{
+        Level, Topology,
+        fixture::{self, SysfsSpec},
+        from_sysfs,
+    },
 };
 
 /// Shape of a hand-built sysfs tree, numbered like AMD: thread `t` of global core `k` is CPU
@@ -434,25 +438,12 @@ fn level_mix(topo: &Topology, c: &Checked) -> ([u64; 6], [u64; 6]) {
     (w, p)
 }
 
-/// The committed fixture trees (written by `topology::fixture`), when present: the stream stays
-/// consistent on every one, sparse and offline CPUs included.
+/// The named fixture machines (written by `topology::fixture`): the stream stays consistent on
+/// every one, sparse and offline CPUs included.
 #[test]
 fn consistent_on_fixture_trees() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
-    for name in [
-        "zen3-nps1",
-        "zen3-nps2",
-        "zen3-nps4",
-        "xeon-e5-2690v3",
-        "vm-2cpu",
-        "irregular",
-    ] {
-        let dir = root.join(name);
-        if !dir.join("cpu/online").exists() {
-            eprintln!("{name}: fixture missing, skipped");
-            continue;
-        }
-        let topo = from_sysfs(&dir).unwrap();
+    for name in SysfsSpec::NAMES {
+        let topo = fixture::named_topology(name).unwrap();
         let c = check_stream(&topo, &SynthConfig::new(200_000, 5));
         let (w, p) = level_mix(&topo, &c);
         eprintln!(
@@ -487,8 +478,7 @@ fn thread_cpu_ns() -> u64 {
 #[test]
 #[ignore = "a measurement: run in release"]
 fn speed() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/zen3-nps4");
-    let topo = from_sysfs(&root).unwrap_or_else(|_| Shape::NPS2.topology());
+    let topo = fixture::named_topology("zen3-nps4").unwrap();
     let n = 10_000_000;
     let cfg = SynthConfig::new(n, 1);
     let (t0, c0) = (std::time::Instant::now(), thread_cpu_ns());

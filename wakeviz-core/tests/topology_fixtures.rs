@@ -1,21 +1,19 @@
-//! The committed sysfs fixture trees: regenerated from `topology::fixture` with
-//! `WAKEVIZ_REGEN_FIXTURES=1 cargo test -p wakeviz-core --test topology_fixtures`, and checked
-//! here against both the builder and the facts of the machines they model.
+//! The named fixture machines (`topology::fixture`), generated at test time and read back with
+//! the sysfs reader: what the builder writes is exactly its file list, a scratch tree goes away
+//! with its handle, and the topologies match the facts of the machines they model.
 use std::{collections::BTreeMap, path::PathBuf};
 
-use wakeviz_core::topology::{Level, Topology, fixture::SysfsSpec, from_sysfs};
-
-fn dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sysfs")
-        .join(name)
-}
+use wakeviz_core::topology::{
+    Level, Topology,
+    fixture::{self, SysfsSpec},
+    from_sysfs,
+};
 
 fn load(name: &str) -> Topology {
-    from_sysfs(&dir(name)).unwrap()
+    fixture::named_topology(name).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 
-fn committed_files(root: &std::path::Path) -> BTreeMap<PathBuf, String> {
+fn files_on_disk(root: &std::path::Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -33,21 +31,25 @@ fn committed_files(root: &std::path::Path) -> BTreeMap<PathBuf, String> {
 }
 
 #[test]
-fn regenerate_or_match_builder() {
+fn written_trees_are_the_builders_files() {
     for name in SysfsSpec::NAMES {
         let spec = SysfsSpec::named(name).unwrap();
-        let d = dir(name);
-        if std::env::var_os("WAKEVIZ_REGEN_FIXTURES").is_some() {
-            let _ = std::fs::remove_dir_all(&d);
-            spec.write(&d).unwrap();
-        }
-        let want = spec.files();
-        let got = committed_files(&d);
-        assert_eq!(got.len(), want.len(), "{name}: file count");
-        for (path, content) in &want {
-            assert_eq!(got.get(path), Some(content), "{name}/{}", path.display());
-        }
+        let tree = fixture::named_tree(name).unwrap();
+        assert_eq!(files_on_disk(tree.path()), spec.files(), "{name}");
     }
+    assert!(fixture::named_tree("no-such-machine").is_err());
+}
+
+#[test]
+fn a_scratch_tree_goes_away_with_its_handle() {
+    let tree = SysfsSpec::vm_2cpu().write_temp().unwrap();
+    let root = tree.path().to_path_buf();
+    assert!(root.join("cpu/online").is_file());
+    let other = SysfsSpec::vm_2cpu().write_temp().unwrap();
+    assert_ne!(other.path(), root, "each tree has a directory of its own");
+    drop(tree);
+    assert!(!root.exists());
+    assert!(other.path().join("cpu/online").is_file());
 }
 
 /// Thousands of tiny files: on tmpfs when there is one (disk-backed /tmp is slow at this).
@@ -55,13 +57,6 @@ fn scratch_dir() -> tempfile::TempDir {
     tempfile::tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
         .unwrap()
-}
-
-#[test]
-fn write_and_read_back() {
-    let tmp = scratch_dir();
-    SysfsSpec::irregular().write(tmp.path()).unwrap();
-    assert_eq!(from_sysfs(tmp.path()).unwrap(), load("irregular"));
 }
 
 fn check_levels(t: &Topology, cases: &[(u32, u32, Level)]) {

@@ -22,10 +22,7 @@ mod driver;
 #[path = "../src/ui/mod.rs"]
 mod ui;
 
-use std::{
-    path::Path,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use ratatui::{Terminal, backend::TestBackend};
 use wakeviz_core::{
@@ -58,9 +55,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(40);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../wakeviz-core/tests/fixtures/sysfs/zen3-nps4");
-    let topo = topology::from_sysfs(&root).expect("reading the zen3-nps4 fixture");
+    let topo = topology::fixture::named_topology("zen3-nps4").expect("the zen3-nps4 fixture");
     let per_frame = 5_000u64;
     // Warm-up stream (so every table has content) plus one batch per timed frame.
     let total = 400_000 + per_frame * (frames as u64 + 1) * 20;

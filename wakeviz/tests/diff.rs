@@ -2,14 +2,14 @@
 //! The base family is seeds 1-3, the same family again seeds 4-6, and seeds 4-6 with 10 % of
 //! the wakeups placed in the waker's LLC moved to the other package (`cross_package_ppm`).
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Command, Output},
     sync::OnceLock,
 };
 
 use wakeviz_core::{
     synth::{self, SynthConfig},
-    topology::from_sysfs,
+    topology::fixture,
 };
 
 const CROSS: &str = "placement.vs_waker.cross_package.share";
@@ -24,11 +24,7 @@ struct Files {
 fn files() -> &'static Files {
     static F: OnceLock<Files> = OnceLock::new();
     F.get_or_init(|| {
-        let topo = from_sysfs(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../wakeviz-core/tests/fixtures/sysfs/xeon-e5-2690v3"),
-        )
-        .expect("fixture topology");
+        let topo = fixture::named_topology("xeon-e5-2690v3").expect("fixture topology");
         let dir = tempfile::tempdir().expect("tempdir");
         let make = |name: &str, seed: u64, ppm: u32| {
             let p = dir.path().join(format!("{name}{seed}.wvz"));

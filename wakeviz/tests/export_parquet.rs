@@ -10,7 +10,7 @@ use std::{
 
 use wakeviz_core::{
     synth::{self, SynthConfig},
-    topology::from_sysfs,
+    topology::fixture,
 };
 
 fn demo() -> PathBuf {
@@ -21,11 +21,7 @@ fn demo() -> PathBuf {
 fn synthetic() -> &'static Path {
     static F: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &F.get_or_init(|| {
-        let topo = from_sysfs(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../wakeviz-core/tests/fixtures/sysfs/xeon-e5-2690v3"),
-        )
-        .expect("fixture topology");
+        let topo = fixture::named_topology("xeon-e5-2690v3").expect("fixture topology");
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("synth.wvz");
         let f = std::fs::File::create(&p).expect("create");

@@ -149,11 +149,7 @@ fn split_parts_each_stand_alone_and_add_up() {
     let Some(py) = python() else { return };
     let d = tempfile::tempdir().unwrap();
     let rec = d.path().join("synth.wvz");
-    let topo = wakeviz_core::topology::from_sysfs(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../wakeviz-core/tests/fixtures/sysfs/zen3-nps4"),
-    )
-    .unwrap();
+    let topo = wakeviz_core::topology::fixture::named_topology("zen3-nps4").unwrap();
     let cfg = wakeviz_core::synth::SynthConfig::new(300_000, 7);
     wakeviz_core::synth::generate(&topo, &cfg, std::fs::File::create(&rec).unwrap()).unwrap();
     let jsonl = d.path().join("synth.jsonl");

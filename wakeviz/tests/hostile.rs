@@ -1,4 +1,4 @@
-//! The binary under hostile recordings (issue 11, reading side): every crafted case from
+//! The binary under hostile recordings (the reading side): every crafted case from
 //! `wakeviz-core/tests/hostile_craft`, non-regular files, and the worst amplifications, replayed
 //! in each mode (`--report json`, `--dump jsonl`, counts) under a 1 GiB address-space limit and
 //! a timeout, so an amplification fails here instead of passing slowly. Refused files must give

@@ -7,7 +7,8 @@ use wakeviz_core::{synth, topology};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A `devices/system`-like directory (cpu/, node/), e.g. a fixture tree.
+    /// A `devices/system`-like directory (cpu/, node/), or the name of a fixture machine the
+    /// tests use (zen3-nps1, zen3-nps2, zen3-nps4, xeon-e5-2690v3, vm-2cpu, irregular).
     #[arg(long)]
     pub topology: PathBuf,
     /// Exact number of events to write.
@@ -21,8 +22,15 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
-    let topo = topology::from_sysfs(&a.topology)
-        .with_context(|| format!("reading topology {}", a.topology.display()))?;
+    let named = a
+        .topology
+        .to_str()
+        .filter(|n| topology::fixture::SysfsSpec::NAMES.contains(n) && !a.topology.exists());
+    let topo = match named {
+        Some(name) => topology::fixture::named_topology(name),
+        None => topology::from_sysfs(&a.topology),
+    }
+    .with_context(|| format!("reading topology {}", a.topology.display()))?;
     let cfg = synth::SynthConfig::new(a.events, a.seed);
     let f = File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let (start, cpu0) = (Instant::now(), thread_cpu_ns());

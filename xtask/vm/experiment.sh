@@ -1,5 +1,6 @@
-# Issue 13 on a real kernel, sourced by scenario.sh (test mode) after its other runs; results
-# under /out/exp, checked by the host (xtask/src/vm/experiment.rs).
+# The experiment features on a real kernel (schedstat, --sched-feature, `wakeviz experiment`),
+# sourced by scenario.sh (test mode) after its other runs; results under /out/exp, checked by
+# the host (xtask/src/vm/experiment.rs).
 #
 #   1. schedstat: kernel.sched_schedstats once the main run is over (wakeviz switched it on
 #      for that run; it must be back to its boot value);

@@ -1,12 +1,13 @@
-# Issue 16: the cost of wakeviz's function probes (fentry/fexit on select_task_rq_fair), which
+# The cost of wakeviz's function probes (fentry/fexit on select_task_rq_fair), which
 # this project's development machine refuses. Sourced by scenario.sh (test mode) when
 # WVZ_FENTRY_COST is "rounds:iterations"; results in /out/fentry/times.txt, one line per run:
 #   round config start_uptime end_uptime
-# Configs, order rotated each round: alone; under `wakeviz --record --no-function-probes`;
-# under `wakeviz --record` (the same plus fentry/fexit); under `wakeviz --record` with
-# WAKEVIZ_SKIP_SELECT_INPUTS=1 (fentry/fexit without the ABI-2/3 input reads: issue 17's cost). The ping-pong pair shares CPUs 1-2
-# (taskset): a task pinned to one CPU never reaches select_task_rq_fair (the kernel skips the
-# class's select for nr_cpus_allowed == 1), so a pinned pair would not exercise the probes.
+# Configs, order rotated each round: alone; under `wakeviz --record --no-function-probes`; under
+# `wakeviz --record` (the same plus fentry/fexit); under `wakeviz --record` with
+# WAKEVIZ_SKIP_SELECT_INPUTS=1 (fentry/fexit without the ABI-2/3 input reads: what they cost). The
+# ping-pong pair shares CPUs 1-2 (taskset): a task pinned to one CPU never reaches
+# select_task_rq_fair (the kernel skips the class's select for nr_cpus_allowed == 1), so a pinned
+# pair would not exercise the probes.
 FC=/out/fentry
 
 fc_one() {

@@ -281,7 +281,7 @@ diff_runs() {
     done
 }
 
-# Issue 17: where the shadow's new inputs decide. `busy`: more runnable tasks than CPUs on
+# Where the shadow's select inputs decide. `busy`: more runnable tasks than CPUs on
 # CPUs 0-7 (two LLCs; the rest stay free because the host behind these vCPUs is small): four
 # ping-pong pairs unpinned within them plus six CPU hogs, so wakers and prev CPUs are loaded
 # and WA_WEIGHT decides; `aff`: unpinned pairs under `taskset -c 1,6` (two LLCs), so every choice

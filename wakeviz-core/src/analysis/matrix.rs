@@ -112,13 +112,10 @@ impl MatrixSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::from_sysfs;
+    use crate::topology::fixture;
 
     fn topo(name: &str) -> Topology {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/sysfs")
-            .join(name);
-        from_sysfs(&p).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+        fixture::named_topology(name).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
     }
 
     #[test]

@@ -1,10 +1,8 @@
 use super::*;
-use crate::topology::{fixture::SysfsSpec, from_sysfs};
+use crate::topology::fixture;
 
 fn topo(name: &str) -> Topology {
-    let dir = tempfile::tempdir().unwrap();
-    SysfsSpec::named(name).unwrap().write(dir.path()).unwrap();
-    from_sysfs(dir.path()).unwrap()
+    fixture::named_topology(name).unwrap()
 }
 
 fn every_cpu_once(p: &RingPlan, t: &Topology) {

@@ -1,6 +1,7 @@
-//! The kernel's constants and scan-budget formulas the state reconstruction and the
-//! policies share: SIS_UTIL's `nr_idle_scan` from LLC utilisation (spec §2.2), SIS_PROP's scan
-//! depth (spec §2.1), jiffies. (Re-exported by `shadow::state`, where they were first.)
+//! The kernel's constants and scan-budget formulas the state reconstruction and the policies share:
+//! SIS_UTIL's `nr_idle_scan` from LLC utilisation (`update_idle_cpu_scan`), SIS_PROP's scan depth
+//! (`select_idle_cpu`, kernel/sched/fair.c), jiffies. (Re-exported by `shadow::state`, where they
+//! were first.)
 
 /// `CONFIG_HZ` assumed for jiffies-based rules (`record_wakee` decay, SIS_PROP ageing): the
 /// recording header does not carry it; 250 is the distribution default on x86-64.
@@ -19,8 +20,8 @@ pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 /// `sysctl_sched_migration_cost`: SIS_PROP's `max_idle_balance_cost` floor.
 pub const MIGRATION_COST_NS: u64 = 500_000;
 
-/// `cpu_util_cfs`-based SIS_UTIL budget (`update_idle_cpu_scan`, spec §2.2): how many CPUs of
-/// an LLC of `llc_size` CPUs a wakeup may probe when the LLC's summed utilisation is
+/// `cpu_util_cfs`-based SIS_UTIL budget (`update_idle_cpu_scan` in kernel/sched/fair.c): how many
+/// CPUs of an LLC of `llc_size` CPUs a wakeup may probe when the LLC's summed utilisation is
 /// `sum_util` (each CPU 0..1024). Integer arithmetic as in the kernel.
 pub fn sis_util_nr_idle_scan(llc_size: u32, sum_util: u64, imbalance_pct: u64) -> u32 {
     let w = u64::from(llc_size.max(1));
@@ -34,7 +35,7 @@ pub fn sis_util_nr_idle_scan(llc_size: u32, sum_util: u64, imbalance_pct: u64) -
     (y * w / SCHED_CAPACITY_SCALE) as u32
 }
 
-/// SIS_PROP budget `nr` (spec §2.1, 5.14-6.6): `|LLC(T)| * avg_idle / (avg_scan_cost + 1)`
+/// SIS_PROP budget `nr` (`select_idle_cpu`, 5.14-6.6): `|LLC(T)| * avg_idle / (avg_scan_cost + 1)`
 /// when that exceeds 4, else 4. The scan then probes at most `nr - 1` CPUs.
 pub fn sis_prop_budget(llc_size: u32, wake_avg_idle_ns: u64, avg_scan_cost_ns: u64) -> u64 {
     let ac = avg_scan_cost_ns.saturating_add(1);

@@ -1,5 +1,5 @@
 //! Fidelity: how often the shadow of the running kernel's own policy (SIS_UTIL on 6.x,
-//! SIS_PROP before) reproduces the kernel's actual choice, and why it did not (spec §9.6).
+//! SIS_PROP before) reproduces the kernel's actual choice, and why it did not.
 //!
 //! Disagreements are put in the first bucket whose condition holds:
 //! 1. `tracepoint_only_no_select_inputs`: no select record, so no wake flags (WF_SYNC), no

@@ -1,4 +1,4 @@
-//! The `Policy` trait and the stages the kernel-like policies share (spec §9.1): FRONT (the
+//! The `Policy` trait and the stages the kernel-like policies share: FRONT (the
 //! affine target), SHORTCUTS (`select_idle_sibling` rules 2-8) and the LLC scan
 //! (`select_idle_cpu`, `select_idle_core`), parametrised by the scan budget.
 //!
@@ -93,7 +93,8 @@ pub enum FrontRule {
     WeightPrev,
 }
 
-/// Result of FRONT (spec §9.1), computed once per wakeup and shared by the kernel-like policies.
+/// Result of FRONT (the affine step of `select_task_rq_fair`), computed once per wakeup and shared
+/// by the kernel-like policies.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Front {
     /// The SIS target T.
@@ -369,8 +370,8 @@ impl Ctx {
         })
     }
 
-    /// FRONT (spec §1.4-1.6, §9.1) with `WA_IDLE` only. `wide` is `wake_wide()`'s answer
-    /// from the reconstructed `record_wakee` state.
+    /// FRONT (`wake_wide`, `wake_affine` in kernel/sched/fair.c) with `WA_IDLE` only. `wide` is
+    /// `wake_wide()`'s answer from the reconstructed `record_wakee` state.
     pub fn compute_front(&mut self, t: &ShadowTopo, st: &State, wide: bool) {
         self.sis_util_memo.set(None);
         self.begin();
@@ -804,8 +805,8 @@ fn probe_core(
     all
 }
 
-/// SHORTCUTS (spec §1.7 steps 2-8) for target `tg` with idle-core hint `hic`. Returns the
-/// CPU and rule, or `None` when the scan must run.
+/// SHORTCUTS (the early returns of `select_idle_sibling`) for target `tg` with idle-core hint
+/// `hic`. Returns the CPU and rule, or `None` when the scan must run.
 pub fn shortcuts(
     ctx: &Ctx,
     t: &ShadowTopo,
@@ -941,7 +942,7 @@ fn sis_util_uncached(
     (d, scan)
 }
 
-/// Vagin's WF_SYNC condition (spec §3.1): skip SIS and queue on the waker's CPU when the
+/// Vagin's WF_SYNC condition: skip SIS and queue on the waker's CPU when the
 /// wakeup is sync, the affine step settled on the waker's CPU, and the waker runs alone.
 pub const fn wf_sync_wake_local(sync: bool, new_cpu: u32, waker_cpu: u32, nr_running: u32) -> bool {
     sync && new_cpu == waker_cpu && nr_running == 1
@@ -950,18 +951,17 @@ pub const fn wf_sync_wake_local(sync: bool, new_cpu: u32, waker_cpu: u32, nr_run
 #[cfg(test)]
 mod core_walk_tests {
     use super::*;
-    use crate::topology::from_sysfs;
+    use crate::topology::fixture;
 
     /// The precomputed visiting order gives `core_scan`'s exact answer and probe count, from
     /// every start (past the last CPU too, where the scan wraps) and for idle maps of every
     /// density, on SMT, non-SMT and irregular topologies.
     #[test]
     fn the_walk_table_scans_exactly_like_the_bit_walk() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs");
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         let mut compared = 0;
         for name in ["zen3-nps4", "xeon-e5-2690v3", "irregular", "vm-2cpu"] {
-            let topo = from_sysfs(&dir.join(name)).expect("fixture");
+            let topo = fixture::named_topology(name).expect("fixture");
             let t = ShadowTopo::new(&topo, super::super::topo::NODE_RECLAIM_DISTANCE);
             let mut st = State::new(&t);
             for density in [0u64, 10, 50, 90, 100] {

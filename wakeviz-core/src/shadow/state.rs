@@ -1,7 +1,7 @@
 //! Reconstruction of the scheduler state every policy reads, from the event stream alone
 //! (`sched_switch`, `sched_wakeup[_new]`, `sched_migrate_task`, the waking and select records).
 //!
-//! What is modelled, and how (spec §9.3/§9.4):
+//! What is modelled, and how:
 //! - per CPU: the current task (`sched_switch.next_pid`, pid 0 = idle), the number of other
 //!   runnable tasks queued there, and the number of in-flight wakeups that claimed it. A CPU is
 //!   idle when it runs the idle task, nothing is queued and nothing claimed it — the kernel's
@@ -17,10 +17,12 @@
 //!   `record_wakee()` state (`wakee_flips`, `last_wakee`, decay stamp) for `wake_wide()`;
 //! - per LLC: the `has_idle_cores` hint, set when a CPU switches to idle while all its SMT
 //!   siblings are idle (`__update_idle_core`), cleared only by a failed idle-core scan of the
-//!   policy that stands for the running kernel (closed loop with the kernel, spec §9.3);
-//! - per LLC: SIS_UTIL's `nr_idle_scan`, recomputed with the kernel's formula (§2.2) every
-//!   [`NR_IDLE_SCAN_PERIOD_NS`] from per-CPU utilisation estimates: the busy fraction of each
-//!   CPU with a PELT-like exponential decay of [`UTIL_HALF_LIFE_NS`] (util_est is not modelled);
+//!   policy that stands for the running kernel (closed loop with the kernel, as `select_idle_cpu`
+//!   clears it in kernel/sched/fair.c);
+//! - per LLC: SIS_UTIL's `nr_idle_scan`, recomputed with the kernel's formula
+//!   (`update_idle_cpu_scan`) every [`NR_IDLE_SCAN_PERIOD_NS`] from per-CPU utilisation estimates:
+//!   the busy fraction of each CPU with a PELT-like exponential decay of [`UTIL_HALF_LIFE_NS`]
+//!   (util_est is not modelled);
 //!
 //! State only one policy reads (SIS_PROP's `avg_idle`) lives in that policy, fed by
 //! `Policy::on_event`.

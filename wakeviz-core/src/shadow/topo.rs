@@ -7,10 +7,10 @@ use crate::topology::{CpuSet, Level, LevelMap, Topology};
 /// Marks "no such CPU / group" in the dense per-CPU tables.
 pub const NONE: u32 = u32::MAX;
 
-/// The kernel's `node_reclaim_distance` as seen by the wake-affine test: a NUMA level whose
-/// SLIT distance exceeds it loses `SD_WAKE_AFFINE` (spec §8.1). AMD Zen raises it to 32 from
-/// the default 30; we use 32 because Intel SLITs report 21 for the remote socket, so the two
-/// values only differ for distances 31-32, which only AMD machines report.
+/// The kernel's `node_reclaim_distance` as seen by the wake-affine test: a NUMA level whose SLIT
+/// distance exceeds it loses `SD_WAKE_AFFINE` (`sd_init` in kernel/sched/topology.c). AMD Zen
+/// raises it to 32 from the default 30; we use 32 because Intel SLITs report 21 for the remote
+/// socket, so the two values only differ for distances 31-32, which only AMD machines report.
 pub const NODE_RECLAIM_DISTANCE: u32 = 32;
 /// The kernel's default `node_reclaim_distance` (non-AMD).
 pub const DEFAULT_RECLAIM_DISTANCE: u32 = 30;

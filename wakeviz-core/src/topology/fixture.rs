@@ -7,9 +7,10 @@ use std::{
     collections::BTreeMap,
     fs, io,
     path::{Path, PathBuf},
+    sync::atomic::{AtomicU64, Ordering},
 };
 
-use super::CpuSet;
+use super::{CpuSet, Topology, TopologyError, from_sysfs};
 
 /// One `cache/indexK` directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,7 +163,7 @@ impl SysfsSpec {
         }
     }
 
-    /// 2 x EPYC Zen3 64C/128T (toolchain-and-vm.md §4): sibling of n is n+128, LLC = 8 cores /
+    /// 2 x EPYC Zen3 64C/128T: sibling of n is n+128, LLC = 8 cores /
     /// 16 threads, `nps` nodes per package (1, 2 or 4), distances 10 / 12 / 32.
     pub fn zen3(nps: u32) -> Self {
         Self::symmetric(Symmetric {
@@ -348,7 +349,7 @@ impl SysfsSpec {
         }
     }
 
-    /// The named fixtures committed under `wakeviz-core/tests/fixtures/sysfs/`.
+    /// The named machines tests and benchmarks run on (see [`named_tree`]).
     pub fn named(name: &str) -> Option<Self> {
         Some(match name {
             "zen3-nps1" => Self::zen3(1),
@@ -388,7 +389,7 @@ impl SysfsSpec {
     }
 
     /// Every file of the tree: path relative to `devices/system` -> content (with the kernel's
-    /// trailing newline). Lets tests compare a committed tree byte for byte without writing one.
+    /// trailing newline). Lets tests compare a tree byte for byte without writing one.
     pub fn files(&self) -> BTreeMap<PathBuf, String> {
         let mut out = BTreeMap::new();
         let mut put = |p: String, s: &str| {
@@ -449,4 +450,98 @@ impl SysfsSpec {
         }
         out
     }
+}
+
+/// A tree written into a scratch directory of its own, removed when this value is dropped.
+#[derive(Debug)]
+pub struct TempTree {
+    root: PathBuf,
+}
+
+impl TempTree {
+    /// The `devices/system`-like directory (`cpu/`, `node/`): what `--topology DIR` takes.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl AsRef<Path> for TempTree {
+    fn as_ref(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Where scratch trees go: tmpfs first, since a tree is thousands of tiny files (5,400 for a
+/// 256-CPU machine) and a disk-backed directory is slow at creating them; the temporary
+/// directory when there is no tmpfs or it refuses us.
+fn scratch_bases() -> [PathBuf; 2] {
+    [PathBuf::from("/dev/shm"), std::env::temp_dir()]
+}
+
+/// A new empty directory of this process under `base`.
+fn new_dir(base: &Path) -> io::Result<PathBuf> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let root = base.join(format!("wakeviz-sysfs-{}-{n}", std::process::id()));
+        match fs::create_dir(&root) {
+            Ok(()) => return Ok(root),
+            // Left over from an earlier process that had this pid: take the next name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+impl SysfsSpec {
+    /// Writes the tree into a new scratch directory (see [`TempTree`]).
+    pub fn write_temp(&self) -> io::Result<TempTree> {
+        let [shm, tmp] = scratch_bases();
+        let root = new_dir(&shm).or_else(|_| new_dir(&tmp))?;
+        // The directory is ours from here on: a failed write still removes it.
+        let tree = TempTree { root };
+        self.write(tree.path())?;
+        Ok(tree)
+    }
+
+    /// The topology the sysfs reader makes of this tree: written to a scratch directory and read
+    /// back, so the reader the live path uses is exercised on every call.
+    pub fn read_back(&self) -> Result<Topology, TopologyError> {
+        let tree = self.write_temp().map_err(|err| TopologyError::Io {
+            path: std::env::temp_dir(),
+            err,
+        })?;
+        from_sysfs(tree.path())
+    }
+}
+
+/// The tree of a named machine ([`SysfsSpec::NAMES`]), generated into a scratch directory: what
+/// tests, benchmarks and `cargo xtask synth` read instead of committed copies of the trees.
+pub fn named_tree(name: &str) -> io::Result<TempTree> {
+    SysfsSpec::named(name)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "no fixture machine named {name:?} (known: {})",
+                    SysfsSpec::NAMES.join(", ")
+                ),
+            )
+        })?
+        .write_temp()
+}
+
+/// A named machine's topology as the sysfs reader sees it ([`SysfsSpec::read_back`]).
+pub fn named_topology(name: &str) -> Result<Topology, TopologyError> {
+    let tree = named_tree(name).map_err(|err| TopologyError::Io {
+        path: PathBuf::from(name),
+        err,
+    })?;
+    from_sysfs(tree.path())
 }

@@ -296,7 +296,8 @@ impl Topology {
 
     /// The rows of the kernel-developer table ("Wakeups on same SMT/MC/DIE/NUMA cpus", as in
     /// the schedstat comparisons on LKML), named after the sched-domain levels this layout
-    /// actually builds (§8.1 of the placement spec): with one node per package the kernel has
+    /// actually builds (kernel/sched/topology.c, and `x86_has_numa_in_package` in
+    /// arch/x86/kernel/smpboot.c): with one node per package the kernel has
     /// SMT -> MC -> PKG -> NUMA; with several (NPS2/NPS4, SNC) PKG is dropped and NODE plus
     /// NUMA levels appear, so `same_node` and `same_package` get rows of their own. Rows whose
     /// level cannot occur here are left out.

@@ -1,19 +1,14 @@
 //! Hand-built event streams for the analysis tests.
 #![allow(dead_code)]
-use std::path::PathBuf;
-
 use wakeviz_core::{
     event::{Comm, Event, Select, Switch, TaskName, Wake},
     format::{Header, ProbeMode, ProbeState, ProbeStatus, ScanSource},
     source::Batch,
-    topology::{Topology, from_sysfs},
+    topology::{Topology, fixture},
 };
 
 pub fn topology(name: &str) -> Topology {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sysfs")
-        .join(name);
-    from_sysfs(&d).unwrap()
+    fixture::named_topology(name).unwrap()
 }
 
 pub fn header(name: &str, scan: ScanSource) -> Header {

@@ -1,4 +1,4 @@
-//! Builds crafted recordings in code, each one a case from issue 11 (a root tool under hostile
+//! Builds crafted recordings in code, each one a case a root tool must survive (hostile
 //! input): lengths and counts that lie, topologies beyond every limit, chunks that decompress
 //! into gigabytes, files of distinct or colliding pids. Shared by `wakeviz-core/tests/hostile*.rs`
 //! and `wakeviz/tests/hostile.rs` (`#[path]`), so the library and the binary see the same files.

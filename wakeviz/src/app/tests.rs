@@ -10,7 +10,6 @@ use wakeviz_core::{
     topology::{
         Topology,
         fixture::{Symmetric, SysfsSpec},
-        from_sysfs,
     },
 };
 
@@ -31,9 +30,7 @@ pub fn spec() -> SysfsSpec {
 }
 
 pub fn topo_of(spec: &SysfsSpec) -> Topology {
-    let dir = tempfile::tempdir().expect("tempdir");
-    spec.write(dir.path()).expect("write sysfs tree");
-    from_sysfs(dir.path()).expect("read sysfs tree")
+    spec.read_back().expect("sysfs tree")
 }
 
 pub fn topo() -> Topology {

@@ -216,7 +216,7 @@ fn events(app: &App) -> Vec<Line<'static>> {
         fmt::count(s.events.total()),
         fmt::rate(total)
     )));
-    // wakeviz's own threads (issue 15): what leaving them out removed from the figures.
+    // wakeviz's own threads: what leaving them out removed from the figures.
     let own = &s.own_threads;
     if !own.tids.is_empty() {
         let text = if own.left_out {

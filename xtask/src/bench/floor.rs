@@ -1,4 +1,4 @@
-//! Issue 16, part 2: wakeviz's per-event cost against the real floor, and hackbench.
+//! wakeviz's per-event cost against the real floor, and hackbench.
 //!
 //! `floor`: `taskset -c 0 perf bench sched pipe` alone, under `wakeviz --floor-probes` (empty
 //! tp_btf programs on the same five tracepoints, nothing else), under `wakeviz --floor-probes

@@ -3,7 +3,10 @@
 //! `wakeviz-common` ABI structs, 8-byte aligned, as a BPF ring buffer lays them out), then one
 //! thread runs what the live capture runs on them: `decode_record`, the task-name table,
 //! batches, and `format::Recorder` (varint/delta encoding, zstd, chunk CRCs) writing to a sink.
-use std::time::{Duration, Instant};
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
 
 use anyhow::Context as _;
 use wakeviz_common::{
@@ -21,7 +24,18 @@ use zerocopy::{Immutable, IntoBytes};
 
 use super::{Ctx, Summary, median, mega, rate, thread_cpu};
 
-pub const NPS4: &str = "wakeviz-core/tests/fixtures/sysfs/zen3-nps4";
+/// The 256-CPU Zen3 NPS4 machine's sysfs tree, written afresh under the bench's output
+/// directory: a plain directory rather than a scratch one, because another build's binary
+/// (`XTASK_BIN_B`) reads it too.
+pub fn nps4_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
+    let dir = ctx.out.join("sysfs-zen3-nps4");
+    let _ = std::fs::remove_dir_all(&dir);
+    topology::fixture::SysfsSpec::named("zen3-nps4")
+        .context("the zen3-nps4 fixture machine")?
+        .write(&dir)
+        .with_context(|| format!("writing {}", dir.display()))?;
+    Ok(dir)
+}
 const BATCH_EVENTS: usize = 8192;
 
 fn push_struct<T: IntoBytes + Immutable>(buf: &mut Vec<u8>, v: &T) {
@@ -182,7 +196,7 @@ pub fn run(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
     } else {
         (4_000_000, 5)
     };
-    let topo_dir = ctx.root.join(NPS4);
+    let topo_dir = nps4_dir(ctx)?;
     let topo = topology::from_sysfs(&topo_dir)
         .with_context(|| format!("reading {}", topo_dir.display()))?;
     println!(

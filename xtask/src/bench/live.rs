@@ -418,7 +418,7 @@ fn usecs_per_op(out: &str) -> Option<f64> {
     nums(line_with(out, "usecs/op")?).first().copied()
 }
 
-/// Issue 14's in-kernel aggregate mode against streaming: the pipe benchmarks alone, under
+/// The in-kernel aggregate mode against streaming: the pipe benchmarks alone, under
 /// `wakeviz --record --headless` and under `wakeviz --aggregate --headless`, alternating,
 /// several rounds; the µs/op each adds (paired with the same round's run alone, median) and
 /// the aggregate's share of the streaming cost.

@@ -10,9 +10,9 @@
 //!
 //! Sections (`--only`): `overhead` (item 1), `bpf` (2), `drops` (3, live), `ingest` (3,
 //! synthetic 256-CPU userspace path), `size` (4; uses the overhead rounds' files), `replay` (5),
-//! `frame` (6), `aggregate` (issue 14: the in-kernel aggregate mode vs streaming, live),
-//! `floor` (issue 16: the pinned pipe against empty tp_btf programs and perf, live),
-//! `messaging` (issue 16: `perf bench sched messaging` under wakeviz, live).
+//! `frame` (6), `aggregate` (the in-kernel aggregate mode vs streaming, live),
+//! `floor` (the pinned pipe against empty tp_btf programs and perf, live),
+//! `messaging` (`perf bench sched messaging` under wakeviz, live).
 use std::{
     fmt::Write as _,
     io::{BufRead as _, BufReader},

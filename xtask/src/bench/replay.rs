@@ -33,7 +33,9 @@ use wakeviz_core::{
     synth, topology,
 };
 
-use super::{Ctx, Summary, ingest::NPS4, median, mega, rate, run_measured, thread_cpu, vm_hwm_kb};
+use super::{
+    Ctx, Summary, ingest::nps4_dir, median, mega, rate, run_measured, thread_cpu, vm_hwm_kb,
+};
 
 const STAGES: [&str; 4] = ["decode", "analysis", "shadow", "full"];
 const SEED: u64 = 1;
@@ -131,7 +133,7 @@ fn synth_file(ctx: &Ctx, events: u64) -> anyhow::Result<PathBuf> {
         println!("  reusing {}", path.display());
         return Ok(path);
     }
-    let dir = ctx.root.join(NPS4);
+    let dir = nps4_dir(ctx)?;
     let topo = topology::from_sysfs(&dir).with_context(|| format!("reading {}", dir.display()))?;
     let tmp = path.with_extension("wvz.tmp");
     let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
@@ -216,7 +218,7 @@ fn synth_file_of(ctx: &Ctx, bin: &Path, events: u64) -> anyhow::Result<PathBuf> 
         Command::new(bin)
             .arg("synth")
             .arg("--topology")
-            .arg(ctx.root.join(NPS4))
+            .arg(nps4_dir(ctx)?)
             .args(["--events", &events.to_string(), "--seed", &SEED.to_string()])
             .arg("--out")
             .arg(&path),
@@ -355,7 +357,7 @@ pub fn run(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Resul
     let sh = med(small, "shadow", &|r| r.placements / r.stage_cpu);
     let sh_b = med(big, "shadow", &|r| r.placements / r.stage_cpu);
     let names = {
-        let dir = ctx.root.join(NPS4);
+        let dir = nps4_dir(ctx)?;
         let topo = topology::from_sysfs(&dir)?;
         let cfg = synth::SynthConfig::new(1, SEED);
         let s = synth::events(&topo, &cfg)?;

@@ -325,7 +325,7 @@ pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
     }
 }
 
-/// Several rings (issue 16): the capture used the topology's ring count, nothing arrived behind
+/// Several rings: the capture used the topology's ring count, nothing arrived behind
 /// the merge's watermark, nothing was dropped, and every workload wakeup is in the recording
 /// and joined: the workloads' sched_waking and sched_wakeup counts equal tracefs's exactly.
 pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, truth: &Counts) {
@@ -609,7 +609,7 @@ pub fn replay_report(wakeviz: &Path, wvz: &Path) -> Result<Value> {
     serde_json::from_slice(&o.stdout).context("wakeviz --report json printed no valid JSON")
 }
 
-/// Issue 17's guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz` and
+/// The select-input guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz` and
 /// `aff.wvz` (replayed here), the affinity run's kernel and shadow CPUs (all must be 1 or 6),
 /// and the ping-pong time ratio with and without the ABI-2 select reads.
 pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {

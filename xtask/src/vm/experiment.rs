@@ -1,13 +1,13 @@
-//! Issue 13 on a real kernel: the live schedstat cross-check, `--sched-feature` set and restore,
-//! and `wakeviz experiment` default vs NO_SIS_UTIL with its prediction table. The guest side is
-//! `xtask/vm/experiment.sh` (results under `<results>/exp`).
+//! The experiment features on a real kernel: the live schedstat cross-check, `--sched-feature` set
+//! and restore, and `wakeviz experiment` default vs NO_SIS_UTIL with its prediction table. The
+//! guest side is `xtask/vm/experiment.sh` (results under `<results>/exp`).
 use std::{fs, path::Path};
 
 use serde_json::Value;
 
 use super::check::{self, Findings};
 
-/// Bound on wakeviz's wakeup counts vs the kernel's (issue 13: "within 1 %").
+/// Bound on wakeviz's wakeup counts vs the kernel's: "within 1 %", the promise the docs make.
 const SCHEDSTAT_PCT: f64 = 1.0;
 /// Per CPU, a difference of this many wakeups is allowed however few the CPU made: a wakeup
 /// at either edge of the window (its sched_wakeup and the kernel's ttwu_stat() are a few
@@ -151,7 +151,7 @@ pub fn features(f: &mut Findings, wakeviz: &Path, results: &Path) -> bool {
     let exp = results.join("exp");
     if let Some(why) = read(&exp.join("skipped.txt")) {
         f.fail(format!(
-            "issue 13 runs skipped in the guest: {}",
+            "experiment runs skipped in the guest: {}",
             why.trim()
         ));
         return false;

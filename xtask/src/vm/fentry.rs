@@ -1,9 +1,8 @@
-//! Issue 16: what wakeviz's function probes (fentry/fexit on `select_task_rq_fair`) add to a
-//! wakeup, measured in the guest (the development machine refuses fentry). The guest
-//! (`xtask/vm/fentry.sh`) runs a ping-pong on CPUs 1-2 alone, under `wakeviz --record
-//! --no-function-probes`, under `wakeviz --record` and under `wakeviz --record` without the
-//! select probe's input reads (`WAKEVIZ_SKIP_SELECT_INPUTS=1`, issue 17's cost), rotated; this
-//! reads its timings.
+//! What wakeviz's function probes (fentry/fexit on `select_task_rq_fair`) add to a wakeup, measured
+//! in the guest (the development machine refuses fentry). The guest (`xtask/vm/fentry.sh`) runs a
+//! ping-pong on CPUs 1-2 alone, under `wakeviz --record --no-function-probes`, under
+//! `wakeviz --record` and under `wakeviz --record` without the select probe's input reads
+//! (`WAKEVIZ_SKIP_SELECT_INPUTS=1`, what the select inputs cost), rotated; this reads its timings.
 //! A benchmark, not a test: the figures are printed, never judged.
 use std::{collections::BTreeMap, path::Path};
 

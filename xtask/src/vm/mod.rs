@@ -257,7 +257,7 @@ struct Settings<'a> {
     demo_secs: u32,
     /// "rounds:iterations" of the fentry-cost runs (`xtask/vm/fentry.sh`; "": not run).
     fentry_cost: &'a str,
-    /// Issue 17's busy and taskset runs (they need two LLCs within CPUs 0-7).
+    /// The busy and taskset runs of the select-input checks (they need two LLCs within CPUs 0-7).
     inputs_runs: bool,
 }
 
@@ -490,7 +490,8 @@ fn run_topology(
     // SMT pair do not (exit 0).
     check::diff_gate(&mut f, wakeviz, &results);
 
-    // 6. Issue 13 (the topology that runs it): live schedstat, --sched-feature, experiment.
+    // 6. The experiment checks (the topology that runs them): live schedstat, --sched-feature,
+    // experiment.
     if spec.experiment.is_some() {
         experiment::schedstat(&mut f, guest_report.as_ref(), &results);
         if experiment::features(&mut f, wakeviz, &results) {
@@ -498,7 +499,7 @@ fn run_topology(
         }
     }
 
-    // 7. Issue 16: the function probes' cost (one topology runs it).
+    // 7. The function probes' cost (one topology runs it).
     if let Some(iter) = settings.fentry_cost.split(':').nth(1)
         && let Ok(iter) = iter.parse::<f64>()
     {
@@ -527,7 +528,7 @@ fn run_topology(
         Err(e) => f.fail(format!("{e:#}")),
     }
 
-    // 8. Issue 17: the busy and the affinity-restricted recordings.
+    // 8. The select inputs: the busy and the affinity-restricted recordings.
     if settings.inputs_runs {
         check::inputs_runs(&mut f, wakeviz, &results);
     }

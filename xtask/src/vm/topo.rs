@@ -37,7 +37,7 @@ pub struct Spec {
     pub nodes: Vec<(u32, u32)>,
     pub mem_mb: u32,
     pub pairs: Vec<Pair>,
-    /// Issue 13's runs (schedstat live, --sched-feature, experiment) on this topology, with
+    /// The experiment runs (schedstat live, --sched-feature, experiment) on this topology, with
     /// the experiment's fan-out "groups:receivers:loops"; one topology with several LLCs.
     pub experiment: Option<&'static str>,
     /// The fan-out group run's "comm:groups:receivers:loops" (default `wvz-fan:2:4:40`).
@@ -47,8 +47,8 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// CPUs 0-7 exist and span two LLCs or more: issue 17's busy and `taskset -c 1,6` runs
-    /// need that (a one-LLC guest has no WA_WEIGHT target to move).
+    /// CPUs 0-7 exist and span two LLCs or more: the select-input checks' busy and `taskset -c 1,6`
+    /// runs need that (a one-LLC guest has no WA_WEIGHT target to move).
     pub fn two_llcs_in_first_8(&self) -> bool {
         self.nr_cpus() >= 8 && self.llc_cpus < 8
     }

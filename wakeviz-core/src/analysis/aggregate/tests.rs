@@ -1,4 +1,4 @@
-use std::{collections::HashMap, path::Path};
+use std::collections::HashMap;
 
 use wakeviz_common::agg::{self, level_index, totals};
 
@@ -21,14 +21,14 @@ use crate::{
     event::Event,
     horizons,
     synth::{self, SynthConfig},
-    topology::{LevelMap, fixture::SysfsSpec, from_sysfs},
+    topology::{
+        LevelMap,
+        fixture::{self, SysfsSpec},
+    },
 };
 
 fn topo(name: &str) -> Topology {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sysfs")
-        .join(name);
-    from_sysfs(&p).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+    fixture::named_topology(name).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 
 /// The kernel's classification (`agg::level_index` over the `AGG_TOPO` entries userspace

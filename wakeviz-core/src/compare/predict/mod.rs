@@ -1,4 +1,4 @@
-//! Prediction against reality (issue 13, part 3): when two groups of a diff ran under different
+//! Prediction against reality: when two groups of a diff ran under different
 //! scheduler features and a shadow policy models one group's setting, that policy replayed on
 //! the other group's recordings is a prediction of what the first group measured. This module
 //! sets the prediction beside the measurement, figure by figure, and splits each error in two

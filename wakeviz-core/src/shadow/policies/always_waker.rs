@@ -58,19 +58,16 @@ impl Policy for AlwaysWaker {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use crate::{
         join::Joiner,
         shadow::{ShadowEval, Tally},
         synth::{self, SynthConfig},
-        topology::from_sysfs,
+        topology::fixture,
     };
 
     #[test]
     fn a_policy_in_one_file_reaches_every_report() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/xeon-e5-2690v3");
-        let topo = from_sysfs(&p).expect("fixture");
+        let topo = fixture::named_topology("xeon-e5-2690v3").expect("fixture");
         let cfg = SynthConfig::new(50_000, 5);
         let s = synth::events(&topo, &cfg).expect("synth");
         let hdr = synth::header(&topo, &cfg, &s);

@@ -1,4 +1,4 @@
-//! P8, Srikar Dronamraju's idler-LLC wake_affine (v2, May 2021, not merged; spec §4, §9.2):
+//! P8, Srikar Dronamraju's idler-LLC wake_affine (v2, May 2021, not merged):
 //! waker and prev in different LLCs -> `pref, try = (W, P)` if sync else `(P, W)`; pref idle ->
 //! pref; an idle core of LLC(pref) -> it; try idle -> try; an idle core of LLC(try) -> it;
 //! else the side whose LLC has the smaller busy fraction; both LLCs fully busy -> prev with no

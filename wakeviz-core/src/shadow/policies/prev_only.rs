@@ -1,5 +1,5 @@
 //! P5, previous CPU only: the wakee goes back where it ran, no idle test at all. (The
-//! fallbacks of the spec for a disallowed or offline prev never apply: affinity is not
+//! kernel's `select_fallback_rq` for a disallowed or offline prev never applies: affinity is not
 //! captured and the select record's `prev_cpu` is always online.)
 use crate::shadow::{
     policy::{Ctx, Decision, Policy, Rule, Scratch},

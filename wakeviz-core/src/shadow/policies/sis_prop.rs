@@ -1,9 +1,9 @@
-//! P0, SIS_PROP (default up to 5.19, removed in 6.7), 5.14-6.6 semantics, with its state
-//! emulated from the stream (spec §2.1, §9.4): the budget is computed on the waker's CPU from
-//! `wake_avg_idle` (half of `avg_idle` at the last wake-after-idle, halved per elapsed jiffy,
-//! minus the time of each completed scan) and the waker LLC's `avg_scan_cost` (EWMA 1/8 of
-//! modelled scan times); `nr = max(4, |LLC(T)| * wake_avg_idle / (avg_scan_cost + 1))`, at most
-//! `nr - 1` CPUs probed, and only outside idle-core mode. SIS_UTIL is off in this policy.
+//! P0, SIS_PROP (default up to 5.19, removed in 6.7), 5.14-6.6 semantics, with its state emulated
+//! from the stream (`select_idle_cpu` in kernel/sched/fair.c): the budget is computed on the
+//! waker's CPU from `wake_avg_idle` (half of `avg_idle` at the last wake-after-idle, halved per
+//! elapsed jiffy, minus the time of each completed scan) and the waker LLC's `avg_scan_cost` (EWMA
+//! 1/8 of modelled scan times); `nr = max(4, |LLC(T)| * wake_avg_idle / (avg_scan_cost + 1))`, at
+//! most `nr - 1` CPUs probed, and only outside idle-core mode. SIS_UTIL is off in this policy.
 //!
 //! The scan time is modelled as [`SCAN_FIXED_NS`] + [`SCAN_PROBE_NS`] per probe (the kernel
 //! measures it with `cpu_clock`; the recordings cannot). This private state evolves from this

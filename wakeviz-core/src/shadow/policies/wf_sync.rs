@@ -1,6 +1,6 @@
 //! P2, Andrei Vagin's WF_SYNC wake-local patch (Oct 2022, not merged) on top of SIS_UTIL:
 //! when the wakeup is sync, the affine step settled on the waker's CPU and the waker runs
-//! alone there, skip SIS and queue the wakee behind the waker (spec §3.1).
+//! alone there, skip SIS and queue the wakee behind the waker.
 //!
 //! The delayed-dequeue variant (`wf_sync_delayed`) counts "alone" as `nr_running - delayed`
 //! (6.12+ kernels keep sleeping "sched_delayed" tasks on the queue), from the waker rq's

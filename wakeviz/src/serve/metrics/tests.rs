@@ -7,7 +7,6 @@ use wakeviz_core::{
     topology::{
         Level,
         fixture::{Symmetric, SysfsSpec},
-        from_sysfs,
     },
 };
 
@@ -30,9 +29,7 @@ fn snapshot_on(packages: u32, threads: u32, nodes: u32, events: u64) -> Snapshot
         same_package: 12,
         remote: 32,
     });
-    let dir = tempfile::tempdir().expect("tempdir");
-    spec.write(dir.path()).expect("sysfs tree");
-    let topo = from_sysfs(dir.path()).expect("topology");
+    let topo = spec.read_back().expect("topology");
     let cfg = SynthConfig::new(events, 11);
     let s = synth::events(&topo, &cfg).expect("synth");
     let mut a = Analysis::new(&synth::header(&topo, &cfg, &s));
