@@ -140,7 +140,7 @@ fn plan(settings: &[Setting], runs: u32, dir: &Path) -> Vec<Run> {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("wakeviz: {msg}");
+    crate::say(format_args!("{msg}"));
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -269,7 +269,7 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Json => &json,
     })?;
     for w in &warnings {
-        eprintln!("wakeviz: warning: {w}");
+        crate::say(format_args!("warning: {w}"));
     }
     Ok(if warnings.is_empty() {
         ExitCode::SUCCESS
@@ -340,11 +340,11 @@ fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Re
 }
 
 /// Writes a report file as a recording is created (refused if it exists unless `force`, which
-/// keeps the old one as FILE.old).
+/// keeps the old one as FILE.old), made terminal-safe: it quotes the recordings' metadata.
 fn write_new(path: &Path, text: &str, force: bool) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut f = record::create_file(path, force)?;
-    f.write_all(text.as_bytes())
+    f.write_all(wakeviz_core::safe_text::escape(text).as_bytes())
         .and_then(|()| f.write_all(b"\n"))
         .with_context(|| format!("writing {}", path.display()))
 }

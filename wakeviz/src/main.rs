@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // One line, the whole chain: what failed and why.
-            eprintln!("wakeviz: {e:#}");
+            say(format_args!("{e:#}"));
             // A `-- CMD` that cannot start exits as a shell would (127, 126).
             e.downcast_ref::<command::SpawnError>()
                 .map_or(ExitCode::FAILURE, |s| ExitCode::from(s.code))
@@ -155,8 +155,19 @@ fn analysis_header(h: &wakeviz_core::format::Header, cli: &Cli) -> wakeviz_core:
     h
 }
 
-/// Prints to stdout; a reader that went away (`| head`) is not an error.
+/// One `wakeviz: ` line on stderr, made terminal-safe: messages quote names, paths and text
+/// from recordings.
+pub(crate) fn say(msg: std::fmt::Arguments<'_>) {
+    eprintln!(
+        "wakeviz: {}",
+        wakeviz_core::safe_text::escape(&msg.to_string())
+    );
+}
+
+/// Prints to stdout, made terminal-safe (text from a recording can carry escape sequences;
+/// JSON stays valid, see `safe_text`); a reader that went away (`| head`) is not an error.
 fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let text = wakeviz_core::safe_text::escape(text);
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}") {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -213,7 +224,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
     let mut warnings = src.warnings().to_vec();
     warnings.extend(budget_warning());
     for w in &warnings {
-        eprintln!("wakeviz: warning: {w}");
+        say(format_args!("warning: {w}"));
     }
     Ok(if warnings.is_empty() {
         ExitCode::SUCCESS
@@ -471,9 +482,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         stats: &stats,
         written,
     };
-    eprintln!("wakeviz: {}", summary.text());
+    say(format_args!("{}", summary.text()));
     if let Some(w) = budget_warning() {
-        eprintln!("wakeviz: warning: {w}");
+        say(format_args!("warning: {w}"));
     }
     if cli.bpf_stats {
         eprint!("{}", probes::describe_run_stats(src.run_stats()));
@@ -492,7 +503,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     Ok(match &outcome {
         Some(w) => {
-            eprintln!("wakeviz: {}", workload_line(&argv, w));
+            say(format_args!("{}", workload_line(&argv, w)));
             ExitCode::from(command::exit_status(w))
         }
         None => ExitCode::SUCCESS,

@@ -92,7 +92,7 @@ pub fn export(a: &super::ExportArgs, dir: &Path) -> anyhow::Result<ExitCode> {
             }
         };
         for w in &done.warnings {
-            eprintln!("wakeviz: warning: {w}");
+            crate::say(format_args!("warning: {w}"));
         }
         damaged |= !done.warnings.is_empty();
         println!(

@@ -74,7 +74,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     let (per_kind, packets, instants) = (ex.per_kind, ex.packets, ex.tracks.instants);
     let files = ex.out.finish()?;
     for w in src.warnings() {
-        eprintln!("wakeviz: warning: {w}");
+        crate::say(format_args!("warning: {w}"));
     }
     let events: u64 = per_kind.iter().sum();
     for (path, bytes) in &files {
