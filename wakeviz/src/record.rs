@@ -63,7 +63,7 @@ pub fn create_file(path: &Path, force: bool) -> anyhow::Result<File> {
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
-fn old_name(path: &Path) -> PathBuf {
+pub fn old_name(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".old");
     PathBuf::from(s)
