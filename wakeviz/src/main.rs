@@ -83,7 +83,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     if aggregate::wanted(cli, dashboard_wanted(cli)) {
         // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
-        let server = cli.serve.map(serve::Server::bind).transpose()?;
+        let server = cli
+            .serve
+            .map(|a| serve::Server::bind(a, cli.serve_public))
+            .transpose()?;
         if let Some(s) = &server {
             eprintln!(
                 "wakeviz: serving OpenMetrics at http://{}/metrics",
@@ -292,7 +295,10 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         record::check_target(p, cli.force)?;
     }
     // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
-    let server = cli.serve.map(serve::Server::bind).transpose()?;
+    let server = cli
+        .serve
+        .map(|a| serve::Server::bind(a, cli.serve_public))
+        .transpose()?;
     // After every check that needs no change, before the probes load (a bad name or no debugfs
     // leaves nothing attached or run); the guard lives to the end of the run and restores on
     // every way out of it.
