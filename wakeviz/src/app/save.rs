@@ -36,10 +36,12 @@ pub fn buffer_text(buf: &Buffer) -> String {
     out
 }
 
+/// Mode 0600, as recordings: a report lists task names and command lines.
 fn create(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
 }
@@ -204,9 +206,10 @@ mod tests {
     }
 
     /// A recording's metadata with a screen clear, a clipboard write (OSC 52), a C1 CSI and a
-    /// bidi override: the saved files show them escaped.
+    /// bidi override: the saved files show them escaped, and are private like recordings.
     #[test]
-    fn saved_reports_are_terminal_safe() {
+    fn saved_reports_are_terminal_safe_and_private() {
+        use std::os::unix::fs::PermissionsExt as _;
         use wakeviz_core::synth::{self, SynthConfig};
         let dir = tempfile::tempdir().expect("tempdir");
         let topo = crate::app::tests::topo();
@@ -232,6 +235,8 @@ mod tests {
                 .filter(|&c| wakeviz_core::safe_text::is_unsafe(c))
                 .collect();
             assert!(raw.is_empty(), "{suffix}: raw {raw:?}");
+            let mode = std::fs::metadata(&p).expect("stat").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{suffix}: mode {mode:o}");
         }
         let text = std::fs::read_to_string(dir.path().join("r.report.txt")).expect("text");
         assert!(
