@@ -22,6 +22,7 @@ pub mod pidmap;
 pub mod pidslab;
 pub mod rings;
 pub mod run;
+pub mod safe_text;
 pub mod shadow;
 pub mod source;
 pub mod synth;

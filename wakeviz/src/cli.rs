@@ -133,6 +133,10 @@ pub struct Cli {
     /// Serve OpenMetrics at http://ADDR/metrics (e.g. 127.0.0.1:9345); live only.
     #[arg(long, value_name = "ADDR", conflicts_with_all = LIVE_ONLY)]
     pub serve: Option<std::net::SocketAddr>,
+    /// Let --serve listen beyond loopback (0.0.0.0, [::], an interface's address): the
+    /// endpoint then gives every task's scheduling data to anyone who can connect.
+    #[arg(long, requires = "serve")]
+    pub serve_public: bool,
     /// Count in the kernel instead of streaming events (what `--serve` does without --record
     /// and without the dashboard); with --report, print the aggregate's report at the end.
     #[arg(long, hide = true, conflicts_with_all = ["replay", "demo", "record", "aggregate_beside"])]

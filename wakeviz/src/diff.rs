@@ -171,7 +171,7 @@ fn name_of(p: &Planned, runs: &[Snapshot]) -> String {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("wakeviz: {msg}");
+    crate::say(format_args!("{msg}"));
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -227,7 +227,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     };
     crate::print_stdout(text.trim_end())?;
     for w in &warnings {
-        eprintln!("wakeviz: warning: {w}");
+        crate::say(format_args!("warning: {w}"));
     }
     let mut failed = false;
     // The gate sees every figure, whatever `--only` shows.
@@ -241,7 +241,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             Ok(v) => {
                 failed |= v.holds;
                 if v.holds || v.change.is_none() {
-                    eprintln!("wakeviz: fail-if {v}");
+                    crate::say(format_args!("fail-if {v}"));
                 }
             }
             Err(e) => return Ok(usage(e)),

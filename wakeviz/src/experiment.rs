@@ -174,6 +174,7 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    check_out_dir(&a.out)?;
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create the directory {}", a.out.display()))?;
     let mut order = plan(&settings, a.runs, &a.out);
@@ -356,12 +357,27 @@ fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Re
     }
 }
 
+/// `--out DIR`: missing or a real directory, never a symbolic link (as `export` refuses one: a
+/// root run must not be steered elsewhere by a link someone else planted), `--force` or not.
+fn check_out_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+            "{} is a symbolic link: refusing to write through it (remove it or pick another directory)",
+            dir.display()
+        ),
+        Ok(m) if !m.is_dir() => anyhow::bail!("{} exists and is not a directory", dir.display()),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot check {}", dir.display())),
+    }
+}
+
 /// Writes a report file as a recording is created (refused if it exists unless `force`, which
-/// keeps the old one as FILE.old).
+/// keeps the old one as FILE.old), made terminal-safe: it quotes the recordings' metadata.
 fn write_new(path: &Path, text: &str, force: bool) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut f = record::create_file(path, force)?;
-    f.write_all(text.as_bytes())
+    f.write_all(wakeviz_core::safe_text::escape(text).as_bytes())
         .and_then(|()| f.write_all(b"\n"))
         .with_context(|| format!("writing {}", path.display()))
 }

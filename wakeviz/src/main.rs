@@ -109,7 +109,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     if aggregate::wanted(cli, dashboard_wanted(cli)) {
         // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
-        let server = cli.serve.map(serve::Server::bind).transpose()?;
+        let server = cli
+            .serve
+            .map(|a| serve::Server::bind(a, cli.serve_public))
+            .transpose()?;
         if let Some(s) = &server {
             say!(
                 "wakeviz: serving OpenMetrics at http://{}/metrics",
@@ -181,8 +184,16 @@ fn analysis_header(h: &wakeviz_core::format::Header, cli: &Cli) -> wakeviz_core:
     h
 }
 
-/// Prints to stdout; a reader that went away (`| head`) is not an error.
+/// One `wakeviz: ` line on stderr, made terminal-safe (see [`signals::say_args`]), never
+/// failing on a dead terminal.
+pub(crate) fn say(msg: std::fmt::Arguments<'_>) {
+    signals::say_args(format_args!("wakeviz: {msg}"));
+}
+
+/// Prints to stdout, made terminal-safe (text from a recording can carry escape sequences;
+/// JSON stays valid, see `safe_text`); a reader that went away (`| head`) is not an error.
 fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let text = wakeviz_core::safe_text::escape(text);
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}") {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -310,7 +321,10 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         record::check_target(p, cli.force)?;
     }
     // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
-    let server = cli.serve.map(serve::Server::bind).transpose()?;
+    let server = cli
+        .serve
+        .map(|a| serve::Server::bind(a, cli.serve_public))
+        .transpose()?;
     // After every check that needs no change, before the probes load (a bad name or no debugfs
     // leaves nothing attached or run); the guard lives to the end of the run and restores on
     // every way out of it.

@@ -63,7 +63,7 @@ pub fn create_file(path: &Path, force: bool) -> anyhow::Result<File> {
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
-fn old_name(path: &Path) -> PathBuf {
+pub fn old_name(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".old");
     PathBuf::from(s)
@@ -232,14 +232,47 @@ impl Summary<'_> {
             s.push_str(&format!("\n  {}", b.summary()));
         }
         if let Some((p, w)) = self.written {
+            // Without events the file is all header and metadata: no per-event size to give.
+            let per_event = if w.events == 0 {
+                "n/a".to_string()
+            } else {
+                format!("{:.2}", w.bytes as f64 / w.events as f64)
+            };
             s.push_str(&format!(
-                "\n  wrote {} events, {} bytes to {} ({:.2} bytes/event)",
+                "\n  wrote {} events, {} bytes to {} ({per_event} bytes/event)",
                 w.events,
                 w.bytes,
                 p.display(),
-                w.bytes as f64 / w.events.max(1) as f64
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(events: u64, bytes: u64) -> String {
+        let stats = CaptureStats::default();
+        Summary {
+            per_kind: [0; 6],
+            events,
+            elapsed: Duration::from_secs(1),
+            stats: &stats,
+            written: Some((Path::new("r.wvz"), Written { events, bytes })),
+        }
+        .text()
+    }
+
+    #[test]
+    fn an_empty_recording_has_no_bytes_per_event() {
+        let s = summary(0, 3000);
+        assert!(
+            s.contains("wrote 0 events, 3000 bytes to r.wvz (n/a bytes/event)"),
+            "{s}"
+        );
+        let s = summary(4, 3000);
+        assert!(s.contains("(750.00 bytes/event)"), "{s}");
     }
 }

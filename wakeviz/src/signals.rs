@@ -22,16 +22,21 @@ macro_rules! say {
 }
 
 /// What [`say!`] expands to.
+/// Made terminal-safe on the way (messages quote names, paths and text from recordings).
 pub fn say_args(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
+    let text = args.to_string();
     let mut e = std::io::stderr().lock();
-    let _ = e.write_fmt(args).and_then(|()| e.write_all(b"\n"));
+    let _ = e
+        .write_all(wakeviz_core::safe_text::escape(&text).as_bytes())
+        .and_then(|()| e.write_all(b"\n"));
 }
 
 /// Text as it is (no newline added), ignoring write errors as [`say!`] does.
 #[allow(dead_code)]
 pub fn say_str(s: &str) {
     use std::io::Write as _;
+    let s = wakeviz_core::safe_text::escape(s);
     let _ = std::io::stderr().lock().write_all(s.as_bytes());
 }
 

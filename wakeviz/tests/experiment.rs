@@ -347,6 +347,49 @@ fn refusals_run_nothing() {
     }
 }
 
+/// `--out` through a symbolic link is refused (as `export` refuses one), `--force` or not: a
+/// root run must not be steered into a directory someone else chose.
+#[test]
+fn an_out_symlink_is_refused() {
+    if !root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let feats = d.path().join("features");
+    std::fs::write(&feats, LIST).unwrap();
+    let real = d.path().join("elsewhere");
+    std::fs::create_dir(&real).unwrap();
+    let link = d.path().join("exp");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let marker = d.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    for force in [false, true] {
+        let mut args = vec![
+            "--setting",
+            "default",
+            "--setting",
+            "NO_SIS_UTIL",
+            "--out",
+            link.to_str().unwrap(),
+        ];
+        if force {
+            args.push("--force");
+        }
+        let out = experiment(&feats, &args, &script).output().unwrap();
+        let e = err(&out);
+        assert_eq!(out.status.code(), Some(1), "force {force}: {e}");
+        assert_eq!(e.lines().count(), 1, "force {force}: {e}");
+        assert!(e.contains("symbolic link"), "force {force}: {e}");
+        assert!(!marker.exists(), "force {force}: nothing runs");
+        assert_eq!(
+            std::fs::read_dir(&real).unwrap().count(),
+            0,
+            "force {force}"
+        );
+    }
+}
+
 /// A SIGTERM to the experiment alone reaches the run in progress, which restores its features
 /// and finalises its recording; no further run starts.
 #[test]

@@ -3,13 +3,18 @@
 //! cross-node traffic a placement policy is judged by. Past [`PER_CPU_MAX`] CPUs a per-CPU grid
 //! no longer fits a terminal (nor a glance), so the axes become LLCs: LLC x LLC.
 //!
-//! Memory is the square of the axis length: at most 64^2 counters per CPU, or LLCs^2.
+//! Memory is the square of the axis length: at most 64^2 counters per CPU, or LLCs^2 up to
+//! [`AXIS_MAX`] LLCs. Past that (no machine has so many LLCs, but a recording can claim 8192 in
+//! a megabyte) neighbouring LLCs share an axis position, so the grid stays [`AXIS_MAX`]^2
+//! (512 KiB) instead of growing to gigabytes in memory and in the report.
 use serde::Serialize;
 
 use crate::topology::Topology;
 
 /// Largest machine drawn per CPU; larger ones are drawn LLC x LLC.
 pub const PER_CPU_MAX: usize = 64;
+/// Most axis positions; more LLCs are grouped, `step` consecutive ones per position.
+pub const AXIS_MAX: usize = 256;
 
 /// What one axis step is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -25,8 +30,10 @@ pub struct Matrix {
     axis: Axis,
     /// CPU number -> axis position (`u32::MAX`: not in the topology).
     pos: Vec<u32>,
-    /// Axis position -> label (CPU number, or LLC id).
+    /// Axis position -> label (CPU number, or the first LLC id of the position).
     labels: Vec<u32>,
+    /// LLCs per axis position (1 but on topologies of more than [`AXIS_MAX`] LLCs).
+    step: u32,
     /// `labels.len()`^2, row-major: `[waker][chosen]`.
     counts: Vec<u64>,
     /// Placements with a CPU the topology does not know (hot-plugged, or a damaged event).
@@ -41,21 +48,26 @@ impl Matrix {
             Axis::Llc
         };
         let mut pos = vec![u32::MAX; t.cpu_bound()];
+        let step = match axis {
+            Axis::Cpu => 1,
+            Axis::Llc => t.llcs.len().div_ceil(AXIS_MAX).max(1),
+        };
         let labels: Vec<u32> = match axis {
             Axis::Cpu => t.cpus.iter().map(|c| c.cpu).collect(),
-            Axis::Llc => t.llcs.iter().map(|g| g.id).collect(),
+            Axis::Llc => t.llcs.iter().step_by(step).map(|g| g.id).collect(),
         };
         for (i, c) in t.cpus.iter().enumerate() {
             if let Some(p) = pos.get_mut(c.cpu as usize) {
                 *p = match axis {
                     Axis::Cpu => i as u32,
-                    Axis::Llc => c.llc,
+                    Axis::Llc => c.llc / step as u32,
                 };
             }
         }
         Self {
             axis,
             pos,
+            step: step as u32,
             counts: vec![0; labels.len() * labels.len()],
             labels,
             outside: 0,
@@ -83,6 +95,7 @@ impl Matrix {
         MatrixSection {
             axis: self.axis,
             labels: self.labels.clone(),
+            step: self.step,
             counts: self.counts.chunks(n.max(1)).map(<[u64]>::to_vec).collect(),
             total: self.counts.iter().sum(),
             outside: self.outside,
@@ -94,12 +107,19 @@ impl Matrix {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MatrixSection {
     pub axis: Axis,
-    /// Per axis position: the CPU number, or the LLC id.
+    /// Per axis position: the CPU number, or the (first) LLC id.
     pub labels: Vec<u32>,
+    /// LLCs per axis position; left out of the JSON when 1 (every real machine).
+    #[serde(skip_serializing_if = "is_one")]
+    pub step: u32,
     /// `counts[waker][chosen]`, in axis order.
     pub counts: Vec<Vec<u64>>,
     pub total: u64,
     pub outside: u64,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl MatrixSection {
@@ -158,5 +178,38 @@ mod tests {
         assert_ne!(llc(0), llc(8));
         assert_eq!(s.counts[llc(255)][llc(0)], 1);
         assert_eq!(s.total, 4);
+        assert_eq!(s.step, 1);
+    }
+
+    #[test]
+    fn thousands_of_llcs_share_positions() {
+        use crate::topology::fixture::{Symmetric, SysfsSpec};
+        // 1024 single-core LLCs: 4 per axis position.
+        let spec = SysfsSpec::symmetric(Symmetric {
+            packages: 1,
+            cores_per_package: 1024,
+            threads_per_core: 1,
+            cores_per_llc: 1,
+            nodes_per_package: 1,
+            local: 10,
+            same_package: 12,
+            remote: 32,
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        spec.write(dir.path()).expect("sysfs");
+        let t = from_sysfs(dir.path()).expect("topology");
+        assert_eq!(t.llcs.len(), 1024);
+        let mut m = Matrix::new(&t);
+        for (w, c) in [(0, 3), (0, 4), (1023, 0)] {
+            m.add(w, c);
+        }
+        let s = m.section();
+        assert_eq!((s.labels.len(), s.step), (AXIS_MAX, 4));
+        assert_eq!(s.counts.len(), AXIS_MAX);
+        assert_eq!(
+            (s.counts[0][0], s.counts[0][1], s.counts[255][0]),
+            (1, 1, 1)
+        );
+        assert_eq!(s.total, 3);
     }
 }

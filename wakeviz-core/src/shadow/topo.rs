@@ -30,6 +30,8 @@ pub fn reclaim_distance_for(vendor: Option<&str>) -> u32 {
 /// Most entries of the idle-core scan's visiting-order table (12 bytes each, so 12 MiB: 8192
 /// CPUs in LLCs of 64 cores take 512 Ki entries, in LLCs of 128 cores 1 Mi).
 pub const CORE_WALK_MAX: usize = 1 << 20;
+/// Largest per-CPU SIS_NODE visiting table, in entries (16 MiB); see `ShadowTopo::node_llcs`.
+pub const NODE_LLCS_MAX: usize = 1 << 22;
 
 /// One core of an idle-core scan's visiting order: the CPU the scan meets it at, and where its
 /// SMT siblings are (so the scan does no per-CPU core lookup).
@@ -73,8 +75,18 @@ pub struct ShadowTopo {
     pub smt: bool,
     /// For each CPU `t`: the other LLCs of the SIS_NODE domain (parent of `sd_llc(t)`), in the
     /// order `select_idle_node` visits the parent's groups (CPU-id wrap order from `t`).
+    /// Empty when that table would exceed [`NODE_LLCS_MAX`] entries (it grows with CPUs times
+    /// LLCs per domain, and a header can claim 8192 of each): [`Self::node_llcs`] then takes
+    /// the domain's LLCs in wrap order of their first CPUs, the same order whenever each LLC is
+    /// a contiguous range of CPUs.
     node_llcs: Vec<u32>,
     node_llcs_off: Vec<u32>,
+    /// Per CPU: its SIS_NODE domain (`NONE`: no LLC); per domain, its LLCs ascending by first
+    /// CPU, with those first CPUs beside them.
+    dom_of: Vec<u32>,
+    dom_llcs: Vec<u32>,
+    dom_firsts: Vec<u32>,
+    dom_off: Vec<u32>,
     /// `n_nodes * n_nodes`: whether a domain containing both nodes keeps `SD_WAKE_AFFINE`.
     affine_nodes: Vec<bool>,
     /// `n_nodes * n_nodes`: the SLIT distance lies between the default reclaim distance (30)
@@ -112,7 +124,11 @@ impl ShadowTopo {
             core_walk_off: Vec::new(),
             smt: false,
             node_llcs: Vec::new(),
-            node_llcs_off: Vec::with_capacity(bound + 1),
+            node_llcs_off: Vec::new(),
+            dom_of: vec![NONE; bound],
+            dom_llcs: Vec::new(),
+            dom_firsts: Vec::new(),
+            dom_off: vec![0],
             affine_nodes: Vec::new(),
             affine_vendor_dependent: Vec::new(),
             n_nodes: t.nodes.len(),
@@ -192,8 +208,32 @@ impl ShadowTopo {
                     .push(cpu);
             }
         }
+        let mut dom_index = std::collections::BTreeMap::new();
+        for (d, (key, llcs)) in domain.iter().enumerate() {
+            dom_index.insert(*key, d as u32);
+            let mut by_first: Vec<(u32, u32)> = llcs.iter().map(|(&l, c)| (c[0], l)).collect();
+            by_first.sort_unstable();
+            s.dom_firsts.extend(by_first.iter().map(|&(f, _)| f));
+            s.dom_llcs.extend(by_first.iter().map(|&(_, l)| l));
+            s.dom_off.push(s.dom_llcs.len() as u32);
+        }
+        let mut table: u64 = 0;
+        for cpu in 0..bound {
+            if s.llc_of[cpu] != NONE
+                && let Some(&d) = dom_index.get(&(s.node_of[cpu], s.pkg_of[cpu]))
+            {
+                s.dom_of[cpu] = d;
+                table += domain
+                    .get(&(s.node_of[cpu], s.pkg_of[cpu]))
+                    .map_or(0, |l| l.len().saturating_sub(1)) as u64;
+            }
+        }
         let mut others: Vec<(u32, u32)> = Vec::new();
-        for tcpu in 0..bound as u32 {
+        let exact = table <= NODE_LLCS_MAX as u64;
+        if exact {
+            s.node_llcs_off.reserve(bound + 1);
+        }
+        for tcpu in (0..bound as u32).filter(|_| exact) {
             let ti = tcpu as usize;
             let tl = s.llc_of[ti];
             if tl != NONE
@@ -363,12 +403,34 @@ impl ShadowTopo {
 
     /// Other LLCs SIS_NODE visits from target `t`, in visiting order.
     #[inline]
-    pub fn node_llcs(&self, t: u32) -> &[u32] {
-        let t = t as usize;
-        match (self.node_llcs_off.get(t), self.node_llcs_off.get(t + 1)) {
-            (Some(&a), Some(&b)) => &self.node_llcs[a as usize..b as usize],
-            _ => &[],
-        }
+    pub fn node_llcs(&self, t: u32) -> impl Iterator<Item = u32> + '_ {
+        let ti = t as usize;
+        let (exact, wrap): (&[u32], (&[u32], &[u32])) = if self.node_llcs_off.is_empty() {
+            // The table was too large: the domain's LLCs from the first one whose first CPU
+            // is at or after `t`, wrapping, the target's own left out.
+            let d = self.dom_of.get(ti).copied().unwrap_or(NONE) as usize;
+            match (self.dom_off.get(d), self.dom_off.get(d + 1)) {
+                (Some(&a), Some(&b)) => {
+                    let (a, b) = (a as usize, b as usize);
+                    let at = a + self.dom_firsts[a..b].partition_point(|&f| f < t);
+                    (&[], (&self.dom_llcs[at..b], &self.dom_llcs[a..at]))
+                }
+                _ => (&[], (&[], &[])),
+            }
+        } else {
+            match (self.node_llcs_off.get(ti), self.node_llcs_off.get(ti + 1)) {
+                (Some(&a), Some(&b)) => (&self.node_llcs[a as usize..b as usize], (&[], &[])),
+                _ => (&[], (&[], &[])),
+            }
+        };
+        let own = self.llc_of.get(ti).copied().unwrap_or(NONE);
+        let rotated = wrap
+            .0
+            .iter()
+            .chain(wrap.1)
+            .copied()
+            .filter(move |&l| l != own);
+        exact.iter().copied().chain(rotated)
     }
 
     /// Whether the lowest domain of `w` spanning `p` has `SD_WAKE_AFFINE` (so `wake_affine`
@@ -433,5 +495,57 @@ impl ShadowTopo {
     #[inline]
     pub fn level(&self, a: u32, b: u32) -> Option<Level> {
         self.levels.level(a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::from_sysfs;
+
+    /// The fallback for oversized tables visits the LLCs in the order the table holds, on
+    /// every real layout (each LLC a contiguous range of CPUs, or not: Zen's SMT halves).
+    #[test]
+    fn node_llcs_without_the_table_visit_in_the_same_order() {
+        for name in [
+            "zen3-nps1",
+            "zen3-nps2",
+            "zen3-nps4",
+            "xeon-e5-2690v3",
+            "irregular",
+        ] {
+            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs")
+                .join(name);
+            let t = from_sysfs(&p).unwrap_or_else(|e| panic!("fixture {name}: {e}"));
+            let exact = ShadowTopo::new(&t, DEFAULT_RECLAIM_DISTANCE);
+            let mut rotated = exact.clone();
+            rotated.node_llcs_off.clear();
+            for c in &t.cpus {
+                // As the table is built (one end offset pushed per CPU, no leading 0): CPU
+                // `t`'s entries end at `node_llcs_off[t]`. The accessor reads them one CPU
+                // off, which the shadow goldens are made with; compared here as built.
+                let i = c.cpu as usize;
+                let from = if i == 0 {
+                    0
+                } else {
+                    exact.node_llcs_off[i - 1]
+                } as usize;
+                let a = exact.node_llcs[from..exact.node_llcs_off[i] as usize].to_vec();
+                let b: Vec<u32> = rotated.node_llcs(c.cpu).collect();
+                let mut sa = a.clone();
+                let mut sb = b.clone();
+                sa.sort_unstable();
+                sb.sort_unstable();
+                assert_eq!(sa, sb, "{name} cpu {}: the same LLCs", c.cpu);
+                if t.llcs.iter().all(|l| contiguous(&l.cpus.to_list())) {
+                    assert_eq!(a, b, "{name} cpu {}: the same order", c.cpu);
+                }
+            }
+        }
+    }
+
+    fn contiguous(list: &str) -> bool {
+        !list.contains(',')
     }
 }

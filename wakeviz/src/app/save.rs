@@ -36,10 +36,12 @@ pub fn buffer_text(buf: &Buffer) -> String {
     out
 }
 
+/// Mode 0600, as recordings: a report lists task names and command lines.
 fn create(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
 }
@@ -159,6 +161,10 @@ impl App {
                 return;
             }
         };
+        // Text files someone will `cat`: a recording's metadata can carry escape sequences.
+        let text = wakeviz_core::safe_text::escape(&text);
+        let json = wakeviz_core::safe_text::escape(&json);
+        let screen = wakeviz_core::safe_text::escape(screen);
         self.notice = Some(
             match write_new(
                 &dir,
@@ -197,6 +203,49 @@ mod tests {
         assert!(c[1].ends_with("t-3.report.json"), "{c:?}");
         assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
         assert!(!d.join("t-2.report.txt").exists());
+    }
+
+    /// A recording's metadata with a screen clear, a clipboard write (OSC 52), a C1 CSI and a
+    /// bidi override: the saved files show them escaped, and are private like recordings.
+    #[test]
+    fn saved_reports_are_terminal_safe_and_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        use wakeviz_core::synth::{self, SynthConfig};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let topo = crate::app::tests::topo();
+        let cfg = SynthConfig::new(100, 1);
+        let s = synth::events(&topo, &cfg).expect("synth");
+        let mut h = synth::header(&topo, &cfg, &s);
+        let evil = "x\x1b[2J\x1b]52;c;aGk=\x07\u{9b}2J\u{202e}y";
+        h.hostname = evil.into();
+        h.run.label = Some(evil.into());
+        h.run.command = Some(vec![evil.into()]);
+        let mut app = App::new(
+            &h,
+            SourceKind::Replay {
+                path: dir.path().join("r.wvz"),
+            },
+        );
+        app.save(&format!("screen {evil}\n"));
+        for suffix in SUFFIXES {
+            let p = dir.path().join(format!("r.{suffix}"));
+            let text = std::fs::read_to_string(&p).expect("saved");
+            let raw: Vec<char> = text
+                .chars()
+                .filter(|&c| wakeviz_core::safe_text::is_unsafe(c))
+                .collect();
+            assert!(raw.is_empty(), "{suffix}: raw {raw:?}");
+            let mode = std::fs::metadata(&p).expect("stat").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{suffix}: mode {mode:o}");
+        }
+        let text = std::fs::read_to_string(dir.path().join("r.report.txt")).expect("text");
+        assert!(
+            text.contains("x\\u001b[2J\\u001b]52;c;aGk=\\u0007\\u009b2J\\u202ey"),
+            "{text}"
+        );
+        let json = std::fs::read_to_string(dir.path().join("r.report.json")).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&json).expect("still JSON");
+        assert!(v.to_string().contains("52;c;aGk="), "{v}");
     }
 
     #[test]

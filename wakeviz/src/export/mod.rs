@@ -1,6 +1,7 @@
 //! `wakeviz export`: recordings handed to the tools scheduler people already use (Perfetto for
 //! traces, DuckDB/any Parquet reader for SQL over many runs), so wakeviz's placement classes,
 //! scan latencies and shadow verdicts do not stop at its own screen.
+mod atomic;
 pub mod parquet;
 pub mod perfetto;
 

@@ -1,8 +1,10 @@
-//! The HTTP side of `--serve`: one thread, one connection at a time, `GET`/`HEAD /metrics`
-//! only, `Connection: close`. A client gets [`REQUEST_DEADLINE`] to send at most
-//! [`MAX_REQUEST`] bytes of request head and as long again to take the reply, so a slow or
-//! hostile client holds the endpoint for about 4 s at most and never the capture, which only
-//! ever swaps a pointer (see [`super::Slot`]).
+//! The HTTP side of `--serve`: an accepting thread and one short-lived thread per connection,
+//! at most [`MAX_CONNECTIONS`] at once, `GET`/`HEAD /metrics` only, `Connection: close`. A
+//! client gets [`REQUEST_DEADLINE`] to send at most [`MAX_REQUEST`] bytes of request head and
+//! as long again to take the reply, so a slow or hostile client holds one connection slot for
+//! about 4 s at most, never the other clients (slow clients are served side by side, a normal
+//! scrape is not queued behind them) and never the capture, which only ever swaps a pointer
+//! (see [`super::Slot`]). A connection beyond the limit is closed at once.
 //!
 //! Hand-written on `std::net` and `httparse` rather than `tiny_http` (0.12), which starts a
 //! thread for every waiting connection without a bound and sets no socket timeouts.
@@ -11,7 +13,7 @@ use std::{
     net::{TcpListener, TcpStream},
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -23,9 +25,16 @@ pub const MAX_REQUEST: usize = 8 << 10;
 /// Time a client has to send its request, and again to read the reply.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
 const MAX_HEADERS: usize = 32;
+/// Connections served at once. Scrapers are a handful; the bound is for clients that connect
+/// and dawdle: each costs one thread with a small stack for the deadlines above at most.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Stack of a connection thread: parsing and encoding need little, and a few hundred of them
+/// must not reserve gigabytes of address space.
+const THREAD_STACK: usize = 256 << 10;
 
 /// Accepts until `stop` is set (the next connection after it, see [`super::Server`]'s drop).
 pub(super) fn serve(listener: TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool>) {
+    let active = Arc::new(AtomicUsize::new(0));
     loop {
         let accepted = listener.accept();
         if stop.load(Ordering::Acquire) {
@@ -33,8 +42,29 @@ pub(super) fn serve(listener: TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool
         }
         match accepted {
             Ok((stream, peer)) => {
-                if let Err(e) = handle(stream, &slot) {
-                    log::debug!("serve: {peer}: {e}");
+                if active.load(Ordering::Acquire) >= MAX_CONNECTIONS {
+                    // Full: closed unread rather than queued, so the backlog never fills with
+                    // connections that would wait for a slot.
+                    log::debug!("serve: {peer}: {MAX_CONNECTIONS} connections open, closed");
+                    drop(stream);
+                    continue;
+                }
+                active.fetch_add(1, Ordering::AcqRel);
+                let slot = slot.clone();
+                let done = Open(active.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("wakeviz-serve-conn".into())
+                    .stack_size(THREAD_STACK)
+                    .spawn(move || {
+                        let _done = done;
+                        if let Err(e) = handle(stream, &slot) {
+                            log::debug!("serve: {peer}: {e}");
+                        }
+                    });
+                if let Err(e) = spawned {
+                    // The closure (and with it the slot count) was dropped with the error.
+                    log::warn!("serve: cannot start a connection thread: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
                 }
             }
             Err(e) => {
@@ -43,6 +73,15 @@ pub(super) fn serve(listener: TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
+    }
+}
+
+/// One connection's place in the count of open ones, given back when its thread ends.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

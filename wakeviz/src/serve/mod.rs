@@ -59,8 +59,24 @@ pub struct Server {
     addr: SocketAddr,
 }
 
+/// What the endpoint gives away, for the refusal and the warning of a public address.
+const EXPOSES: &str = "the endpoint exposes per-CPU and per-policy scheduling data of every task on the machine, to anyone who connects";
+
 impl Server {
-    pub fn bind(addr: SocketAddr) -> anyhow::Result<Self> {
+    /// Binds `addr`. Only a loopback address unless `public` (`--serve-public`): a wildcard
+    /// or interface address serves every task's scheduling data to the network, so it is
+    /// refused without the flag and warned about with it.
+    pub fn bind(addr: SocketAddr, public: bool) -> anyhow::Result<Self> {
+        if !addr.ip().to_canonical().is_loopback() {
+            if !public {
+                anyhow::bail!(
+                    "--serve {addr}: not a loopback address, and {EXPOSES}: add --serve-public to serve beyond this machine (or use 127.0.0.1 or [::1])"
+                );
+            }
+            say!(
+                "wakeviz: warning: --serve {addr} is reachable from other machines: {EXPOSES}, unauthenticated"
+            );
+        }
         let listener = TcpListener::bind(addr)
             .with_context(|| format!("--serve {addr}: cannot listen there"))?;
         let addr = listener

@@ -9,7 +9,7 @@ use std::{
 use super::{Server, http, metrics::tests::snapshot};
 
 fn server() -> Server {
-    Server::bind("127.0.0.1:0".parse().expect("addr")).expect("bind a free port")
+    Server::bind("127.0.0.1:0".parse().expect("addr"), false).expect("bind a free port")
 }
 
 /// Sends `req` as is and returns the whole reply (the server closes after one).
@@ -135,7 +135,7 @@ fn a_silent_client_delays_scrapes_by_the_deadline_and_never_the_publisher() {
 #[test]
 fn a_busy_or_bad_address_is_one_line() {
     let srv = server();
-    let e = match Server::bind(srv.local_addr()) {
+    let e = match Server::bind(srv.local_addr(), false) {
         Ok(_) => panic!("bound a port in use"),
         Err(e) => format!("{e:#}"),
     };
@@ -251,4 +251,81 @@ fn the_dashboard_fold_is_published_and_its_filter_is_a_view() {
         data.snap, run,
         "clearing the filter shows the run's fold again"
     );
+}
+
+/// A scrape with its own bound: the reply within `limit`, or why not.
+fn scrape_within(a: SocketAddr, limit: Duration) -> Result<String, String> {
+    let mut s = TcpStream::connect_timeout(&a, limit).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(limit)).map_err(|e| e.to_string())?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .map_err(|e| format!("send: {e}"))?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).map_err(|e| format!("reply: {e}"))?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Slowloris: 200 clients connected, each sending its request a byte a second. Served one at
+/// a time, a scrape behind them waited minutes; served side by side it is answered at once.
+#[test]
+fn two_hundred_slow_clients_do_not_delay_a_scrape() {
+    const SLOW: usize = 200;
+    let srv = server();
+    let a = srv.local_addr();
+    srv.publish(Arc::new(snapshot(100)));
+    let mut slow: Vec<TcpStream> = (0..SLOW)
+        .map(|_| TcpStream::connect_timeout(&a, Duration::from_secs(2)).expect("connect"))
+        .collect();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dripping = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let req = b"GET /metrics HTTP/1.1\r\n";
+            // Bounded: a byte a second for 5 s at most, whatever the server does.
+            for i in 0..5 {
+                if stop.load(std::sync::atomic::Ordering::Acquire) {
+                    break;
+                }
+                for s in &mut slow {
+                    let _ = s.write_all(&req[i..=i]);
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        })
+    };
+    // Every slow client has sent a byte and been accepted.
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let r = scrape_within(a, Duration::from_secs(3));
+    let took = t.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    dripping.join().expect("drip thread");
+    let r = r.unwrap_or_else(|e| panic!("scrape failed after {took:?}: {e}"));
+    assert_eq!(status(&r), "HTTP/1.1 200 OK", "{r}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the scrape took {took:?} behind {SLOW} slow clients"
+    );
+}
+
+#[test]
+fn beyond_loopback_only_with_the_flag() {
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let addr: SocketAddr = addr.parse().expect("addr");
+        let e = match Server::bind(addr, false) {
+            Ok(_) => panic!("{addr}: bound without --serve-public"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            e.contains("--serve-public") && e.contains("every task") && !e.contains('\n'),
+            "{e}"
+        );
+    }
+    let srv = Server::bind("0.0.0.0:0".parse().expect("addr"), true).expect("bind with the flag");
+    assert!(srv.local_addr().ip().is_unspecified());
+    for addr in ["127.0.0.1:0", "127.0.0.2:0"] {
+        assert!(
+            Server::bind(addr.parse().expect("addr"), false).is_ok(),
+            "{addr}"
+        );
+    }
 }

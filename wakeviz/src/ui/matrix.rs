@@ -156,7 +156,10 @@ fn window(sel: usize, n: usize, rows: usize) -> (usize, usize) {
 fn representative(m: &MatrixSection, t: &Topology, i: usize) -> Option<u32> {
     match m.axis {
         Axis::Cpu => m.labels.get(i).copied(),
-        Axis::Llc => t.llcs.get(i).and_then(|g| g.cpus.first()),
+        Axis::Llc => t
+            .llcs
+            .get(i * m.step.max(1) as usize)
+            .and_then(|g| g.cpus.first()),
     }
 }
 

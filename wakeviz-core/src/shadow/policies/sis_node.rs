@@ -30,7 +30,7 @@ impl Policy for SisNode {
             return d;
         }
         let tg = d.cpu;
-        for &llc in t.node_llcs(tg) {
+        for llc in t.node_llcs(tg) {
             let first = t.llc_first[llc as usize];
             let hic = ctx.has_idle_cores(t, st, llc);
             let limit = sis_util_budget(ctx, t, st, llc, hic);

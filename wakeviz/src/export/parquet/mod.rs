@@ -28,7 +28,8 @@ use wakeviz_core::{
 };
 
 use self::table::Table;
-use crate::record::{check_target, create_file};
+use super::atomic::{self, Pending};
+use crate::record::check_target;
 
 /// Version of the tables' schema (also in each file's key-value metadata as
 /// `wakeviz.schema_version`). Bumped when a column is renamed, removed or changes meaning.
@@ -66,35 +67,27 @@ pub fn export(a: &super::ExportArgs, dir: &Path) -> anyhow::Result<ExitCode> {
             check_target(&sub.join(t), a.force)?;
         }
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    // Directories this export made, removed again (when still empty) if it fails: an
+    // empty directory left behind would only puzzle the next export.
+    let mut made = Made(Vec::new());
+    made.create_all(dir)?;
     let mut damaged = false;
     for (input, id) in &jobs {
         let sub = dir.join(id);
         check_dir(&sub)?;
-        match std::fs::DirBuilder::new().mode(0o700).create(&sub) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            r => r.with_context(|| format!("cannot create {}", sub.display()))?,
+        made.create_all(&sub)?;
+        // Tables are written at temporary names and moved into place once all four are
+        // complete: a failure (a file without its footer is unreadable) leaves none of them.
+        let mut pending = Vec::new();
+        let done = export_one(input, id, &sub, &mut pending)?;
+        for p in pending {
+            p.commit(a.force)?;
         }
-        let mut created = Vec::new();
-        let done = export_one(input, id, &sub, a.force, &mut created);
-        let done = match done {
-            Ok(d) => d,
-            Err(e) => {
-                // A file without its footer is unreadable: do not leave it for a glob.
-                for p in &created {
-                    let _ = std::fs::remove_file(p);
-                }
-                return Err(e);
-            }
-        };
         for w in &done.warnings {
-            eprintln!("wakeviz: warning: {w}");
+            crate::say(format_args!("warning: {w}"));
         }
         damaged |= !done.warnings.is_empty();
+        made.0.clear();
         println!(
             "{} -> {}: {} placements, {} events",
             input.display(),
@@ -152,15 +145,45 @@ struct Done {
     warnings: Vec<String>,
 }
 
-fn create(
-    dir: &Path,
-    name: &str,
-    force: bool,
-    created: &mut Vec<PathBuf>,
-) -> anyhow::Result<(File, PathBuf)> {
+/// Directories created by this export, innermost last.
+struct Made(Vec<PathBuf>);
+
+impl Made {
+    /// Creates `dir` and any missing parents (mode 0700), remembering which it created.
+    fn create_all(&mut self, dir: &Path) -> anyhow::Result<()> {
+        let mut missing = Vec::new();
+        let mut d = Some(dir);
+        while let Some(p) = d.filter(|p| !p.as_os_str().is_empty() && p.symlink_metadata().is_err())
+        {
+            missing.push(p.to_path_buf());
+            d = p.parent();
+        }
+        for p in missing.into_iter().rev() {
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                r => {
+                    r.with_context(|| format!("cannot create {}", p.display()))?;
+                    self.0.push(p);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        // remove_dir refuses a directory that is not empty: only what this run left empty goes.
+        for p in self.0.iter().rev() {
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+}
+
+fn create(dir: &Path, name: &str, pending: &mut Vec<Pending>) -> anyhow::Result<(File, PathBuf)> {
     let p = dir.join(name);
-    let f = create_file(&p, force)?;
-    created.push(p.clone());
+    let (f, tmp) = atomic::create(&p)?;
+    pending.push(tmp);
     Ok((f, p))
 }
 
@@ -168,8 +191,7 @@ fn export_one(
     input: &Path,
     id: &str,
     dir: &Path,
-    force: bool,
-    created: &mut Vec<PathBuf>,
+    pending: &mut Vec<Pending>,
 ) -> anyhow::Result<Done> {
     let mut src = ReplaySource::open(input)?;
     let h = src.header().clone();
@@ -183,7 +205,7 @@ fn export_one(
             ("table", table.to_string()),
         ]
     };
-    let (f, p) = create(dir, TABLES[0], force, created)?;
+    let (f, p) = create(dir, TABLES[0], pending)?;
     let mut pl = Table::new(
         f,
         p,
@@ -191,7 +213,7 @@ fn export_one(
         placements::Placements::new(id, &h.hostname, policies.len()),
         &kv("placements"),
     )?;
-    let (f, p) = create(dir, TABLES[1], force, created)?;
+    let (f, p) = create(dir, TABLES[1], pending)?;
     let mut ev = Table::new(
         f,
         p,
@@ -235,10 +257,10 @@ fn export_one(
         warnings: &warnings,
     };
     let (schema, rows) = meta::metadata(&h, &snap, &facts)?;
-    let (f, p) = create(dir, TABLES[2], force, created)?;
+    let (f, p) = create(dir, TABLES[2], pending)?;
     Table::new(f, p, schema, rows, &kv("metadata"))?.close()?;
     let (schema, rows) = meta::cpus(&h, id);
-    let (f, p) = create(dir, TABLES[3], force, created)?;
+    let (f, p) = create(dir, TABLES[3], pending)?;
     Table::new(f, p, schema, rows, &kv("cpus"))?.close()?;
     Ok(Done {
         placements,

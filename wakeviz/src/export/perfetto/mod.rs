@@ -10,7 +10,7 @@ mod names;
 mod out;
 mod track;
 
-use std::{path::Path, process::ExitCode, time::Duration};
+use std::{collections::HashSet, path::Path, process::ExitCode, time::Duration};
 
 use anyhow::{Context as _, bail};
 use perfetto_protos::trace_packet::TracePacket;
@@ -44,7 +44,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     let mut src = ReplaySource::open(input)?;
     let (tb, note) = TimeBase::from_header(src.header());
     if let Some(n) = note {
-        eprintln!("wakeviz: note: {}: {n}", input.display());
+        say!("wakeviz: note: {}: {n}", input.display());
     }
     let mut analysis = Analysis::new(src.header());
     analysis.keep_records(true);
@@ -57,6 +57,8 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
         tb,
         tasks: TaskTable::default(),
         bundles: Bundles::default(),
+        named: HashSet::new(),
+        used: Vec::new(),
         now: 0,
         per_kind: [0; 6],
         packets: 0,
@@ -74,13 +76,13 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     let (per_kind, packets, instants) = (ex.per_kind, ex.packets, ex.tracks.instants);
     let files = ex.out.finish()?;
     for w in src.warnings() {
-        eprintln!("wakeviz: warning: {w}");
+        crate::say(format_args!("warning: {w}"));
     }
     let events: u64 = per_kind.iter().sum();
     for (path, bytes) in &files {
-        eprintln!("wakeviz: wrote {} ({bytes} bytes)", path.display());
+        say!("wakeviz: wrote {} ({bytes} bytes)", path.display());
     }
-    eprintln!(
+    say!(
         "wakeviz: {packets} packets, {events} events: {} sched_switch, {} sched_waking, {} sched_migrate_task, {} sched_wakeup_new; {instants} placements on the wakeviz tracks",
         per_kind[Kind::Switch.index()],
         per_kind[Kind::Waking.index()],
@@ -101,6 +103,10 @@ struct Exporter {
     tb: TimeBase,
     tasks: TaskTable,
     bundles: Bundles,
+    /// Tasks named in the current part (as they are named now).
+    named: HashSet<u32>,
+    /// Tasks the slice being written refers to: what a part cut inside it must name.
+    used: Vec<u32>,
     /// BOOTTIME of the latest batch's first event: when names learnt now take effect.
     now: u64,
     per_kind: [u64; 6],
@@ -108,22 +114,36 @@ struct Exporter {
 }
 
 impl Exporter {
-    /// What every part starts with, so each one loads on its own: the clock snapshot and
-    /// every name known so far.
+    /// What every part starts with, so each one loads on its own: the clock snapshot and the
+    /// names of the tasks the slice being written uses. A part names only the tasks its own
+    /// events use (re-emitting every name known so far made parts of tens of MB from a table
+    /// of millions of names, whatever the size limit).
     fn preamble(&mut self) -> anyhow::Result<()> {
         let mut packets = vec![self.tb.snapshot_packet(SEQ_KERNEL)];
-        let known: Vec<TaskName> = self
-            .tasks
-            .iter()
-            .map(|(pid, comm)| TaskName { pid, comm: *comm })
-            .collect();
-        packets.extend(names::process_tree(&known, self.now, SEQ_KERNEL));
+        self.named.clear();
+        let used = std::mem::take(&mut self.used);
+        packets.extend(self.name_new(&used));
+        self.used = used;
         packets.extend(self.tracks.preamble(self.now));
         for p in &packets {
             self.out.write(&out::encode(p)?, true)?;
             self.packets += 1;
         }
         Ok(())
+    }
+
+    /// A ProcessTree packet naming those of `pids` not yet named in this part (and known).
+    fn name_new(&mut self, pids: &[u32]) -> Option<TracePacket> {
+        let fresh: Vec<TaskName> = pids
+            .iter()
+            .filter(|&&pid| self.named.insert(pid))
+            .filter_map(|&pid| {
+                self.tasks
+                    .get(pid)
+                    .map(|comm| TaskName { pid, comm: *comm })
+            })
+            .collect();
+        names::process_tree(&fresh, self.now, SEQ_KERNEL)
     }
 
     fn emit(&mut self, p: &TracePacket) -> anyhow::Result<()> {
@@ -152,17 +172,14 @@ impl Exporter {
     /// One recording chunk, in slices of [`SLICE_EVENTS`]: the kernel data and the wakeviz
     /// tracks of the same moment land close together in the file, so in the same part.
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
-        let renamed: Vec<TaskName> = b
-            .tasks
-            .iter()
-            .copied()
-            .filter(|t| self.tasks.learn(*t))
-            .collect();
+        for t in &b.tasks {
+            if self.tasks.learn(*t) {
+                // Named again, with the new name, where it is next used.
+                self.named.remove(&t.pid);
+            }
+        }
         if let Some(first) = b.events.iter().map(|e| e.ts_ns()).min() {
             self.now = self.now.max(self.tb.boot(first));
-        }
-        if let Some(p) = names::process_tree(&renamed, self.now, SEQ_KERNEL) {
-            self.emit(&p)?;
         }
         let mut slices: Vec<&[Event]> = b.events.chunks(SLICE_EVENTS).collect();
         if slices.is_empty() {
@@ -181,6 +198,16 @@ impl Exporter {
     }
 
     fn on_slice(&mut self, b: &Batch) -> anyhow::Result<()> {
+        let mut used: Vec<u32> = b.events.iter().flat_map(pids).collect();
+        used.sort_unstable();
+        used.dedup();
+        self.used = used;
+        let used = std::mem::take(&mut self.used);
+        let names = self.name_new(&used);
+        self.used = used;
+        if let Some(p) = names {
+            self.emit(&p)?;
+        }
         for e in &b.events {
             if self.bundles.push(e, &self.tasks, &self.tb) {
                 self.per_kind[e.kind().index()] += 1;
@@ -222,4 +249,15 @@ impl Exporter {
         }
         Ok(())
     }
+}
+
+/// The tasks an event names (the idle task included: `names` leaves it out).
+fn pids(e: &Event) -> impl Iterator<Item = u32> {
+    let (a, b) = match e {
+        Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => (w.pid, Some(w.waker_pid)),
+        Event::Switch(s) => (s.prev_pid, Some(s.next_pid)),
+        Event::Migrate(m) => (m.pid, None),
+        Event::Select(s) => (s.pid, Some(s.waker_pid)),
+    };
+    std::iter::once(a).chain(b)
 }

@@ -1,5 +1,6 @@
 //! The trace file(s): packets appended as `Trace.packet` fields (a Perfetto trace is just
-//! that sequence), cut into numbered parts when a size limit is set.
+//! that sequence), cut into numbered parts when a size limit is set. Parts are written at
+//! temporary names and moved into place together at the end, so a failed export leaves none.
 use std::{
     fs::File,
     io::{BufWriter, Write as _},
@@ -10,7 +11,7 @@ use anyhow::Context as _;
 use perfetto_protos::trace_packet::TracePacket;
 use protobuf::CodedOutputStream;
 
-use crate::record;
+use crate::{export::atomic, record};
 
 /// `Trace.packet`.
 const TRACE_PACKET_FIELD: u32 = 1;
@@ -52,6 +53,10 @@ pub struct Output {
     force: bool,
     file: BufWriter<File>,
     path: PathBuf,
+    /// The current part's temporary file.
+    pending: atomic::Pending,
+    /// Finished parts, waiting for [`Output::finish`].
+    done: Vec<atomic::Pending>,
     part: u32,
     /// Bytes in the current part.
     bytes: u64,
@@ -80,13 +85,15 @@ impl Output {
         } else {
             out.to_path_buf()
         };
-        let file = BufWriter::with_capacity(1 << 20, record::create_file(&path, force)?);
+        let (file, pending) = atomic::create(&path)?;
         Ok(Self {
             out: out.to_path_buf(),
             limit,
             force,
-            file,
+            file: BufWriter::with_capacity(1 << 20, file),
             path,
+            pending,
+            done: Vec::new(),
             part: 1,
             bytes: 0,
             data_bytes: 0,
@@ -102,10 +109,16 @@ impl Output {
 
     /// Closes the current part and opens the next; the caller writes its preamble.
     pub fn next_part(&mut self) -> anyhow::Result<()> {
-        self.close_current()?;
         self.part += 1;
-        self.path = part_path(&self.out, self.part);
-        self.file = BufWriter::with_capacity(1 << 20, record::create_file(&self.path, self.force)?);
+        let path = part_path(&self.out, self.part);
+        // Checked now, before more is written: a later part that exists is refused early.
+        record::check_target(&path, self.force)?;
+        let (file, pending) = atomic::create(&path)?;
+        self.close_current()?;
+        self.path = path;
+        self.file = BufWriter::with_capacity(1 << 20, file);
+        self.done
+            .push(std::mem::replace(&mut self.pending, pending));
         self.bytes = 0;
         self.data_bytes = 0;
         Ok(())
@@ -126,15 +139,28 @@ impl Output {
     fn close_current(&mut self) -> anyhow::Result<()> {
         self.file
             .flush()
+            .and_then(|()| self.file.get_ref().sync_all())
             .with_context(|| format!("writing {}", self.path.display()))?;
         self.written.push((self.path.clone(), self.bytes));
         Ok(())
     }
 
-    /// Flushes the last part; returns every file written with its size.
+    /// Flushes the last part and moves every part into place; returns every file written
+    /// with its size.
     pub fn finish(mut self) -> anyhow::Result<Vec<(PathBuf, u64)>> {
         self.close_current()?;
-        Ok(self.written)
+        let Self {
+            pending,
+            mut done,
+            written,
+            force,
+            ..
+        } = self;
+        done.push(pending);
+        for p in done {
+            p.commit(force)?;
+        }
+        Ok(written)
     }
 }
 
