@@ -19,6 +19,8 @@ mod signals;
 mod app;
 #[path = "../src/driver.rs"]
 mod driver;
+#[path = "../src/serve/mod.rs"]
+mod serve;
 #[path = "../src/ui/mod.rs"]
 mod ui;
 

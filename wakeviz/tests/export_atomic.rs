@@ -14,7 +14,6 @@ use wakeviz_core::{
     event::{Comm, TaskName},
     format::{CaptureStats, Recorder, RecorderConfig},
     synth::{self, SynthConfig},
-    topology::from_sysfs,
 };
 
 /// Task names in the recording that no event uses: about 5 MB of ProcessTree per part if
@@ -26,11 +25,8 @@ const IDLE_NAMES: u32 = 200_000;
 fn recording() -> &'static Path {
     static F: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &F.get_or_init(|| {
-        let topo = from_sysfs(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../wakeviz-core/tests/fixtures/sysfs/xeon-e5-2690v3"),
-        )
-        .expect("fixture topology");
+        let topo = wakeviz_core::topology::fixture::named_topology("xeon-e5-2690v3")
+            .expect("fixture topology");
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("names.wvz");
         let cfg = SynthConfig::new(200_000, 5);

@@ -11,7 +11,6 @@ use std::{
 use wakeviz_core::{
     format::{CaptureStats, Recorder, RecorderConfig},
     synth::{self, SynthConfig},
-    topology::from_sysfs,
 };
 
 const CSI: &str = "\x1b[2J";
@@ -38,11 +37,8 @@ struct Files {
 }
 
 fn write(path: &Path, seed: u64, label: &str) {
-    let topo = from_sysfs(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../wakeviz-core/tests/fixtures/sysfs/xeon-e5-2690v3"),
-    )
-    .expect("fixture topology");
+    let topo = wakeviz_core::topology::fixture::named_topology("xeon-e5-2690v3")
+        .expect("fixture topology");
     let cfg = SynthConfig::new(20_000, seed);
     let mut s = synth::events(&topo, &cfg).expect("synth");
     let mut h = synth::header(&topo, &cfg, &s);

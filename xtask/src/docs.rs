@@ -13,7 +13,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use wakeviz_core::figures::{self, Better, Section};
+use wakeviz_core::figures::{self, Better};
 
 pub const FIGURES_MD: &str = "docs/reference/figures.md";
 pub const CLI_MD: &str = "docs/reference/cli.md";
@@ -137,7 +137,7 @@ mod tests {
     #[test]
     fn the_figure_list_covers_every_section() {
         let text = figures_md().expect("generated");
-        for section in Section::ALL {
+        for section in figures::Section::ALL {
             assert!(
                 text.contains(&format!("## `{}`", section.name())),
                 "no {} figures",

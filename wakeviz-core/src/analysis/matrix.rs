@@ -195,9 +195,7 @@ mod tests {
             same_package: 12,
             remote: 32,
         });
-        let dir = tempfile::tempdir().expect("tempdir");
-        spec.write(dir.path()).expect("sysfs");
-        let t = from_sysfs(dir.path()).expect("topology");
+        let t = spec.read_back().expect("topology");
         assert_eq!(t.llcs.len(), 1024);
         let mut m = Matrix::new(&t);
         for (w, c) in [(0, 3), (0, 4), (1023, 0)] {

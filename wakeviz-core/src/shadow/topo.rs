@@ -501,7 +501,6 @@ impl ShadowTopo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::from_sysfs;
 
     /// The fallback for oversized tables visits the LLCs in the order the table holds, on
     /// every real layout (each LLC a contiguous range of CPUs, or not: Zen's SMT halves).
@@ -514,10 +513,8 @@ mod tests {
             "xeon-e5-2690v3",
             "irregular",
         ] {
-            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs")
-                .join(name);
-            let t = from_sysfs(&p).unwrap_or_else(|e| panic!("fixture {name}: {e}"));
+            let t = crate::topology::fixture::named_topology(name)
+                .unwrap_or_else(|e| panic!("fixture {name}: {e}"));
             let exact = ShadowTopo::new(&t, DEFAULT_RECLAIM_DISTANCE);
             let mut rotated = exact.clone();
             rotated.node_llcs_off.clear();
