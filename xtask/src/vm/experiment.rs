@@ -385,6 +385,26 @@ fn scan_rows(f: &mut Findings, j: &Value) {
     }
 }
 
+/// Whether the prediction figure `name` (`vs_waker.same_package.share`) is of a level the
+/// topology cannot have: the diff's count of that level is n/a in every group.
+fn absent_level(j: &Value, name: &str) -> bool {
+    let mut parts = name.split('.');
+    let (Some(rel @ ("vs_waker" | "vs_prev")), Some(level)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let count = format!("placement.{rel}.{level}.count");
+    j.pointer("/diff/rows")
+        .and_then(Value::as_array)
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| r.get("name").and_then(Value::as_str) == Some(&count))
+        })
+        .and_then(|r| r.get("groups").and_then(Value::as_array))
+        .is_some_and(|g| {
+            !g.is_empty() && g.iter().all(|c| c.get("mean").is_none_or(Value::is_null))
+        })
+}
+
 /// The prediction table of `default -> NO_SIS_UTIL`: every figure with predicted, measured
 /// and error present; the rows go into the summary (the figures are whatever they are).
 fn predictions(f: &mut Findings, j: &Value) {
@@ -436,7 +456,15 @@ fn predictions(f: &mut Findings, j: &Value) {
             v(g("measured")),
             v(g("error"))
         ));
-        if g("predicted").is_none() || g("measured").is_none() || g("error").is_none() {
+        let none = g("predicted").is_none() && g("measured").is_none() && g("error").is_none();
+        if absent_level(j, name) {
+            // A level the guest's topology cannot have is n/a on every side, never 0.
+            if !none {
+                f.fail(format!(
+                    "{name}: a level this topology cannot have has values"
+                ));
+            }
+        } else if g("predicted").is_none() || g("measured").is_none() || g("error").is_none() {
             missing.push(name.to_string());
         }
     }
