@@ -13,7 +13,6 @@
 //!   say its per-task state was cut.
 use std::{
     collections::{HashMap, hash_map::Entry},
-    sync::atomic::{AtomicU64, Ordering},
 };
 
 /// Hasher of every pid map: seeded once per process at random.
@@ -24,19 +23,6 @@ pub type PidBuild = foldhash::fast::RandomState;
 /// map for a 56-byte value at the limit, whatever the file claims.
 pub const PID_BUDGET: usize = 2 * GENERATION;
 pub(crate) const GENERATION: usize = (1 << 18) / 8 * 7;
-
-static EVICTED_TOTAL: AtomicU64 = AtomicU64::new(0);
-
-/// Entries dropped by every [`PidMap`] (and [`crate::pidslab::PidSlab`]) of this process
-/// because they exceeded the budget.
-pub fn evicted_total() -> u64 {
-    EVICTED_TOTAL.load(Ordering::Relaxed)
-}
-
-/// Adds `n` entries dropped by a map of this process to [`evicted_total`].
-pub(crate) fn count_evicted(n: u64) {
-    EVICTED_TOTAL.fetch_add(n, Ordering::Relaxed);
-}
 
 /// `HashMap<u32, V>` with a random seed and a budget of [`PID_BUDGET`] entries; the methods
 /// used on the hot paths keep `HashMap`'s names and meaning (`entry` returns std's [`Entry`]).
@@ -71,7 +57,6 @@ impl<V> PidMap<V> {
         std::mem::swap(&mut self.cur, &mut self.old);
         let n = self.cur.len() as u64;
         self.evicted += n;
-        count_evicted(n);
         for (k, v) in self.cur.drain() {
             dropped(k, v);
         }
@@ -195,7 +180,6 @@ mod tests {
         assert_eq!(m.get(&(n - 1)), Some(&(n - 1)));
         assert_eq!(m.get(&0), None);
         assert!(m.evicted() >= u64::from(n) - PID_BUDGET as u64);
-        assert!(evicted_total() >= m.evicted());
     }
 
     #[test]

@@ -9,14 +9,14 @@
 //!   live task (at most 16 MiB for every pid below 2^22, `PID_MAX_LIMIT`); pids above that, which
 //!   Linux never hands out but a file can claim, go to a seeded hash map; and the slots obey the
 //!   same budget as `PidMap` ([`PID_BUDGET`] entries in two generations, the older dropped when
-//!   the newer fills, counted in [`crate::pidmap::evicted_total`]);
+//!   the newer fills, counted by each table's `evicted`);
 //! - time: an index lookup is the same whatever the pids, so none can be chosen to collide.
 //!
 //! Touching an entry (every `&mut` access) moves it to the current generation, as `PidMap`'s
 //! mutable accessors do; `get` does not.
 use std::collections::HashMap;
 
-use crate::pidmap::{self, GENERATION, PID_BUDGET, PidBuild};
+use crate::pidmap::{GENERATION, PID_BUDGET, PidBuild};
 
 /// Pids per index page (16 KiB of slot numbers).
 pub const PAGE: usize = 4096;
@@ -244,7 +244,6 @@ impl<V: Default> PidSlab<V> {
             }
         }
         self.evicted += n;
-        pidmap::count_evicted(n);
         // What is left of the old generation is `keep`, about to join the new current one.
         self.gen_ = self.gen_.wrapping_add(1) % FREE;
         self.old = self.cur;

@@ -478,3 +478,18 @@ fn write_recordings_for_the_readme() {
         }
     }
 }
+
+/// Every model names a policy the shadow evaluation runs: a model whose policy is not in the
+/// registry would drop its prediction without a word.
+#[test]
+fn every_model_names_a_registered_policy() {
+    let s = run(&topology("zen3-nps1"), &cfg(3), &features(&[]));
+    let rows = &s.shadow.as_ref().expect("the shadow is on by default").policies;
+    for m in predict::MODELS {
+        assert!(
+            rows.iter().any(|r| r.name == m.policy),
+            "model {:?} names no registered policy",
+            m.policy
+        );
+    }
+}

@@ -227,12 +227,13 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         drop(dash);
         return out.error.map_or(Ok(ExitCode::SUCCESS), Err);
     }
-    // The fold's own count of entries it dropped; modes without a fold read the process's.
-    let mut evicted = None;
+    // Entries the mode's own per-task tables dropped (the counter keeps none).
+    let mut evicted = 0;
     if cli.dump.is_some() {
         let mut d = replay::Dump::new();
         let out = driver::run(src.as_mut(), &mut [&mut d], &opts, None);
         let closed = d.closed;
+        evicted = d.evicted();
         d.finish()?;
         if closed {
             return Ok(ExitCode::SUCCESS);
@@ -243,7 +244,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
         let out = driver::run(src.as_mut(), &mut [&mut a], &opts, None);
         out.error.map_or(Ok(()), Err)?;
         print_report(&a, fmt)?;
-        evicted = Some(a.evicted());
+        evicted = a.evicted();
     } else {
         let mut c = replay::Counter::default();
         let out = driver::run(src.as_mut(), &mut [&mut c], &opts, None);
@@ -265,8 +266,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
 /// Per-task state is bounded (`pidmap::PID_BUDGET` entries per map, so a file of millions of
 /// distinct pids cannot exhaust memory); when the budget evicted entries, figures for those
 /// tasks are approximate, and the run says so.
-fn budget_warning(fold: Option<u64>) -> Option<String> {
-    let n = fold.unwrap_or_else(wakeviz_core::pidmap::evicted_total);
+fn budget_warning(n: u64) -> Option<String> {
     (n > 0).then(|| {
         format!(
             "{n} per-task entries were evicted (more than {} live tasks in one map): wakeups of the evicted tasks are joined or scored approximately",
@@ -535,7 +535,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         written,
     };
     say!("wakeviz: {}", summary.text());
-    if let Some(w) = budget_warning(analysis.as_ref().map(Analysis::evicted)) {
+    if let Some(w) = budget_warning(analysis.as_ref().map_or(0, Analysis::evicted)) {
         say!("wakeviz: warning: {w}");
     }
     if cli.bpf_stats {

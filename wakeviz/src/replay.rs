@@ -21,6 +21,11 @@ pub struct Dump {
 }
 
 impl Dump {
+    /// Task-name entries dropped over the budget (the names of those tasks may be missing).
+    pub fn evicted(&self) -> u64 {
+        self.tasks.evicted()
+    }
+
     pub fn new() -> Self {
         Self {
             out: BufWriter::with_capacity(1 << 16, std::io::stdout()),

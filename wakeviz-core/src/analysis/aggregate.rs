@@ -10,14 +10,18 @@ use wakeviz_common::agg::{self, CpuCounts, CpuPlace, LogHist, PlaceCounts, hist,
 
 use super::{
     Analysis, Snapshot,
+    events::EventTally,
     latency::{LatencySummary, Log2Bucket, Quantiles},
-    placement::{LevelCounts, PlacementCounts},
+    part::{Ctx, Part},
+    placement::{Coverage, LevelCounts, PlacementCounts, PlacementStats},
     snapshot::WAKE_UNIT_NS,
+    wakeups::PlacementPart,
+    window::RollingWindows,
 };
 use crate::{
-    event::Kind,
-    format::{CaptureStats, Header},
-    topology::{Level, Topology},
+    event::{Kind, TaskTable},
+    format::Header,
+    topology::{Level, LevelMap, Topology},
 };
 
 /// The `AGG_TOPO` map's contents: one entry per CPU number up to the topology's bound, CPUs
@@ -162,10 +166,11 @@ pub fn snapshot(header: &Header, k: &KernelCounters, now_ns: u64) -> Snapshot {
     }
     let mut a = Analysis::new(&header);
     a.set_shadow(None);
+    let mut s = a.snapshot();
     let t = &header.topology;
     let empty = CpuCounts::default();
     let slot = |cpu: u32| k.per_cpu.get(cpu as usize).unwrap_or(&empty);
-    let p = &mut a.placement;
+    let mut p = PlacementStats::new(t);
     let mut landed_all = k.beyond;
     for c in &k.per_cpu {
         landed_all.merge(&c.landed);
@@ -174,14 +179,13 @@ pub fn snapshot(header: &Header, k: &KernelCounters, now_ns: u64) -> Snapshot {
     p.new_tasks = placement_counts(&k.new_tasks);
     // The kernel counts joined placements only: those are the coverage's wakeups.
     let w = p.wakeups;
-    a.coverage = super::placement::Coverage {
+    let coverage = Coverage {
         wakeups: w.count,
         placed: w.count,
         classified: w.count - w.unclassified,
         unclassified: w.unclassified,
         ..Default::default()
     };
-    let p = &mut a.placement;
     for c in &t.cpus {
         let s = slot(c.cpu);
         if let Some(n) = p.per_node.get_mut(c.node as usize) {
@@ -198,18 +202,27 @@ pub fn snapshot(header: &Header, k: &KernelCounters, now_ns: u64) -> Snapshot {
         cc.vs_prev = levels(&s.landed.vs_prev);
         cc.woke = s.woke.count;
     }
+    let mut events = EventTally::default();
     for kind in Kind::ALL {
         // The ABI numbers kinds from 1 (`EventKind`), the core's index from 0.
-        a.events[kind.index()] = k.stat(stat::EVENTS_BASE + kind.index() as u32 + 1);
+        events.counts[kind.index()] = k.stat(stat::EVENTS_BASE + kind.index() as u32 + 1);
     }
-    a.joiner.unmatched_wakeups = k.stat(stat::UNMATCHED_WAKEUPS) + k.stat(stat::STALE_WAKINGS);
-    a.stats = CaptureStats {
-        probe_misses: k.probe_misses,
-        ..CaptureStats::default()
+    // The kernel's counters are shown through the parts that show the stream's own.
+    let (levels, tasks) = (LevelMap::new(t), TaskTable::default());
+    let cx = Ctx {
+        topology: t,
+        levels: &levels,
+        tasks: &tasks,
+        subset: false,
+        first_ts: Some(header.start_ts_ns),
+        last_ts: now_ns,
+        shadow: None,
     };
-    a.first_ts = Some(header.start_ts_ns);
-    a.last_ts = now_ns;
-    let mut s = a.snapshot();
+    PlacementPart::loaded(p, coverage).fill(&cx, &mut s);
+    events.fill(&cx, &mut s);
+    RollingWindows::new(&header).fill(&cx, &mut s);
+    s.drops.unmatched_wakeups = k.stat(stat::UNMATCHED_WAKEUPS) + k.stat(stat::STALE_WAKINGS);
+    s.drops.probe_misses = k.probe_misses;
     s.scan_latency.available = false;
     s.scan_latency.status = Some(SCAN_STATUS);
     let w = &mut s.wakeup_latency;

@@ -9,6 +9,8 @@
 //! (512 KiB) instead of growing to gigabytes in memory and in the report.
 use serde::Serialize;
 
+use super::part::{Ctx, Part, Placed};
+use crate::format::Header;
 use crate::topology::Topology;
 
 /// Largest machine drawn per CPU; larger ones are drawn LLC x LLC.
@@ -17,9 +19,10 @@ pub const PER_CPU_MAX: usize = 64;
 pub const AXIS_MAX: usize = 256;
 
 /// What one axis step is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Axis {
+    #[default]
     Cpu,
     Llc,
 }
@@ -104,7 +107,7 @@ impl Matrix {
 }
 
 /// Cumulative (since the start or the last filter change / reset).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MatrixSection {
     pub axis: Axis,
     /// Per axis position: the CPU number, or the (first) LLC id.
@@ -126,6 +129,27 @@ impl MatrixSection {
     /// The largest cell, for shading.
     pub fn max(&self) -> u64 {
         self.counts.iter().flatten().copied().max().unwrap_or(0)
+    }
+}
+
+impl Part for Matrix {
+    fn new(h: &Header) -> Self {
+        Self::new(&h.topology)
+    }
+
+    #[inline]
+    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
+        if pl.in_scope && !pl.p.new_task {
+            self.add(pl.p.waker_cpu, pl.p.chosen_cpu);
+        }
+    }
+
+    fn rescope(&mut self, cx: &Ctx) {
+        *self = Self::new(cx.topology);
+    }
+
+    fn fill(&self, _: &Ctx, s: &mut super::Snapshot) {
+        s.matrix = self.section();
     }
 }
 

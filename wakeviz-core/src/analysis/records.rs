@@ -13,6 +13,8 @@
 //! [`super::Analysis::drain_records`], which the caller runs after each batch.
 //!
 //! Records come out in the order their latency resolved, not in wakeup order.
+use super::part::{Ctx, Part, Placed, Ran, Unplaced};
+use crate::format::Header;
 use crate::{join::Placement, pidmap::PidMap, topology::Level};
 
 /// One placed wakeup as the analysis classified and measured it.
@@ -111,5 +113,62 @@ impl Recorder {
 
     pub(crate) fn open_count(&self) -> usize {
         self.pending.len()
+    }
+}
+
+/// The records as a part of the fold: off (`None`) unless [`super::Analysis::keep_records`]
+/// turned them on.
+#[derive(Default)]
+pub(crate) struct Records(pub(crate) Option<Box<Recorder>>);
+
+impl Part for Records {
+    fn new(_: &Header) -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
+        let (Some(r), true) = (self.0.as_mut(), pl.in_scope) else {
+            return;
+        };
+        let shadow = match &pl.shadow {
+            Some(st) => match st.scored {
+                Some(sc) => sc.outcomes.iter().map(|o| Some(o.cpu)).collect(),
+                None => vec![None; st.policies],
+            },
+            None => Vec::new(),
+        };
+        r.open(PlacementRecord::new(
+            pl.p,
+            pl.class.vs_waker,
+            pl.class.vs_prev,
+            shadow,
+        ));
+    }
+
+    #[inline]
+    fn on_unplaced(&mut self, _: &Ctx, u: &Unplaced) {
+        if let Some(r) = self.0.as_mut() {
+            r.close(u.pid, None);
+        }
+    }
+
+    #[inline]
+    fn on_ran(&mut self, _: &Ctx, ran: &Ran) {
+        if let Some(r) = self.0.as_mut() {
+            r.close(ran.pid, ran.run.map(|(ts, _)| ts));
+        }
+    }
+
+    fn expire(&mut self, now_ns: u64) {
+        if let Some(r) = self.0.as_mut() {
+            r.expire(now_ns);
+        }
+    }
+
+    fn rescope(&mut self, _: &Ctx) {
+        if let Some(r) = self.0.as_mut() {
+            r.flush();
+        }
     }
 }

@@ -10,10 +10,12 @@
 //! hour; always 129 to 256 points once the run is longer than 256 ms.
 use serde::Serialize;
 
+use super::part::{Ctx, Part, Placed, Ran, ScanSample, Waited};
 use super::{
     latency::{Hist, Quantiles},
     placement::Classified,
 };
+use crate::format::Header;
 use crate::topology::LevelCounts;
 
 /// Most intervals kept; reaching it doubles the interval.
@@ -211,6 +213,39 @@ impl SeriesSection {
             .points
             .partition_point(|p| p.start_ns + p.span_ns <= from);
         &self.points[first..]
+    }
+}
+
+impl Part for Series {
+    fn new(_: &Header) -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn on_scan(&mut self, _: &Ctx, s: &ScanSample) {
+        self.scan(s.ts_ns, s.ns);
+    }
+
+    #[inline]
+    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
+        if pl.in_scope && !pl.p.new_task {
+            self.placement(pl.p.wakeup_ts_ns, pl.class);
+        }
+    }
+
+    #[inline]
+    fn on_ran(&mut self, _: &Ctx, r: &Ran) {
+        if let (Some((ts, v)), false) = (r.run, r.waited == Waited::NewTask) {
+            self.wakeup_latency(ts, v);
+        }
+    }
+
+    fn rescope(&mut self, _: &Ctx) {
+        *self = Self::default();
+    }
+
+    fn fill(&self, cx: &Ctx, s: &mut super::Snapshot) {
+        s.series = self.section(cx.last_ts);
     }
 }
 

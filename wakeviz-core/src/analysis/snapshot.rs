@@ -6,9 +6,8 @@ use serde::{Serialize, Serializer, ser::SerializeMap};
 use super::{
     Analysis,
     latency::LatencySummary,
-    placement::{Coverage, CpuCounts, LevelCounts, PlacementCounts},
+    placement::{Coverage, CpuCounts, PlacementCounts},
     schedstat::SchedstatComparison,
-    window::Rolling,
 };
 use crate::{
     event::Kind,
@@ -337,69 +336,42 @@ pub const AFFINE_DEFINITION: &str = "chosen_cpu != prev_cpu and chosen_cpu share
 
 /// One window: `fine` alone (1 s), or `coarse` plus `fine` (10 s: `coarse` holds what expired
 /// from `fine`).
-fn window(
-    fine: &Rolling,
-    coarse: Option<&Rolling>,
-    first_ns: Option<u64>,
-    to_ns: u64,
-) -> WindowSection {
-    let (mut m, fine_from) = fine.merged();
-    let (span_ns, from) = match coarse {
-        Some(c) => {
-            c.merge_into(&mut m);
-            (c.span_ns() + fine.span_ns(), c.oldest_start().or(fine_from))
-        }
-        None => (fine.span_ns(), fine_from),
-    };
-    WindowSection {
-        span_ns,
-        // Never before the stream began (the oldest slots of a young window are empty).
-        from_ns: from.unwrap_or(0).max(first_ns.unwrap_or(0)),
-        to_ns,
-        events: EventCounts(m.events),
-        placement: m.placement,
-        scan: LatencySummary::of(&m.scan, SCAN_UNIT_NS),
-        wakeup_latency: LatencySummary::of(&m.wakeup_latency, WAKE_UNIT_NS),
-    }
-}
-
-fn sum_levels(c: &LevelCounts, levels: &[Level]) -> u64 {
-    levels.iter().map(|&l| c.get(l)).sum()
-}
-
 impl Analysis {
-    /// Reduces the current state to display figures (allocates; call per frame, not per event).
+    /// Reduces the current state to display figures (allocates; call per frame, not per event):
+    /// the fold's own sections, then each registered part's, then the figures of them all.
     pub fn snapshot(&self) -> Snapshot {
-        let t = &self.header.topology;
-        let s = &self.stats;
-        let w1 = window(&self.win1, None, self.first_ts, self.last_ts);
-        let w10 = window(&self.win1, Some(&self.win10), self.first_ts, self.last_ts);
-        let p = &self.placement;
-        let group_counts = |groups: &[Group], counts: &[PlacementCounts]| -> Vec<GroupCounts> {
-            groups
-                .iter()
-                .zip(counts)
-                .map(|(g, c)| GroupCounts {
-                    id: g.id,
-                    cpus: g.cpus.to_list(),
-                    counts: *c,
-                })
-                .collect()
+        let mut snap = self.skeleton();
+        self.parts.fill(&self.ctx(), &mut snap);
+        let available = snap.events.0[Kind::Select.index()] > 0;
+        let scan = &mut snap.scan_latency;
+        scan.available = available;
+        scan.status = (!available).then_some(match self.header.scan_source {
+            ScanSource::None => "unavailable: tracepoint-only mode",
+            _ => "unavailable: no select_task_rq_fair events in this stream",
+        });
+        snap.refresh_figures();
+        snap
+    }
+
+    /// The sections the fold itself knows (the recording, the capture's counters, the
+    /// topology, own threads), with empty ones for the parts to fill.
+    fn skeleton(&self) -> Snapshot {
+        let (h, t, s) = (&self.header, &self.header.topology, &self.stats);
+        let empty = LatencySummary::default();
+        let no_windows = || Windows {
+            w1s: empty.clone(),
+            w10s: empty.clone(),
         };
-        let domain_table = t
-            .domain_rows()
-            .into_iter()
-            .map(|r| DomainTableRow {
-                wakeups: sum_levels(&p.wakeups.vs_waker, &r.levels),
-                affine: sum_levels(&p.wakeups.affine_by_waker_prev, &r.levels),
-                affine_observable: r.levels.iter().any(|&l| l > Level::SameLlc),
-                name: r.name,
-                levels: r.levels,
-            })
-            .collect();
-        let available = self.events[Kind::Select.index()] > 0;
-        let h = &self.header;
-        let mut snap = Snapshot {
+        let no_window = WindowSection {
+            span_ns: 0,
+            from_ns: 0,
+            to_ns: 0,
+            events: EventCounts::default(),
+            placement: PlacementCounts::default(),
+            scan: empty.clone(),
+            wakeup_latency: empty.clone(),
+        };
+        Snapshot {
             schema_version: SCHEMA_VERSION,
             recording: RecordingSection {
                 format_version: h.format_version,
@@ -417,7 +389,7 @@ impl Analysis {
                 workload: self.workload.clone(),
                 capture_duration_ns: s.capture_duration_ns,
             },
-            events: EventCounts(self.events),
+            events: EventCounts::default(),
             drops: Drops {
                 kernel_drops: s.kernel_drops,
                 user_drops: s.user_drops,
@@ -441,7 +413,7 @@ impl Analysis {
                 events: self.own_events,
                 wakeups: self.own_wakeups,
             },
-            probes: self.header.probes.clone(),
+            probes: h.probes.clone(),
             topology: TopologySection {
                 summary: t.summary(),
                 nr_cpus: t.nr_cpus(),
@@ -460,79 +432,43 @@ impl Analysis {
             placement: PlacementSection {
                 filter: self.filter().map(ToString::to_string),
                 affine_definition: AFFINE_DEFINITION,
-                first_ts_ns: self.first_ts,
-                last_ts_ns: self.last_ts,
-                coverage: self.coverage,
-                wakeups: p.wakeups,
-                new_tasks: p.new_tasks,
-                per_node: group_counts(&t.nodes, &p.per_node),
-                per_llc: group_counts(&t.llcs, &p.per_llc),
-                per_cpu: t
-                    .cpus
-                    .iter()
-                    .filter_map(|c| {
-                        let counts = *p.per_cpu.get(c.cpu as usize)?;
-                        Some(CpuRow { cpu: c.cpu, counts })
-                    })
-                    .collect(),
-                domain_table,
+                first_ts_ns: None,
+                last_ts_ns: 0,
+                coverage: Coverage::default(),
+                wakeups: PlacementCounts::default(),
+                new_tasks: PlacementCounts::default(),
+                per_node: Vec::new(),
+                per_llc: Vec::new(),
+                per_cpu: Vec::new(),
+                domain_table: Vec::new(),
                 windows: Windows {
-                    w1s: w1.clone(),
-                    w10s: w10.clone(),
+                    w1s: no_window.clone(),
+                    w10s: no_window,
                 },
             },
             scan_latency: ScanSection {
-                source: self.header.scan_source.label(),
-                available,
-                status: (!available).then_some(match self.header.scan_source {
-                    ScanSource::None => "unavailable: tracepoint-only mode",
-                    _ => "unavailable: no select_task_rq_fair events in this stream",
-                }),
+                source: h.scan_source.label(),
+                available: false,
+                status: None,
                 log2_unit: "ns",
-                overall: LatencySummary::of(&self.scan.overall, SCAN_UNIT_NS),
-                per_llc: t
-                    .llcs
-                    .iter()
-                    .zip(&self.scan.per_llc)
-                    .map(|(g, h)| LlcLatency {
-                        id: g.id,
-                        cpus: g.cpus.to_list(),
-                        latency: LatencySummary::of(h, SCAN_UNIT_NS),
-                    })
-                    .collect(),
-                windows: Windows {
-                    w1s: w1.scan.clone(),
-                    w10s: w10.scan.clone(),
-                },
+                overall: empty.clone(),
+                per_llc: Vec::new(),
+                windows: no_windows(),
             },
             wakeup_latency: LatencySection {
                 relation: "waker_cpu -> chosen_cpu",
                 log2_unit: "us",
-                overall: LatencySummary::of(&self.wake.overall, WAKE_UNIT_NS),
-                by_level: ByLevel(
-                    Level::ALL
-                        .iter()
-                        .zip(&self.wake.by_level)
-                        .map(|(l, h)| (*l, LatencySummary::of(h, WAKE_UNIT_NS)))
-                        .collect(),
-                ),
-                new_task: LatencySummary::of(&self.wake.new_task, WAKE_UNIT_NS),
-                windows: Windows {
-                    w1s: w1.wakeup_latency,
-                    w10s: w10.wakeup_latency,
-                },
+                overall: empty.clone(),
+                by_level: ByLevel(Vec::new()),
+                new_task: empty.clone(),
+                windows: no_windows(),
             },
             schedstat: self.schedstat.clone(),
-            shadow: self
-                .shadow
-                .as_ref()
-                .map(|s| s.report(self.shadow_subset_on().then_some(&self.shadow_subset))),
-            series: self.series.section(self.last_ts),
-            matrix: self.matrix.section(),
-            tasks: self.task_stats.section(&self.tasks),
+            shadow: None,
+            series: super::series::Series::default().section(0),
+            matrix: super::matrix::MatrixSection::default(),
+            tasks: super::tasks::TaskStats::default().section(&self.tasks),
             figures: crate::figures::Figures::default(),
-        };
-        snap.refresh_figures();
-        snap
+        }
     }
 }

@@ -11,10 +11,12 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::part::{Ctx, Part, Placed, Ran, Waited};
 use super::{
     latency::{Hist, Quantiles},
     placement::Classified,
 };
+use crate::format::Header;
 use crate::{event::TaskTable, pidmap::PidBuild, topology::Level};
 
 /// Most tasks followed one by one.
@@ -279,6 +281,34 @@ impl TaskSection {
         let mut v: Vec<&TaskRow> = self.rows.iter().collect();
         v.sort_by(|a, b| sort.cmp(a, b));
         v
+    }
+}
+
+impl Part for TaskStats {
+    fn new(_: &Header) -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
+        if pl.in_scope && !pl.p.new_task {
+            self.placement(pl.p.waker_pid, pl.p.pid, pl.class);
+        }
+    }
+
+    #[inline]
+    fn on_ran(&mut self, _: &Ctx, r: &Ran) {
+        if let (Some((_, v)), false) = (r.run, r.waited == Waited::NewTask) {
+            self.wakeup_latency(r.pid, v);
+        }
+    }
+
+    fn rescope(&mut self, _: &Ctx) {
+        *self = Self::default();
+    }
+
+    fn fill(&self, cx: &Ctx, s: &mut super::Snapshot) {
+        s.tasks = self.section(cx.tasks);
     }
 }
 

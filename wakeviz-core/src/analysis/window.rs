@@ -2,7 +2,14 @@
 //! the same "last second" the live view showed at that point of the trace. A window is a ring of
 //! slots; the current slot takes new events, and expired slots are cleared as time passes, so
 //! memory is fixed and advancing costs nothing per event unless a slot boundary is crossed.
-use super::{latency::Hist, placement::PlacementCounts};
+use super::{
+    EventCounts, Snapshot, WindowSection,
+    latency::{Hist, LatencySummary},
+    part::{Ctx, Part, Placed, Ran, ScanSample, Waited},
+    placement::PlacementCounts,
+    snapshot::{SCAN_UNIT_NS, WAKE_UNIT_NS, Windows},
+};
+use crate::{event::Event, format::Header};
 
 /// What one slot of a window holds.
 #[derive(Clone)]
@@ -147,6 +154,92 @@ impl Rolling {
         }
         self.started = false;
         self.head_end = 0;
+    }
+}
+
+/// The last second and the last ten seconds of the stream, as a part of the fold: the 10 s
+/// window is fed by the 1 s window's expiring slots, so together they cover the last 10 s.
+pub(crate) struct RollingWindows {
+    win1: Rolling,
+    win10: Rolling,
+}
+
+impl Part for RollingWindows {
+    fn new(_: &Header) -> Self {
+        Self {
+            win1: Rolling::new(100_000_000, 10),
+            win10: Rolling::new(1_000_000_000, 9),
+        }
+    }
+
+    #[inline]
+    fn on_event(&mut self, _: &Ctx, e: &Event) {
+        self.win1.advance(e.ts_ns(), Some(&mut self.win10));
+        self.win1.head().events[e.kind().index()] += 1;
+    }
+
+    #[inline]
+    fn on_scan(&mut self, _: &Ctx, s: &ScanSample) {
+        self.win1.head().scan.record(s.ns);
+    }
+
+    #[inline]
+    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
+        if pl.in_scope && !pl.p.new_task {
+            self.win1.head().placement.add(pl.class);
+        }
+    }
+
+    #[inline]
+    fn on_ran(&mut self, _: &Ctx, r: &Ran) {
+        if let (Some((_, v)), false) = (r.run, r.waited == Waited::NewTask) {
+            self.win1.head().wakeup_latency.record(v);
+        }
+    }
+
+    fn rescope(&mut self, _: &Ctx) {
+        self.win1.reset();
+        self.win10.reset();
+    }
+
+    fn fill(&self, cx: &Ctx, s: &mut Snapshot) {
+        let w1 = section(&self.win1, None, cx.first_ts, cx.last_ts);
+        let w10 = section(&self.win1, Some(&self.win10), cx.first_ts, cx.last_ts);
+        s.scan_latency.windows = Windows {
+            w1s: w1.scan.clone(),
+            w10s: w10.scan.clone(),
+        };
+        s.wakeup_latency.windows = Windows {
+            w1s: w1.wakeup_latency.clone(),
+            w10s: w10.wakeup_latency.clone(),
+        };
+        s.placement.windows = Windows { w1s: w1, w10s: w10 };
+    }
+}
+
+fn section(
+    fine: &Rolling,
+    coarse: Option<&Rolling>,
+    first_ns: Option<u64>,
+    to_ns: u64,
+) -> WindowSection {
+    let (mut m, fine_from) = fine.merged();
+    let (span_ns, from) = match coarse {
+        Some(c) => {
+            c.merge_into(&mut m);
+            (c.span_ns() + fine.span_ns(), c.oldest_start().or(fine_from))
+        }
+        None => (fine.span_ns(), fine_from),
+    };
+    WindowSection {
+        span_ns,
+        // Never before the stream began (the oldest slots of a young window are empty).
+        from_ns: from.unwrap_or(0).max(first_ns.unwrap_or(0)),
+        to_ns,
+        events: EventCounts(m.events),
+        placement: m.placement,
+        scan: LatencySummary::of(&m.scan, SCAN_UNIT_NS),
+        wakeup_latency: LatencySummary::of(&m.wakeup_latency, WAKE_UNIT_NS),
     }
 }
 

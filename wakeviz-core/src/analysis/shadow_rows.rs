@@ -1,0 +1,40 @@
+//! The shadow section: the evaluation follows every task (it needs the whole machine's
+//! state), and when the in-scope figures cover a subset, its rows are a tally of the in-scope
+//! wakees' scored placements.
+use super::{
+    Snapshot,
+    part::{Ctx, Part, Placed},
+};
+use crate::{format::Header, shadow::Tally};
+
+#[derive(Default)]
+pub(crate) struct ShadowRows {
+    subset: Tally,
+}
+
+impl Part for ShadowRows {
+    fn new(_: &Header) -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn on_placement(&mut self, cx: &Ctx, pl: &Placed) {
+        if let (true, true, Some(sc)) = (
+            pl.in_scope,
+            cx.subset,
+            pl.shadow.as_ref().and_then(|s| s.scored),
+        ) {
+            self.subset.add(sc);
+        }
+    }
+
+    fn rescope(&mut self, _: &Ctx) {
+        self.subset = Tally::default();
+    }
+
+    fn fill(&self, cx: &Ctx, s: &mut Snapshot) {
+        s.shadow = cx
+            .shadow
+            .map(|e| e.report(cx.subset.then_some(&self.subset)));
+    }
+}
