@@ -231,7 +231,9 @@ impl ShadowTopo {
         let mut others: Vec<(u32, u32)> = Vec::new();
         let exact = table <= NODE_LLCS_MAX as u64;
         if exact {
+            // CPU `t`'s entries are `node_llcs[off[t]..off[t + 1]]`.
             s.node_llcs_off.reserve(bound + 1);
+            s.node_llcs_off.push(0);
         }
         for tcpu in (0..bound as u32).filter(|_| exact) {
             let ti = tcpu as usize;
@@ -519,17 +521,13 @@ mod tests {
             let mut rotated = exact.clone();
             rotated.node_llcs_off.clear();
             for c in &t.cpus {
-                // As the table is built (one end offset pushed per CPU, no leading 0): CPU
-                // `t`'s entries end at `node_llcs_off[t]`. The accessor reads them one CPU
-                // off, which the shadow goldens are made with; compared here as built.
-                let i = c.cpu as usize;
-                let from = if i == 0 {
-                    0
-                } else {
-                    exact.node_llcs_off[i - 1]
-                } as usize;
-                let a = exact.node_llcs[from..exact.node_llcs_off[i] as usize].to_vec();
+                let a: Vec<u32> = exact.node_llcs(c.cpu).collect();
                 let b: Vec<u32> = rotated.node_llcs(c.cpu).collect();
+                assert!(
+                    !a.contains(&exact.llc_of[c.cpu as usize]),
+                    "{name} cpu {}: its own LLC is not among the others",
+                    c.cpu
+                );
                 let mut sa = a.clone();
                 let mut sb = b.clone();
                 sa.sort_unstable();
