@@ -11,9 +11,7 @@
 //!   entries not touched since the previous time it filled are dropped (two generations: a cheap
 //!   approximation of least-recently-used), counted per map and process-wide, so a report can
 //!   say its per-task state was cut.
-use std::{
-    collections::{HashMap, hash_map::Entry},
-};
+use std::collections::{HashMap, hash_map::Entry};
 
 /// Hasher of every pid map: seeded once per process at random.
 pub type PidBuild = foldhash::fast::RandomState;

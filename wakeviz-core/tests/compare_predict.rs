@@ -484,7 +484,11 @@ fn write_recordings_for_the_readme() {
 #[test]
 fn every_model_names_a_registered_policy() {
     let s = run(&topology("zen3-nps1"), &cfg(3), &features(&[]));
-    let rows = &s.shadow.as_ref().expect("the shadow is on by default").policies;
+    let rows = &s
+        .shadow
+        .as_ref()
+        .expect("the shadow is on by default")
+        .policies;
     for m in predict::MODELS {
         assert!(
             rows.iter().any(|r| r.name == m.policy),

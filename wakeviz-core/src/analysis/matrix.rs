@@ -139,9 +139,7 @@ impl Part for Matrix {
 
     #[inline]
     fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
-        if pl.in_scope && !pl.p.new_task {
-            self.add(pl.p.waker_cpu, pl.p.chosen_cpu);
-        }
+        self.add(pl.p.waker_cpu, pl.p.chosen_cpu);
     }
 
     fn rescope(&mut self, cx: &Ctx) {

@@ -77,6 +77,9 @@ pub struct Analysis {
     pub(crate) shadow: Option<crate::shadow::ShadowEval>,
     /// In-scope wakees waiting for their switch-in.
     waits: wake::Waits,
+    /// The in-scope figures cover a subset of the wakeups: a filter is set, or own threads are
+    /// left out (the shadow rows are then a tally of that subset).
+    subset: bool,
     pub(crate) parts: parts::Parts,
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: u64,
@@ -89,17 +92,19 @@ impl Analysis {
     /// Shadow-policy evaluation (`shadow::ShadowEval`) is on; see [`Analysis::set_shadow`].
     pub fn new(header: &Header) -> Self {
         let t = &header.topology;
+        let own = if header.run.include_own {
+            Vec::new()
+        } else {
+            header.run.own_tids.clone()
+        };
         Self {
             levels: LevelMap::new(t),
             tasks: TaskTable::default(),
             joiner: Joiner::new(),
             filter: FilterState::default(),
             stats: CaptureStats::default(),
-            own: if header.run.include_own {
-                Vec::new()
-            } else {
-                header.run.own_tids.clone()
-            },
+            subset: !own.is_empty(),
+            own,
             own_events: 0,
             own_wakeups: 0,
             ours: OurWakeCounts::new(t.cpu_bound()),
@@ -135,14 +140,22 @@ impl Analysis {
     /// cross-check counts are kept.
     pub fn set_filter(&mut self, f: Option<Filter>) {
         self.filter.set(f);
+        self.subset = self.filter.get().is_some() || !self.own.is_empty();
         self.waits.clear();
-        let (cx, parts) = self.split();
+        let (cx, parts, _, _) = self.split();
         parts.rescope(&cx);
     }
 
-    /// The parts and what they read during the fold (no shadow: the fold holds it mutably).
-    fn split(&mut self) -> (part::Ctx<'_>, &mut parts::Parts) {
-        let subset = self.shadow_subset_on();
+    /// The parts and what they read during the fold, with the stages that derive their facts
+    /// (the shadow evaluation is not in the context: the fold holds it mutably).
+    fn split(
+        &mut self,
+    ) -> (
+        part::Ctx<'_>,
+        &mut parts::Parts,
+        &mut wake::Waits,
+        Option<&mut crate::shadow::ShadowEval>,
+    ) {
         let Self {
             header,
             levels,
@@ -150,18 +163,21 @@ impl Analysis {
             first_ts,
             last_ts,
             parts,
+            waits,
+            shadow,
+            subset,
             ..
         } = self;
         let cx = part::Ctx {
             topology: &header.topology,
             levels,
             tasks,
-            subset,
+            subset: *subset,
             first_ts: *first_ts,
             last_ts: *last_ts,
             shadow: None,
         };
-        (cx, parts)
+        (cx, parts, waits, shadow.as_mut())
     }
 
     /// What the parts read when filling the snapshot.
@@ -170,7 +186,7 @@ impl Analysis {
             topology: &self.header.topology,
             levels: &self.levels,
             tasks: &self.tasks,
-            subset: self.shadow_subset_on(),
+            subset: self.subset,
             first_ts: self.first_ts,
             last_ts: self.last_ts,
             shadow: self.shadow.as_ref(),
@@ -193,11 +209,6 @@ impl Analysis {
     #[inline]
     fn wanted(&mut self, pid: u32, waker: u32) -> bool {
         !self.own(pid) && !self.own(waker) && self.filter.matches(pid, &self.tasks)
-    }
-
-    /// The shadow rows are a tally of a subset: a filter is set, or own threads are left out.
-    fn shadow_subset_on(&self) -> bool {
-        self.filter.get().is_some() || !self.own.is_empty()
     }
 
     /// Turns per-wakeup [`PlacementRecord`]s on or off (off by default: exporters want them,
@@ -307,7 +318,7 @@ impl Analysis {
             self.own_events += u64::from(own);
         }
         {
-            let (cx, parts) = self.split();
+            let (cx, parts, _, _) = self.split();
             parts.on_event(&cx, e);
         }
         if let Some(s) = self.shadow.as_mut() {
@@ -324,14 +335,18 @@ impl Analysis {
                     ns: s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from),
                     chosen_cpu: s.chosen_cpu,
                 };
-                let (cx, parts) = self.split();
+                let (cx, parts, _, _) = self.split();
                 parts.on_scan(&cx, &sample);
             }
             Event::Switch(sw) => {
-                for r in self.waits.on_switch(sw).iter().flatten() {
-                    let (cx, parts) = self.split();
-                    parts.on_ran(&cx, r);
-                }
+                let (cx, parts, waits, _) = self.split();
+                waits.on_switch(sw, |end| match end {
+                    wake::Ended::Ran(r) if r.waited == part::Waited::NewTask => {
+                        parts.on_new_task_ran(&cx, &r);
+                    }
+                    wake::Ended::Ran(r) => parts.on_ran(&cx, &r),
+                    wake::Ended::GaveUp(pid) => parts.on_gave_up(&cx, pid),
+                });
             }
             _ => {}
         }
@@ -351,7 +366,7 @@ impl Analysis {
                 pid: w.pid,
                 self_wakeup: self.joiner.self_wakeups > self_wakeups,
             };
-            let (cx, parts) = self.split();
+            let (cx, parts, _, _) = self.split();
             parts.on_unplaced(&cx, &u);
             // No placement (its sched_waking was lost): the latency still counts overall.
             self.waits.start(w.pid, w.ts_ns, part::Waited::Unplaced);
@@ -371,36 +386,25 @@ impl Analysis {
             self.own_wakeups += 1;
             self.own_events += 1;
         }
-        let subset = self.shadow_subset_on();
-        let Self {
-            shadow,
-            parts,
-            header,
-            levels,
-            tasks,
-            first_ts,
-            last_ts,
-            ..
-        } = self;
-        let cx = part::Ctx {
-            topology: &header.topology,
-            levels,
-            tasks,
-            subset,
-            first_ts: *first_ts,
-            last_ts: *last_ts,
-            shadow: None,
-        };
+        let (cx, parts, _, shadow) = self.split();
+        // The evaluation follows every task (it needs the whole machine's state); the parts
+        // see the in-scope placements.
         let mut placed = |shadow: Option<part::ShadowStep>| {
+            if !in_scope {
+                return;
+            }
             let pl = part::Placed {
                 p,
                 class: &c,
-                in_scope,
                 shadow,
             };
-            parts.on_placement(&cx, &pl);
+            if p.new_task {
+                parts.on_new_task(&cx, &pl);
+            } else {
+                parts.on_placement(&cx, &pl);
+            }
         };
-        match shadow.as_mut() {
+        match shadow {
             None => placed(None),
             Some(s) => {
                 let (before, policies) = (s.excluded(), s.policy_count());

@@ -45,12 +45,10 @@ pub(crate) struct ShadowStep<'a> {
     pub(crate) policies: usize,
 }
 
-/// One joined placement.
+/// One joined placement of an in-scope wakee (neither side one of wakeviz's own threads).
 pub(crate) struct Placed<'a> {
     pub(crate) p: &'a Placement,
     pub(crate) class: &'a Classified,
-    /// The wakee is in scope and neither side is one of wakeviz's own threads.
-    pub(crate) in_scope: bool,
     /// `None` with the shadow evaluation off.
     pub(crate) shadow: Option<ShadowStep<'a>>,
 }
@@ -73,13 +71,13 @@ pub(crate) enum Waited {
     NewTask,
 }
 
-/// The end of an in-scope wakee's wait.
+/// An in-scope wakee ran: its switch-in ended the wait that began at its wakeup.
 pub(crate) struct Ran {
     pub(crate) pid: u32,
     pub(crate) waited: Waited,
-    /// Its switch-in and the wakeup-to-run latency; `None` when it switched out first (it was
-    /// running: the `ttwu_runnable` path), so there is no latency.
-    pub(crate) run: Option<(u64, u64)>,
+    pub(crate) ts_ns: u64,
+    /// Wakeup-to-run latency.
+    pub(crate) latency_ns: u64,
 }
 
 /// One analysis: its fold hooks, its reset and its sections of the snapshot. Every hook has a
@@ -91,10 +89,18 @@ pub(crate) trait Part {
     /// Every event, before anything derived from it.
     fn on_event(&mut self, _cx: &Ctx, _e: &Event) {}
     fn on_scan(&mut self, _cx: &Ctx, _s: &ScanSample) {}
-    /// A joined placement, in scope or not ([`Placed::in_scope`]).
+    /// An in-scope wakeup's placement (`sched_wakeup`).
     fn on_placement(&mut self, _cx: &Ctx, _pl: &Placed) {}
+    /// An in-scope new task's first placement (`sched_wakeup_new`: fork balancing).
+    fn on_new_task(&mut self, _cx: &Ctx, _pl: &Placed) {}
     fn on_unplaced(&mut self, _cx: &Ctx, _u: &Unplaced) {}
+    /// An in-scope wakee ran after a wakeup (placed or not).
     fn on_ran(&mut self, _cx: &Ctx, _r: &Ran) {}
+    /// An in-scope new task ran for the first time.
+    fn on_new_task_ran(&mut self, _cx: &Ctx, _r: &Ran) {}
+    /// An in-scope wakee switched out before it was seen switching in (it was running: the
+    /// `ttwu_runnable` path), so its wait has no latency.
+    fn on_gave_up(&mut self, _cx: &Ctx, _pid: u32) {}
     /// Stream time reached `now_ns`: give up what is older than the horizons.
     fn expire(&mut self, _now_ns: u64) {}
     /// The scope changed: in-scope figures restart from zero (past events cannot be

@@ -34,6 +34,18 @@ macro_rules! parts {
                 $(self.$field.on_placement(cx, pl);)*
             }
             #[inline]
+            pub(crate) fn on_new_task(&mut self, cx: &Ctx, pl: &Placed) {
+                $(self.$field.on_new_task(cx, pl);)*
+            }
+            #[inline]
+            pub(crate) fn on_new_task_ran(&mut self, cx: &Ctx, r: &Ran) {
+                $(self.$field.on_new_task_ran(cx, r);)*
+            }
+            #[inline]
+            pub(crate) fn on_gave_up(&mut self, cx: &Ctx, pid: u32) {
+                $(self.$field.on_gave_up(cx, pid);)*
+            }
+            #[inline]
             pub(crate) fn on_unplaced(&mut self, cx: &Ctx, u: &Unplaced) {
                 $(self.$field.on_unplaced(cx, u);)*
             }

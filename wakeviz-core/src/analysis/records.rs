@@ -121,16 +121,15 @@ impl Recorder {
 #[derive(Default)]
 pub(crate) struct Records(pub(crate) Option<Box<Recorder>>);
 
-impl Part for Records {
-    fn new(_: &Header) -> Self {
-        Self::default()
+impl Records {
+    #[inline]
+    fn open(&mut self, pl: &Placed) {
+        if let Some(r) = self.0.as_mut() {
+            Self::open_in(r, pl);
+        }
     }
 
-    #[inline]
-    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
-        let (Some(r), true) = (self.0.as_mut(), pl.in_scope) else {
-            return;
-        };
+    fn open_in(r: &mut Recorder, pl: &Placed) {
         let shadow = match &pl.shadow {
             Some(st) => match st.scored {
                 Some(sc) => sc.outcomes.iter().map(|o| Some(o.cpu)).collect(),
@@ -138,12 +137,24 @@ impl Part for Records {
             },
             None => Vec::new(),
         };
-        r.open(PlacementRecord::new(
-            pl.p,
-            pl.class.vs_waker,
-            pl.class.vs_prev,
-            shadow,
-        ));
+        let c = pl.class;
+        r.open(PlacementRecord::new(pl.p, c.vs_waker, c.vs_prev, shadow));
+    }
+}
+
+impl Part for Records {
+    fn new(_: &Header) -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
+        self.open(pl);
+    }
+
+    #[inline]
+    fn on_new_task(&mut self, _: &Ctx, pl: &Placed) {
+        self.open(pl);
     }
 
     #[inline]
@@ -156,7 +167,21 @@ impl Part for Records {
     #[inline]
     fn on_ran(&mut self, _: &Ctx, ran: &Ran) {
         if let Some(r) = self.0.as_mut() {
-            r.close(ran.pid, ran.run.map(|(ts, _)| ts));
+            r.close(ran.pid, Some(ran.ts_ns));
+        }
+    }
+
+    #[inline]
+    fn on_new_task_ran(&mut self, _: &Ctx, ran: &Ran) {
+        if let Some(r) = self.0.as_mut() {
+            r.close(ran.pid, Some(ran.ts_ns));
+        }
+    }
+
+    #[inline]
+    fn on_gave_up(&mut self, _: &Ctx, pid: u32) {
+        if let Some(r) = self.0.as_mut() {
+            r.close(pid, None);
         }
     }
 

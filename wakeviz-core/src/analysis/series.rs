@@ -10,7 +10,7 @@
 //! hour; always 129 to 256 points once the run is longer than 256 ms.
 use serde::Serialize;
 
-use super::part::{Ctx, Part, Placed, Ran, ScanSample, Waited};
+use super::part::{Ctx, Part, Placed, Ran, ScanSample};
 use super::{
     latency::{Hist, Quantiles},
     placement::Classified,
@@ -228,16 +228,12 @@ impl Part for Series {
 
     #[inline]
     fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
-        if pl.in_scope && !pl.p.new_task {
-            self.placement(pl.p.wakeup_ts_ns, pl.class);
-        }
+        self.placement(pl.p.wakeup_ts_ns, pl.class);
     }
 
     #[inline]
     fn on_ran(&mut self, _: &Ctx, r: &Ran) {
-        if let (Some((ts, v)), false) = (r.run, r.waited == Waited::NewTask) {
-            self.wakeup_latency(ts, v);
-        }
+        self.wakeup_latency(r.ts_ns, r.latency_ns);
     }
 
     fn rescope(&mut self, _: &Ctx) {

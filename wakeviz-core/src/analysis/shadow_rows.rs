@@ -12,6 +12,14 @@ pub(crate) struct ShadowRows {
     subset: Tally,
 }
 
+impl ShadowRows {
+    fn add(&mut self, cx: &Ctx, pl: &Placed) {
+        if let (true, Some(sc)) = (cx.subset, pl.shadow.as_ref().and_then(|s| s.scored)) {
+            self.subset.add(sc);
+        }
+    }
+}
+
 impl Part for ShadowRows {
     fn new(_: &Header) -> Self {
         Self::default()
@@ -19,13 +27,12 @@ impl Part for ShadowRows {
 
     #[inline]
     fn on_placement(&mut self, cx: &Ctx, pl: &Placed) {
-        if let (true, true, Some(sc)) = (
-            pl.in_scope,
-            cx.subset,
-            pl.shadow.as_ref().and_then(|s| s.scored),
-        ) {
-            self.subset.add(sc);
-        }
+        self.add(cx, pl);
+    }
+
+    #[inline]
+    fn on_new_task(&mut self, cx: &Ctx, pl: &Placed) {
+        self.add(cx, pl);
     }
 
     fn rescope(&mut self, _: &Ctx) {

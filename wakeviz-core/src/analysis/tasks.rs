@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::part::{Ctx, Part, Placed, Ran, Waited};
+use super::part::{Ctx, Part, Placed, Ran};
 use super::{
     latency::{Hist, Quantiles},
     placement::Classified,
@@ -291,16 +291,12 @@ impl Part for TaskStats {
 
     #[inline]
     fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
-        if pl.in_scope && !pl.p.new_task {
-            self.placement(pl.p.waker_pid, pl.p.pid, pl.class);
-        }
+        self.placement(pl.p.waker_pid, pl.p.pid, pl.class);
     }
 
     #[inline]
     fn on_ran(&mut self, _: &Ctx, r: &Ran) {
-        if let (Some((_, v)), false) = (r.run, r.waited == Waited::NewTask) {
-            self.wakeup_latency(r.pid, v);
-        }
+        self.wakeup_latency(r.pid, r.latency_ns);
     }
 
     fn rescope(&mut self, _: &Ctx) {

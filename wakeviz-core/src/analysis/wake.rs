@@ -30,29 +30,26 @@ impl Waits {
         self.pending.insert(pid, (ts_ns, code));
     }
 
-    /// The waits `sw` ends: its previous task switched out (it was running), its next one in.
+    /// Hands `ended` the waits `sw` ends: its previous task switched out (it was running), its
+    /// next one in.
     #[inline]
-    pub(crate) fn on_switch(&mut self, sw: &Switch) -> [Option<Ran>; 2] {
+    pub(crate) fn on_switch(&mut self, sw: &Switch, mut ended: impl FnMut(Ended)) {
         if self.pending.is_empty() {
-            return [None, None];
+            return;
         }
-        let out = (sw.prev_pid != 0)
-            .then(|| self.pending.remove(&sw.prev_pid))
-            .flatten()
-            .map(|(_, code)| Ran {
-                pid: sw.prev_pid,
-                waited: waited(code),
-                run: None,
-            });
-        let into = (sw.next_pid != 0)
-            .then(|| self.pending.remove(&sw.next_pid))
-            .flatten()
-            .map(|(t, code)| Ran {
+        if sw.prev_pid != 0 && self.pending.remove(&sw.prev_pid).is_some() {
+            ended(Ended::GaveUp(sw.prev_pid));
+        }
+        if sw.next_pid != 0
+            && let Some((t, code)) = self.pending.remove(&sw.next_pid)
+        {
+            ended(Ended::Ran(Ran {
                 pid: sw.next_pid,
                 waited: waited(code),
-                run: Some((sw.ts_ns, sw.ts_ns.saturating_sub(t))),
-            });
-        [out, into]
+                ts_ns: sw.ts_ns,
+                latency_ns: sw.ts_ns.saturating_sub(t),
+            }));
+        }
     }
 
     pub(crate) fn expire(&mut self, now_ns: u64) {
@@ -71,6 +68,13 @@ impl Waits {
     pub(crate) fn evicted(&self) -> u64 {
         self.pending.evicted()
     }
+}
+
+/// How a wait ended.
+pub(crate) enum Ended {
+    Ran(Ran),
+    /// Switched out first: see [`super::part::Part::on_gave_up`].
+    GaveUp(u32),
 }
 
 fn waited(code: u8) -> Waited {
@@ -99,18 +103,17 @@ impl Part for WakeLatency {
 
     #[inline]
     fn on_ran(&mut self, _: &Ctx, r: &Ran) {
-        let Some((_, v)) = r.run else { return };
-        match r.waited {
-            Waited::NewTask => self.new_task.record(v),
-            w => {
-                self.overall.record(v);
-                if let Waited::Placed(Some(l)) = w
-                    && let Some(h) = self.by_level.get_mut(l.index())
-                {
-                    h.record(v);
-                }
-            }
+        self.overall.record(r.latency_ns);
+        if let Waited::Placed(Some(l)) = r.waited
+            && let Some(h) = self.by_level.get_mut(l.index())
+        {
+            h.record(r.latency_ns);
         }
+    }
+
+    #[inline]
+    fn on_new_task_ran(&mut self, _: &Ctx, r: &Ran) {
+        self.new_task.record(r.latency_ns);
     }
 
     fn rescope(&mut self, _: &Ctx) {

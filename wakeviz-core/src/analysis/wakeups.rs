@@ -36,16 +36,17 @@ impl Part for PlacementPart {
     }
 
     #[inline]
-    fn on_placement(&mut self, cx: &Ctx, pl: &Placed) {
-        if !pl.in_scope {
-            return;
-        }
+    fn on_new_task(&mut self, cx: &Ctx, pl: &Placed) {
         let (p, c) = (pl.p, pl.class);
         self.stats
-            .add(cx.levels, c, p.waker_cpu, p.chosen_cpu, p.new_task);
-        if p.new_task {
-            return;
-        }
+            .add(cx.levels, c, p.waker_cpu, p.chosen_cpu, true);
+    }
+
+    #[inline]
+    fn on_placement(&mut self, cx: &Ctx, pl: &Placed) {
+        let (p, c) = (pl.p, pl.class);
+        self.stats
+            .add(cx.levels, c, p.waker_cpu, p.chosen_cpu, false);
         if let Some(st) = &pl.shadow {
             self.shadow.add(st.scored.is_some(), &st.before, &st.after);
         }

@@ -5,7 +5,7 @@
 use super::{
     EventCounts, Snapshot, WindowSection,
     latency::{Hist, LatencySummary},
-    part::{Ctx, Part, Placed, Ran, ScanSample, Waited},
+    part::{Ctx, Part, Placed, Ran, ScanSample},
     placement::PlacementCounts,
     snapshot::{SCAN_UNIT_NS, WAKE_UNIT_NS, Windows},
 };
@@ -185,16 +185,12 @@ impl Part for RollingWindows {
 
     #[inline]
     fn on_placement(&mut self, _: &Ctx, pl: &Placed) {
-        if pl.in_scope && !pl.p.new_task {
-            self.win1.head().placement.add(pl.class);
-        }
+        self.win1.head().placement.add(pl.class);
     }
 
     #[inline]
     fn on_ran(&mut self, _: &Ctx, r: &Ran) {
-        if let (Some((_, v)), false) = (r.run, r.waited == Waited::NewTask) {
-            self.win1.head().wakeup_latency.record(v);
-        }
+        self.win1.head().wakeup_latency.record(r.latency_ns);
     }
 
     fn rescope(&mut self, _: &Ctx) {

@@ -236,8 +236,9 @@ fn synth_file_of(ctx: &Ctx, bin: &Path, events: u64) -> anyhow::Result<PathBuf> 
     Ok(path)
 }
 
-/// Stages compared with `XTASK_BIN_B`: the two with targets of their own.
-const B_STAGES: [&str; 2] = ["decode", "shadow"];
+/// Stages compared with `XTASK_BIN_B`: the two with targets of their own, and the fold of the
+/// analyses (the shadow off), whose code changes most often.
+const B_STAGES: [&str; 3] = ["decode", "analysis", "shadow"];
 
 /// A stage's judged rate: placements/s for `shadow`, events/s otherwise.
 fn stage_rate(stage: &str, r: &Res) -> f64 {
