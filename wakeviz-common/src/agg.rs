@@ -227,6 +227,9 @@ pub mod stat {
     /// Failed inserts into the pending maps.
     pub const PENDING_FULL: u32 = 11;
     pub const LEN: u32 = 16;
+
+    // Every kind's slot lies below the first counter.
+    const _: () = assert!(EVENTS_BASE + (crate::EventKind::LAST as u32) < UNMATCHED_WAKEUPS);
 }
 
 /// A task's pending state, keyed by pid: its `sched_waking` until the `sched_wakeup`, and its

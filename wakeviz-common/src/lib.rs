@@ -53,6 +53,9 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The highest kind number: what the statistics' per-kind range must hold.
+    pub const LAST: Self = Self::Batch;
+
     pub const fn from_u16(v: u16) -> Option<Self> {
         Some(match v {
             1 => Self::Waking,
@@ -353,21 +356,34 @@ pub const fn record_len(kind: EventKind, exact_mask: u32) -> Option<usize> {
     })
 }
 
-/// Layout of the per-CPU `STATS` counters array (index -> meaning).
+/// Layout of the per-CPU `STATS` counters array (index -> meaning): one range of slots for the
+/// event kinds, the other counters after it, so a new kind cannot land on another counter.
 pub mod stat {
-    /// Events of kind k offered to the ring buffer are counted at index `k` (1..=6).
+    use crate::EventKind;
+
+    /// Slots `OFFERED_BASE..OFFERED_END` count the events offered to the ring buffer, by
+    /// [`EventKind`] number ([`offered`]).
     pub const OFFERED_BASE: u32 = 0;
+    pub const OFFERED_END: u32 = 16;
     /// Failed `bpf_ringbuf_reserve`: the event was lost in the kernel.
-    pub const RINGBUF_DROPS: u32 = 8;
+    pub const RINGBUF_DROPS: u32 = OFFERED_END;
     /// fexit without a matching fentry on this CPU (should stay 0).
-    pub const SELECT_UNPAIRED: u32 = 9;
+    pub const SELECT_UNPAIRED: u32 = OFFERED_END + 1;
     /// Batches handed to the ring (see [`crate::batch`]).
-    pub const BATCHES: u32 = 10;
+    pub const BATCHES: u32 = OFFERED_END + 2;
     /// Records sent to the ring on their own although batching is on (idle-task context, or a
     /// program that interrupted another on its CPU).
-    pub const UNBATCHED: u32 = 11;
+    pub const UNBATCHED: u32 = OFFERED_END + 3;
     /// Records lost with a batch the ring had no room for (also counted in [`RINGBUF_DROPS`]).
-    pub const BATCH_DROPS: u32 = 12;
+    pub const BATCH_DROPS: u32 = OFFERED_END + 4;
     /// Number of entries in the array.
-    pub const LEN: u32 = 16;
+    pub const LEN: u32 = OFFERED_END + 8;
+
+    /// The slot counting events of `kind` offered to the ring buffer.
+    pub const fn offered(kind: EventKind) -> u32 {
+        OFFERED_BASE + kind as u32
+    }
+
+    const _: () = assert!(offered(EventKind::LAST) < OFFERED_END);
+    const _: () = assert!(BATCH_DROPS < LEN);
 }

@@ -229,8 +229,63 @@ pub enum Kind {
     Select,
 }
 
+/// One value per event [`Kind`], indexed by the kind itself: a count cannot be filed under
+/// another kind, and adding a kind grows every such table. Serialised as the plain array, in
+/// [`Kind::ALL`] order (what recordings store).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PerKind<T>(pub [T; Kind::COUNT]);
+
+impl<T: Default> Default for PerKind<T> {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| T::default()))
+    }
+}
+
+impl<T> std::ops::Index<Kind> for PerKind<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, k: Kind) -> &T {
+        &self.0[k.index()]
+    }
+}
+
+impl<T> std::ops::IndexMut<Kind> for PerKind<T> {
+    #[inline]
+    fn index_mut(&mut self, k: Kind) -> &mut T {
+        &mut self.0[k.index()]
+    }
+}
+
+impl<T> PerKind<T> {
+    /// Each kind with its value, in [`Kind::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Kind, &T)> {
+        Kind::ALL.into_iter().zip(&self.0)
+    }
+
+    pub fn from_fn(mut f: impl FnMut(Kind) -> T) -> Self {
+        Self(std::array::from_fn(|i| f(Kind::ALL[i])))
+    }
+}
+
+impl PerKind<u64> {
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Adds `o` kind by kind.
+    pub fn add(&mut self, o: &Self) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
 impl Kind {
-    pub const ALL: [Self; 6] = [
+    /// How many kinds there are: the length of every [`PerKind`].
+    pub const COUNT: usize = 6;
+
+    pub const ALL: [Self; Self::COUNT] = [
         Self::Waking,
         Self::Wakeup,
         Self::WakeupNew,

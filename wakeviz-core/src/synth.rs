@@ -156,7 +156,7 @@ pub struct SynthSummary {
     /// File size: preamble, header and chunks.
     pub bytes: u64,
     /// Events per [`Kind::index`].
-    pub per_kind: [u64; 6],
+    pub per_kind: crate::event::PerKind<u64>,
     pub tasks: usize,
     /// Simulated time covered, first to last timestamp.
     pub span_ns: u64,
@@ -1342,7 +1342,7 @@ pub fn generate<W: Write>(
     let mut stats = CaptureStats::default();
     let (mut first, mut last) = (u64::MAX, 0);
     for e in synth.by_ref() {
-        stats.offered[e.kind().index()] += 1;
+        stats.offered[e.kind()] += 1;
         stats.delivered += 1;
         first = first.min(e.ts_ns());
         last = last.max(e.ts_ns());

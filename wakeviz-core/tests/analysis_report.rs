@@ -58,7 +58,7 @@ fn small_stream(a: &mut Analysis) {
         (104, "sshd"),
     ]);
     b.stats = Some(CaptureStats {
-        offered: [7, 7, 1, 6, 0, 5],
+        offered: wakeviz_core::event::PerKind([7, 7, 1, 6, 0, 5]),
         kernel_drops: 1,
         user_drops: 0,
         delivered: 26,

@@ -469,7 +469,7 @@ fn write_recordings_for_the_readme() {
             }
             let mut stats = CaptureStats::default();
             for e in s.by_ref() {
-                stats.offered[e.kind().index()] += 1;
+                stats.offered[e.kind()] += 1;
                 stats.delivered += 1;
                 rec.push(&e).unwrap();
             }

@@ -159,7 +159,7 @@ fn write(path: &Path, evs: &[Event], chunk_events: u32, finish: bool) -> Capture
     });
     let mut stats = CaptureStats::default();
     for e in evs {
-        stats.offered[e.kind().index()] += 1;
+        stats.offered[e.kind()] += 1;
         r.push(e).unwrap();
     }
     stats.kernel_drops = 3;

@@ -158,7 +158,7 @@ fn recording_reads_back_whole() {
         );
     }
     let mut events = 0u64;
-    let mut per_kind = [0u64; 6];
+    let mut per_kind = wakeviz_core::event::PerKind::<u64>::default();
     let mut names = 0;
     let mut end = None;
     for c in &chunks {
@@ -166,7 +166,7 @@ fn recording_reads_back_whole() {
             ChunkPayload::Events(e) => {
                 events += e.len() as u64;
                 for ev in e {
-                    per_kind[ev.kind().index()] += 1;
+                    per_kind[ev.kind()] += 1;
                 }
             }
             ChunkPayload::Tasks(t) => names += t.len(),
@@ -184,11 +184,7 @@ fn recording_reads_back_whole() {
         (end.delivered, end.drops(), end.select_unpaired),
         (cfg.events, 0, 0)
     );
-    assert_eq!(
-        per_kind[Kind::WakeupNew.index()],
-        0,
-        "the model has no forks"
-    );
+    assert_eq!(per_kind[Kind::WakeupNew], 0, "the model has no forks");
 
     let mut src = ReplaySource::open(&path).unwrap();
     let mut n = 0u64;

@@ -131,7 +131,7 @@ pub fn inner_ring() -> Option<&'static InnerRing<u8, 4096>> {
 /// reader early would cost a helper call per event for no gain at that size.
 #[inline(always)]
 pub fn send<T: Record>(kind: EventKind, val: T, route: Route) {
-    bump(kind as u32);
+    bump(stat::offered(kind));
     if BATCHING.load() != 0 {
         if let Route::Batch(after) = route
             && batch::add(&val, val.ts_ns(), after)

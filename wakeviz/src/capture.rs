@@ -28,8 +28,9 @@ use aya::maps::{MapData, PerCpuArray, RingBuf};
 use batches::BatchWatch;
 use drain::{Chunk, Drain, RingCounters};
 use hold::Hold;
-use wakeviz_common::{names::map, stat};
+use wakeviz_common::{EventKind, names::map, stat};
 use wakeviz_core::{
+    event::PerKind,
     format::{BatchStats, CaptureStats, Header, RingStats},
     merge::{DEFAULT_CAP, Merger},
     rings::RingPlan,
@@ -187,9 +188,10 @@ impl LiveSource {
     /// Sums the per-CPU kernel counters.
     fn refresh_stats(&mut self) {
         let mut s = CaptureStats::default();
-        for (k, slot) in s.offered.iter_mut().enumerate() {
-            *slot = sum(&self.stats_map, stat::OFFERED_BASE + k as u32 + 1);
-        }
+        s.offered = PerKind::from_fn(|k| match EventKind::from_u16(k.abi()) {
+            Some(ek) => sum(&self.stats_map, stat::offered(ek)),
+            None => 0,
+        });
         s.kernel_drops = sum(&self.stats_map, stat::RINGBUF_DROPS);
         if let Some(m) = &self.merger {
             s.late_events = m.stats().late_events;

@@ -9,7 +9,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use wakeviz_core::source::{Batch, EventSource, Poll};
+use wakeviz_core::{
+    event::PerKind,
+    source::{Batch, EventSource, Poll},
+};
 
 use crate::signals;
 
@@ -70,7 +73,7 @@ pub struct Options {
 /// What the run delivered, for the closing summary.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    pub per_kind: [u64; 6],
+    pub per_kind: PerKind<u64>,
     pub events: u64,
     pub elapsed: Duration,
     /// Why the run ended early, if it did: the first sink or source error.
@@ -129,7 +132,7 @@ pub fn run(
             if now != Batch::default() {
                 idle = false;
                 for e in &now.events {
-                    out.per_kind[e.kind().index()] += 1;
+                    out.per_kind[e.kind()] += 1;
                 }
                 out.events += now.events.len() as u64;
                 if let Err(e) = sinks.iter_mut().try_for_each(|s| s.on_batch(&now)) {

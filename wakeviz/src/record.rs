@@ -174,7 +174,7 @@ impl Sink for RecordSink {
 
 /// The closing summary of a live capture.
 pub struct Summary<'a> {
-    pub per_kind: [u64; 6],
+    pub per_kind: wakeviz_core::event::PerKind<u64>,
     pub events: u64,
     pub elapsed: Duration,
     pub stats: &'a CaptureStats,
@@ -191,11 +191,7 @@ impl Summary<'_> {
             self.events as f64 / secs
         );
         for k in Kind::ALL {
-            s.push_str(&format!(
-                "\n  {:<20} {}",
-                k.name(),
-                self.per_kind[k.index()]
-            ));
+            s.push_str(&format!("\n  {:<20} {}", k.name(), self.per_kind[k]));
         }
         s.push_str(&format!(
             "\n  drops: {} in the kernel (ring buffer full), {} in userspace (consumer behind)",
@@ -205,7 +201,7 @@ impl Summary<'_> {
             "\n  missed: {} probe runs skipped by the kernel (BPF programs do not nest, e.g. an interrupt waking a task while a probe ran)",
             self.stats.probe_misses
         ));
-        let offered: u64 = self.stats.offered.iter().sum();
+        let offered: u64 = self.stats.offered.total();
         s.push_str(&format!(
             "\n  accounting: offered {offered} = delivered {} + dropped {} + undecodable {}",
             self.events,
@@ -256,7 +252,7 @@ mod tests {
     fn summary(events: u64, bytes: u64) -> String {
         let stats = CaptureStats::default();
         Summary {
-            per_kind: [0; 6],
+            per_kind: Default::default(),
             events,
             elapsed: Duration::from_secs(1),
             stats: &stats,

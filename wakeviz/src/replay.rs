@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use wakeviz_core::{
     analysis::Analysis,
     dump,
-    event::{Kind, TaskTable},
+    event::{Kind, PerKind, TaskTable},
     source::Batch,
 };
 
@@ -67,22 +67,22 @@ impl Sink for Analysis {
 
 /// Per-kind counts of what was delivered.
 #[derive(Debug, Default)]
-pub struct Counter(pub [u64; 6]);
+pub struct Counter(pub PerKind<u64>);
 
 impl Sink for Counter {
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         for e in &b.events {
-            self.0[e.kind().index()] += 1;
+            self.0[e.kind()] += 1;
         }
         Ok(())
     }
 }
 
-pub fn counts_text(per: &[u64; 6]) -> String {
-    let total: u64 = per.iter().sum();
+pub fn counts_text(per: &PerKind<u64>) -> String {
+    let total = per.total();
     let mut s = format!("{total} events");
     for k in Kind::ALL {
-        s.push_str(&format!("\n  {:<20} {}", k.name(), per[k.index()]));
+        s.push_str(&format!("\n  {:<20} {}", k.name(), per[k]));
     }
     s
 }

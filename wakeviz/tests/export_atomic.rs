@@ -46,7 +46,7 @@ fn recording() -> &'static Path {
         }
         let mut stats = CaptureStats::default();
         for e in s.by_ref() {
-            stats.offered[e.kind().index()] += 1;
+            stats.offered[e.kind()] += 1;
             stats.delivered += 1;
             rec.push(&e).expect("push");
         }

@@ -61,7 +61,7 @@ fn write(path: &Path, seed: u64, label: &str) {
     }
     let mut stats = CaptureStats::default();
     for e in s.by_ref() {
-        stats.offered[e.kind().index()] += 1;
+        stats.offered[e.kind()] += 1;
         stats.delivered += 1;
         rec.push(&e).expect("push");
     }

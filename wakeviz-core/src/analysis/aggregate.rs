@@ -205,7 +205,7 @@ pub fn snapshot(header: &Header, k: &KernelCounters, now_ns: u64) -> Snapshot {
     let mut events = EventTally::default();
     for kind in Kind::ALL {
         // The ABI numbers kinds from 1 (`EventKind`), the core's index from 0.
-        events.counts[kind.index()] = k.stat(stat::EVENTS_BASE + kind.index() as u32 + 1);
+        events.counts[kind] = k.stat(stat::EVENTS_BASE + kind.index() as u32 + 1);
     }
     // The kernel's counters are shown through the parts that show the stream's own.
     let (levels, tasks) = (LevelMap::new(t), TaskTable::default());

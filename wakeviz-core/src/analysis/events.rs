@@ -7,7 +7,7 @@ use crate::{event::Event, format::Header};
 
 #[derive(Default)]
 pub(crate) struct EventTally {
-    pub(crate) counts: [u64; 6],
+    pub(crate) counts: crate::event::PerKind<u64>,
 }
 
 impl Part for EventTally {
@@ -17,7 +17,7 @@ impl Part for EventTally {
 
     #[inline]
     fn on_event(&mut self, _: &Ctx, e: &Event) {
-        self.counts[e.kind().index()] += 1;
+        self.counts[e.kind()] += 1;
     }
 
     fn fill(&self, _: &Ctx, s: &mut Snapshot) {

@@ -448,7 +448,7 @@ impl Analysis {
 
     /// Counts per event kind so far.
     pub fn event_count(&self, k: Kind) -> u64 {
-        self.parts.events.counts[k.index()]
+        self.parts.events.counts[k]
     }
 
     /// Tasks with a wakeup whose switch-in has not been seen yet.

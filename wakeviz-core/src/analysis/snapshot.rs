@@ -35,11 +35,11 @@ pub const WAKE_UNIT_NS: u64 = 1_000;
 
 /// Events per kernel kind name, plus `total`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EventCounts(pub [u64; 6]);
+pub struct EventCounts(pub crate::event::PerKind<u64>);
 
 impl EventCounts {
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.0.total()
     }
 }
 
@@ -47,7 +47,7 @@ impl Serialize for EventCounts {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(7))?;
         for k in Kind::ALL {
-            m.serialize_entry(k.name(), &self.0[k.index()])?;
+            m.serialize_entry(k.name(), &self.0[k])?;
         }
         m.serialize_entry("total", &self.total())?;
         m.end()
@@ -342,7 +342,7 @@ impl Analysis {
     pub fn snapshot(&self) -> Snapshot {
         let mut snap = self.skeleton();
         self.parts.fill(&self.ctx(), &mut snap);
-        let available = snap.events.0[Kind::Select.index()] > 0;
+        let available = snap.events.0[Kind::Select] > 0;
         let scan = &mut snap.scan_latency;
         scan.available = available;
         scan.status = (!available).then_some(match self.header.scan_source {

@@ -15,7 +15,7 @@ use crate::{event::Event, format::Header};
 #[derive(Clone)]
 pub struct WindowSlot {
     /// Events per kind (every event, whatever the filter: the capture's rate).
-    pub events: [u64; 6],
+    pub events: crate::event::PerKind<u64>,
     pub placement: PlacementCounts,
     pub scan: Hist,
     pub wakeup_latency: Hist,
@@ -24,7 +24,7 @@ pub struct WindowSlot {
 impl Default for WindowSlot {
     fn default() -> Self {
         Self {
-            events: [0; 6],
+            events: Default::default(),
             placement: PlacementCounts::default(),
             scan: Hist::coarse(),
             wakeup_latency: Hist::coarse(),
@@ -34,23 +34,21 @@ impl Default for WindowSlot {
 
 impl WindowSlot {
     fn clear(&mut self) {
-        self.events = [0; 6];
+        self.events = Default::default();
         self.placement = PlacementCounts::default();
         self.scan.reset();
         self.wakeup_latency.reset();
     }
 
     fn is_empty(&self) -> bool {
-        self.events.iter().all(|&n| n == 0)
+        self.events.total() == 0
             && self.placement.count == 0
             && self.scan.is_empty()
             && self.wakeup_latency.is_empty()
     }
 
     fn merge(&mut self, o: &Self) {
-        for (a, b) in self.events.iter_mut().zip(o.events) {
-            *a += b;
-        }
+        self.events.add(&o.events);
         self.placement.merge(&o.placement);
         self.scan.merge(&o.scan);
         self.wakeup_latency.merge(&o.wakeup_latency);
@@ -175,7 +173,7 @@ impl Part for RollingWindows {
     #[inline]
     fn on_event(&mut self, _: &Ctx, e: &Event) {
         self.win1.advance(e.ts_ns(), Some(&mut self.win10));
-        self.win1.head().events[e.kind().index()] += 1;
+        self.win1.head().events[e.kind()] += 1;
     }
 
     #[inline]

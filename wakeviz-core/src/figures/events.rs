@@ -107,15 +107,9 @@ impl Family for Events {
         let recent = |n: u64| (span > 0.0).then(|| n as f64 / span);
         let na = NotAvailable::NoStreamTime;
         for k in Kind::ALL {
-            o.count_rate(&EVENTS, &[k.name()], k.name(), s.events.0[k.index()]);
+            o.count_rate(&EVENTS, &[k.name()], k.name(), s.events.0[k]);
             let label = format!("{} last 1 s", k.name());
-            o.push(
-                &RECENT,
-                &[k.name()],
-                label,
-                recent(w.events.0[k.index()]),
-                na,
-            );
+            o.push(&RECENT, &[k.name()], label, recent(w.events.0[k]), na);
         }
         o.count_rate(&EVENTS, &["total"], "all events", s.events.total());
         let label = "all events last 1 s".to_string();

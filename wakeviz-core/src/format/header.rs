@@ -100,7 +100,7 @@ impl ScanSource {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaptureStats {
     /// Events offered to the ring buffer by the probes, per kind (index = [`Kind::index`]).
-    pub offered: [u64; 6],
+    pub offered: crate::event::PerKind<u64>,
     /// Events lost in the kernel: `bpf_ringbuf_reserve` failed (ring buffer full).
     pub kernel_drops: u64,
     /// Events lost in userspace: the bounded channel to the consumer was full.
@@ -198,7 +198,7 @@ impl CaptureStats {
     }
 
     pub fn offered_of(&self, k: Kind) -> u64 {
-        self.offered[k.index()]
+        self.offered[k]
     }
 }
 

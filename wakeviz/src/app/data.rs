@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use wakeviz_core::{
     analysis::{Analysis, Filter, Snapshot},
-    event::Kind,
+    event::PerKind,
     format::Header,
     source::Batch,
 };
@@ -24,7 +24,7 @@ pub struct Data {
     /// Display figures, refreshed by [`Data::refresh`].
     pub snap: Snapshot,
     /// Events per second of stream time, per kind.
-    pub rates: [f64; 6],
+    pub rates: PerKind<f64>,
     dirty: bool,
 }
 
@@ -38,7 +38,7 @@ impl Data {
             view: None,
             live,
             snap,
-            rates: [0.0; 6],
+            rates: Default::default(),
             dirty: true,
         }
     }
@@ -128,10 +128,10 @@ impl Data {
     /// shows the same rates at the same point whatever the refresh cadence.
     fn sample_rates(&mut self) {
         let figures = &self.snap.figures;
-        for (k, r) in Kind::ALL.iter().zip(self.rates.iter_mut()) {
+        self.rates = PerKind::from_fn(|k| {
             let name = format!("events.{}.rate_1s", k.name());
-            *r = figures.get(&name).and_then(|f| f.value).unwrap_or(0.0);
-        }
+            figures.get(&name).and_then(|f| f.value).unwrap_or(0.0)
+        });
     }
 }
 

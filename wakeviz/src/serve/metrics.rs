@@ -97,7 +97,7 @@ impl Collector for SnapshotCollector {
         )?;
         let events: Vec<(Labels, u64)> = Kind::ALL
             .iter()
-            .map(|k| (vec![("kind", k.name().to_string())], s.events.0[k.index()]))
+            .map(|k| (vec![("kind", k.name().to_string())], s.events.0[*k]))
             .collect();
         counters(
             &mut e,

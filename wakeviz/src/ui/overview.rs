@@ -205,11 +205,11 @@ fn events(app: &App) -> Vec<Line<'static>> {
         l.push(Line::raw(format!(
             "{:<20} {:>8} {:>8}",
             k.name(),
-            fmt::count(s.events.0[k.index()]),
-            fmt::rate(app.data.rates[k.index()])
+            fmt::count(s.events.0[k]),
+            fmt::rate(app.data.rates[k])
         )));
     }
-    let total: f64 = app.data.rates.iter().sum();
+    let total: f64 = app.data.rates.0.iter().sum();
     l.push(Line::raw(format!(
         "{:<20} {:>8} {:>8}",
         "all",

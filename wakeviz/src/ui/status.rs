@@ -131,7 +131,7 @@ fn seg(text: String, style: Style, prio: u8) -> Seg {
 
 fn segments(app: &App) -> Vec<Seg> {
     let s = &app.data.snap;
-    let total_rate: f64 = app.data.rates.iter().sum();
+    let total_rate: f64 = app.data.rates.0.iter().sum();
     let mut v = Vec::new();
     if let Some(p) = &app.pacer {
         let len = p

@@ -272,7 +272,7 @@ pub fn text(s: &Snapshot) -> String {
 
     let _ = writeln!(o, "\n== events");
     for k in Kind::ALL {
-        let _ = writeln!(o, "  {:<22} {:>12}", k.name(), s.events.0[k.index()]);
+        let _ = writeln!(o, "  {:<22} {:>12}", k.name(), s.events.0[k]);
     }
     let _ = writeln!(o, "  {:<22} {:>12}", "total", s.events.total());
     let d = &s.drops;

@@ -16,7 +16,7 @@ use anyhow::{Context as _, bail};
 use perfetto_protos::trace_packet::TracePacket;
 use wakeviz_core::{
     analysis::Analysis,
-    event::{Event, Kind, TaskName, TaskTable},
+    event::{Event, Kind, PerKind, TaskName, TaskTable},
     source::{Batch, EventSource as _, Poll, ReplaySource},
 };
 
@@ -60,7 +60,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
         named: HashSet::new(),
         used: Vec::new(),
         now: 0,
-        per_kind: [0; 6],
+        per_kind: Default::default(),
         packets: 0,
     };
     ex.now = ex.tb.start_boot();
@@ -78,16 +78,16 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     for w in src.warnings() {
         crate::say(format_args!("warning: {w}"));
     }
-    let events: u64 = per_kind.iter().sum();
+    let events: u64 = per_kind.total();
     for (path, bytes) in &files {
         say!("wakeviz: wrote {} ({bytes} bytes)", path.display());
     }
     say!(
         "wakeviz: {packets} packets, {events} events: {} sched_switch, {} sched_waking, {} sched_migrate_task, {} sched_wakeup_new; {instants} placements on the wakeviz tracks",
-        per_kind[Kind::Switch.index()],
-        per_kind[Kind::Waking.index()],
-        per_kind[Kind::Migrate.index()],
-        per_kind[Kind::WakeupNew.index()],
+        per_kind[Kind::Switch],
+        per_kind[Kind::Waking],
+        per_kind[Kind::Migrate],
+        per_kind[Kind::WakeupNew],
     );
     Ok(if src.warnings().is_empty() {
         ExitCode::SUCCESS
@@ -109,7 +109,7 @@ struct Exporter {
     used: Vec<u32>,
     /// BOOTTIME of the latest batch's first event: when names learnt now take effect.
     now: u64,
-    per_kind: [u64; 6],
+    per_kind: PerKind<u64>,
     packets: u64,
 }
 
@@ -210,7 +210,7 @@ impl Exporter {
         }
         for e in &b.events {
             if self.bundles.push(e, &self.tasks, &self.tb) {
-                self.per_kind[e.kind().index()] += 1;
+                self.per_kind[e.kind()] += 1;
             }
         }
         for p in self.bundles.flush(SEQ_KERNEL) {

@@ -59,11 +59,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, c: &Cmp) {
         ))
     };
     for k in Kind::ALL {
-        l.push(row(
-            k.name(),
-            c.cur.events.0[k.index()],
-            c.base.events.0[k.index()],
-        ));
+        l.push(row(k.name(), c.cur.events.0[k], c.base.events.0[k]));
     }
     l.push(row("all", c.cur.events.total(), c.base.events.total()));
     l.push(row(
