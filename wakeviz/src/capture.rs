@@ -187,11 +187,13 @@ impl LiveSource {
 
     /// Sums the per-CPU kernel counters.
     fn refresh_stats(&mut self) {
-        let mut s = CaptureStats::default();
-        s.offered = PerKind::from_fn(|k| match EventKind::from_u16(k.abi()) {
-            Some(ek) => sum(&self.stats_map, stat::offered(ek)),
-            None => 0,
-        });
+        let mut s = CaptureStats {
+            offered: PerKind::from_fn(|k| match EventKind::from_u16(k.abi()) {
+                Some(ek) => sum(&self.stats_map, stat::offered(ek)),
+                None => 0,
+            }),
+            ..CaptureStats::default()
+        };
         s.kernel_drops = sum(&self.stats_map, stat::RINGBUF_DROPS);
         if let Some(m) = &self.merger {
             s.late_events = m.stats().late_events;
