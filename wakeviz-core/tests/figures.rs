@@ -167,6 +167,67 @@ fn a_level_the_topology_cannot_have_is_na_in_every_output() {
             panic!("an absent level printed with a value: {line}");
         }
     }
+    // The prediction table: the same two runs stamped with the default features and with
+    // NO_SIS_UTIL, so sis_util's model predicts the second from the first.
+    let feats = |x: &str| {
+        [
+            "PLACE_LAG",
+            "TTWU_QUEUE",
+            x,
+            "WA_IDLE",
+            "WA_WEIGHT",
+            "WA_BIAS",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut stamped = groups.clone();
+    stamped[0].runs[0].recording.run.sched_features = Some(feats("SIS_UTIL"));
+    stamped[1].runs[0].recording.run.sched_features = Some(feats("NO_SIS_UTIL"));
+    let prep = compare::diff(&stamped, &[]);
+    assert!(
+        !prep.predictions.is_empty(),
+        "a modelled flip gives a table"
+    );
+    let mut predicted_levels = 0;
+    for p in &prep.predictions {
+        for f in p.figures.iter().filter(|f| has_level(&f.name, &gone)) {
+            predicted_levels += 1;
+            let all = [
+                f.predicted,
+                f.measured,
+                f.error,
+                f.open_loop,
+                f.shadow_inputs,
+            ];
+            assert!(all.iter().all(Option::is_none), "{}: {f:?}", f.name);
+        }
+    }
+    assert!(predicted_levels > 0, "the table has level rows");
+    let pj = serde_json::to_value(&prep).expect("json");
+    for p in pj["predictions"].as_array().expect("predictions") {
+        for f in p["figures"].as_array().expect("figures") {
+            if has_level(f["name"].as_str().expect("name"), &gone) {
+                assert!(f["predicted"].is_null() && f["measured"].is_null(), "{f}");
+            }
+        }
+    }
+    let pt = compare::text::render(&prep);
+    for line in pt.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let Some(i) = words
+            .iter()
+            .position(|w| gone.iter().any(|g| w.contains(g)))
+        {
+            // Every cell after the label of an impossible level says n/a.
+            assert!(
+                words[i + 1..]
+                    .iter()
+                    .all(|w| *w == "n/a" || w.starts_with('[') || *w == "%" || *w == "pt"),
+                "{line}"
+            );
+        }
+    }
     let c = gate::parse("placement.vs_waker.cross_package.share > +2pt").expect("parse");
     gate::check_name(&c).expect("a registered name");
     let v = gate::evaluate(&rep, &c).expect("evaluated");

@@ -12,7 +12,7 @@ use super::{
 use crate::{
     event::Kind,
     format::{ProbeStatus, ScanSource},
-    topology::{DomainRow, Group, Level},
+    topology::{DomainRow, Group, Level, absent},
 };
 
 /// Version of the `--report json` tree (the serialised [`Snapshot`]). Bumped when a key is
@@ -106,6 +106,7 @@ pub struct TopologySection {
     pub domain_rows: Vec<DomainRow>,
     /// Whether two CPUs can stand in each relation on this machine: a level that cannot is
     /// n/a (JSON `null`) wherever a figure is keyed by level, never a 0 that reads as measured.
+    #[serde(serialize_with = "level_flags")]
     pub levels: ByLevel<bool>,
 }
 
@@ -256,10 +257,20 @@ impl<T: Serialize> Serialize for ByLevel<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
         for (l, v) in &self.0 {
-            m.serialize_entry(l.name(), v)?;
+            m.serialize_entry(l.name(), &absent::unless(*l, v))?;
         }
         m.end()
     }
+}
+
+/// Whether each level can occur: written as it is, whatever the machine (it is what says
+/// which levels are absent).
+fn level_flags<S: Serializer>(v: &ByLevel<bool>, s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(v.0.len()))?;
+    for (l, e) in &v.0 {
+        m.serialize_entry(l.name(), e)?;
+    }
+    m.end()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -297,8 +308,9 @@ pub struct LatencySection {
 }
 
 /// Everything the analyses know, at one moment of the stream: what the dashboard draws, what
-/// `--report text` renders and, serialised as it is, `--report json`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `--report text` renders and, serialised as it is, `--report json` (every level-keyed value
+/// of a level the machine cannot have is `null`: see [`crate::topology::absent`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
     pub schema_version: u32,
     pub recording: RecordingSection,
@@ -321,6 +333,54 @@ pub struct Snapshot {
     /// Every registered figure of this snapshot ([`crate::figures`]): what the diff, the gates,
     /// `/metrics` and the reports' figure lists read.
     pub figures: crate::figures::Figures,
+}
+
+impl Serialize for Snapshot {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The fields, in order, serialised while this machine's absent levels are marked.
+        #[derive(Serialize)]
+        struct Fields<'a> {
+            schema_version: u32,
+            recording: &'a RecordingSection,
+            events: &'a EventCounts,
+            drops: &'a Drops,
+            own_threads: &'a OwnThreads,
+            probes: &'a [ProbeStatus],
+            topology: &'a TopologySection,
+            placement: &'a PlacementSection,
+            scan_latency: &'a ScanSection,
+            wakeup_latency: &'a LatencySection,
+            schedstat: &'a Option<SchedstatComparison>,
+            shadow: &'a Option<crate::shadow::ShadowReport>,
+            series: &'a super::series::SeriesSection,
+            matrix: &'a super::matrix::MatrixSection,
+            tasks: &'a super::tasks::TaskSection,
+            figures: &'a crate::figures::Figures,
+        }
+        let absent = Level::ALL
+            .into_iter()
+            .filter(|&l| !self.topology.level_exists(l));
+        let _marked = absent::set(absent);
+        Fields {
+            schema_version: self.schema_version,
+            recording: &self.recording,
+            events: &self.events,
+            drops: &self.drops,
+            own_threads: &self.own_threads,
+            probes: &self.probes,
+            topology: &self.topology,
+            placement: &self.placement,
+            scan_latency: &self.scan_latency,
+            wakeup_latency: &self.wakeup_latency,
+            schedstat: &self.schedstat,
+            shadow: &self.shadow,
+            series: &self.series,
+            matrix: &self.matrix,
+            tasks: &self.tasks,
+            figures: &self.figures,
+        }
+        .serialize(s)
+    }
 }
 
 impl Snapshot {

@@ -104,9 +104,48 @@ impl Serialize for LevelCounts {
         use strum::IntoEnumIterator;
         let mut m = s.serialize_map(Some(Level::COUNT))?;
         for l in Level::iter() {
-            m.serialize_entry(l.name(), &self.0[l.index()])?;
+            m.serialize_entry(l.name(), &absent::unless(l, self.0[l.index()]))?;
         }
         m.end()
+    }
+}
+
+/// The levels a machine cannot have, while one snapshot of it is serialised: every level-keyed
+/// value of such a level is written as `null` ("no two CPUs stand in that relation"), never as
+/// a 0 that reads as "measured, none". Set by the snapshot's own `Serialize` for exactly the
+/// duration of its serialisation (a guard restores the previous set), so each level-keyed type
+/// serialises right wherever it sits in the tree.
+pub mod absent {
+    use std::cell::Cell;
+
+    use super::Level;
+
+    thread_local! {
+        static ABSENT: Cell<u8> = const { Cell::new(0) };
+    }
+
+    /// Restores the previous set when dropped.
+    pub struct Guard(u8);
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            ABSENT.with(|a| a.set(self.0));
+        }
+    }
+
+    /// Marks `levels` absent until the guard is dropped.
+    pub fn set(levels: impl IntoIterator<Item = Level>) -> Guard {
+        let mask = levels.into_iter().fold(0u8, |m, l| m | 1 << l.index());
+        Guard(ABSENT.with(|a| a.replace(mask)))
+    }
+
+    pub fn is(l: Level) -> bool {
+        ABSENT.with(|a| a.get() & 1 << l.index() != 0)
+    }
+
+    /// `v`, or `None` (null) for an absent level.
+    pub fn unless<T>(l: Level, v: T) -> Option<T> {
+        (!is(l)).then_some(v)
     }
 }
 

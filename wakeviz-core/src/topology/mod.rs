@@ -7,7 +7,7 @@ mod level;
 mod sysfs;
 
 pub use cpuset::CpuSet;
-pub use level::{Level, LevelCounts, LevelMap};
+pub use level::{Level, LevelCounts, LevelMap, absent};
 use serde::{Deserialize, Serialize};
 pub use sysfs::{TopologyError, from_sysfs};
 

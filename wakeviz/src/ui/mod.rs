@@ -226,4 +226,6 @@ pub fn file_name(p: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_na;
+#[cfg(test)]
 mod tests_views;

@@ -38,42 +38,11 @@ pub const JSON_KEYS: [&str; 16] = [
 /// Width of log2 histogram bars, as bpftrace's.
 pub const BAR_WIDTH: usize = 52;
 
-/// `--report json`: the snapshot itself, serialised, with `null` for every level-keyed value
-/// of a level this topology cannot have (see [`null_absent_levels`]).
+/// `--report json`: the snapshot itself, serialised (`null` for every level-keyed value of a
+/// level this topology cannot have: the snapshot's own `Serialize` says so).
 pub fn json(s: &Snapshot) -> Value {
     // Every field serialises infallibly (no maps with non-string keys, no failing impls).
-    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-    let absent: Vec<&str> = Level::ALL
-        .iter()
-        .filter(|l| !s.topology.level_exists(**l))
-        .map(|l| l.name())
-        .collect();
-    if !absent.is_empty() {
-        null_absent_levels(&mut v, &absent);
-    }
-    v
-}
-
-/// Level-keyed objects (the six level names as keys: `vs_waker`, `by_level`, a shadow row's
-/// locality, ...) get `null` under the levels in `absent`: a count of 0 there would read as
-/// "measured, none", while no two CPUs of the machine stand in that relation. Done on the
-/// serialised tree because those objects sit in a dozen places of the snapshot and only the
-/// topology knows; `topology.levels` itself keeps its booleans.
-pub fn null_absent_levels(v: &mut Value, absent: &[&str]) {
-    match v {
-        Value::Object(m) => {
-            let keyed = Level::ALL.iter().all(|l| m.contains_key(l.name()));
-            for (k, x) in m.iter_mut() {
-                if keyed && absent.contains(&k.as_str()) && !x.is_boolean() {
-                    *x = Value::Null;
-                } else {
-                    null_absent_levels(x, absent);
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| null_absent_levels(x, absent)),
-        _ => {}
-    }
+    serde_json::to_value(s).unwrap_or(Value::Null)
 }
 
 fn pct(n: u64, d: u64) -> String {

@@ -22,7 +22,16 @@ pub fn render(f: &mut Frame, area: Rect, c: &Cmp) {
     ))];
     lines.push(row(c, "all", &wa.overall.quantiles, &wb.overall.quantiles));
     for ((l, a), (_, b)) in wa.by_level.0.iter().zip(&wb.by_level.0) {
-        lines.push(row(c, l.name(), &a.quantiles, &b.quantiles));
+        // A level neither machine can have is n/a, as the single-run view says, not a 0.
+        let exists = |s: &wakeviz_core::analysis::Snapshot| s.topology.level_exists(*l);
+        if exists(c.cur) || exists(c.base) || a.quantiles.count > 0 || b.quantiles.count > 0 {
+            lines.push(row(c, l.name(), &a.quantiles, &b.quantiles));
+        } else {
+            lines.push(Line::from(Span::styled(
+                format!("{:<16} {:>6}", l.name(), "n/a on this topology"),
+                fmt::dim(),
+            )));
+        }
     }
     lines.push(row(
         c,
