@@ -71,7 +71,7 @@ fn moved_share(t: &Topology, seed: u64, ppm: u32) -> f64 {
 }
 
 fn holds(r: &compare::DiffReport, c: &str) -> bool {
-    gate::evaluate(r, &gate::parse(c).unwrap()).unwrap().holds
+    gate::evaluate(r, &gate::parse(c).unwrap()).unwrap().holds()
 }
 
 const CROSS: &str = "placement.vs_waker.cross_package.share";
@@ -255,4 +255,137 @@ fn conditions_and_workload_metrics_are_compared() {
     // The gate on a metric, relative.
     assert!(holds(&r, "workload.pipe.usecs_per_op < -50%"));
     assert!(!holds(&r, "workload.pipe.usecs_per_op > +5%"));
+}
+
+fn verdict(r: &compare::DiffReport, c: &str) -> gate::Verdict {
+    gate::evaluate(r, &gate::parse(c).unwrap()).unwrap()
+}
+
+fn cannot(v: &gate::Verdict, says: &str) {
+    match &v.outcome {
+        gate::Outcome::CannotEvaluate(why) => assert!(why.contains(says), "{v}"),
+        o => panic!("{o:?}, expected cannot-evaluate ({says}): {v}"),
+    }
+    assert!(v.fails(false), "fails closed by default: {v}");
+    assert!(!v.fails(true), "skipped on request: {v}");
+}
+
+/// Every verdict shows base, new, change and p; a condition that holds only by noise does not
+/// hold with `significant`; what cannot be evaluated fails unless skipped, and says why.
+#[test]
+fn gates_need_significance_when_asked_and_fail_closed_on_what_they_cannot_judge() {
+    let t = topology("xeon-e5-2690v3");
+    let same = compare::diff(
+        &[
+            group("base", &t, &[1, 2, 3], 0, 100),
+            group("new", &t, &[4, 5, 6], 0, 100),
+        ],
+        &[],
+    );
+    let moved = compare::diff(
+        &[
+            group("base", &t, &[1, 2, 3], 0, 100),
+            group("new", &t, &[4, 5, 6], 100_000, 100),
+        ],
+        &[],
+    );
+    // Noise: any change at all "grows by more than -100 pt", but it is not significant.
+    let loose = format!("{CROSS} > -100pt");
+    let v = verdict(&same, &loose);
+    assert!(v.holds(), "{v}");
+    let text = v.to_string();
+    for part in ["HOLDS", "base ", "new ", "change ", "p="] {
+        assert!(text.contains(part), "{part:?} in {text}");
+    }
+    let v = verdict(&same, &format!("{loose} significant"));
+    assert_eq!(v.outcome, gate::Outcome::DoesNotHold, "{v}");
+    assert!(v.p_value.is_some() && !v.significant, "{v}");
+    assert!(v.to_string().contains("not significant"), "{v}");
+    // A real move holds either way.
+    let v = verdict(&moved, &format!("{CROSS} > +2pt significant"));
+    assert!(v.holds() && v.significant, "{v}");
+    // A condition that does not hold says so, with its numbers.
+    let v = verdict(&moved, &format!("{CROSS} < -2pt"));
+    assert_eq!(v.outcome, gate::Outcome::DoesNotHold);
+    assert!(v.to_string().contains("does not hold"), "{v}");
+
+    // A zero base for a relative change, a mean that overflowed, a NaN: not evaluated.
+    let mut r = moved.clone();
+    let row = r.rows.iter_mut().find(|x| x.name == CROSS).unwrap();
+    row.groups[0].mean = Some(0.0);
+    row.groups[1].mean = Some(1e6);
+    cannot(&verdict(&r, &format!("{CROSS} > +10%")), "base is 0");
+    let row = r.rows.iter_mut().find(|x| x.name == CROSS).unwrap();
+    row.groups[0].mean = Some(1.0);
+    row.groups[1].mean = Some(f64::INFINITY);
+    cannot(
+        &verdict(&r, &format!("{CROSS} > +2pt")),
+        "not a finite number",
+    );
+    let row = r.rows.iter_mut().find(|x| x.name == CROSS).unwrap();
+    row.groups[1].mean = Some(5.0);
+    row.groups[1].p_value = Some(f64::NAN);
+    row.groups[1].significant = true;
+    cannot(
+        &verdict(&r, &format!("{CROSS} > +2pt significant")),
+        "needs a test",
+    );
+    // A figure no run has (the rows leave it out), and a side without a value.
+    r.rows.retain(|x| x.name != CROSS);
+    cannot(
+        &verdict(&r, &format!("{CROSS} > +2pt")),
+        "no run has this figure",
+    );
+    let mut r = moved.clone();
+    r.rows.iter_mut().find(|x| x.name == CROSS).unwrap().groups[0].mean = None;
+    cannot(&verdict(&r, &format!("{CROSS} > +2pt")), "n/a in base");
+    // One run a side: `significant` cannot be judged.
+    let one = compare::diff(
+        &[
+            group("base", &t, &[1], 0, 100),
+            group("new", &t, &[4], 100_000, 100),
+        ],
+        &[],
+    );
+    cannot(
+        &verdict(&one, &format!("{CROSS} > +2pt significant")),
+        "needs a test",
+    );
+}
+
+/// A mean that overflows to infinity gives no change and no significance in the diff itself.
+#[test]
+fn an_infinite_mean_is_never_a_significant_change() {
+    let t = topology("xeon-e5-2690v3");
+    let mut base = group("base", &t, &[1, 2], 0, 100);
+    let mut new = group("new", &t, &[4, 5], 0, 100);
+    for (g, v) in [(&mut base, 1.0), (&mut new, f64::MAX)] {
+        for s in &mut g.runs {
+            s.recording.workload = Some(wakeviz_core::run::WorkloadOutcome {
+                exit_code: Some(0),
+                signal: None,
+                duration_ns: 1,
+                metrics: vec![wakeviz_core::run::Metric {
+                    name: "ops".into(),
+                    value: v,
+                    unit: "ops/s".into(),
+                    higher_is_better: true,
+                }],
+            });
+            s.refresh_figures();
+        }
+    }
+    let r = compare::diff(&[base, new], &[]);
+    let row = r
+        .rows
+        .iter()
+        .find(|x| x.name.contains("ops"))
+        .expect("the workload row");
+    let c = &row.groups[1];
+    assert!(
+        !c.significant && c.change.is_none() && c.p_value.is_none(),
+        "{row:?}"
+    );
+    let v = verdict(&r, &format!("{} > +1%", row.name));
+    cannot(&v, "not a finite number");
 }

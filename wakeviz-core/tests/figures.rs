@@ -232,6 +232,14 @@ fn a_level_the_topology_cannot_have_is_na_in_every_output() {
     gate::check_name(&c).expect("a registered name");
     let v = gate::evaluate(&rep, &c).expect("evaluated");
     assert!(v.change.is_none(), "{v}");
+    // It fails closed, and says why; skipping it is the caller's choice.
+    assert!(
+        matches!(&v.outcome, gate::Outcome::CannotEvaluate(w) if w.contains("n/a")),
+        "{v}"
+    );
+    assert!(v.fails(false) && !v.fails(true), "{v}");
+    let j = serde_json::to_value(&v).expect("json");
+    assert!(j["change"].is_null() && j["base"].is_null(), "{j}");
 }
 
 #[test]
@@ -289,7 +297,7 @@ fn a_figure_added_in_one_place_reaches_every_output() {
     );
     gate::check_name_in(&fams, &c).expect("registered with the test family");
     let v = gate::evaluate(&rep, &c).expect("evaluated");
-    assert!(v.holds, "{v}");
+    assert!(v.holds(), "{v}");
 }
 
 #[test]

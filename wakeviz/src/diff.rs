@@ -49,9 +49,15 @@ pub struct DiffArgs {
     #[arg(long, value_enum)]
     pub report: Option<ReportFormat>,
     /// Fail (exit 1) when a change from the first to the last group meets COND, e.g.
-    /// 'placement.vs_waker.cross_package.share > +2pt' or 'scan.p99 > +10%'.
+    /// 'placement.vs_waker.cross_package.share > +2pt' or 'scan.p99 > +10% significant'
+    /// (`significant`: only a change beyond the runs' noise). A condition that cannot be
+    /// evaluated (n/a, a relative change from 0, not a finite number) fails too.
     #[arg(long = "fail-if", value_name = "COND")]
     pub fail_if: Vec<String>,
+    /// Skip the --fail-if conditions that cannot be evaluated instead of failing on them
+    /// (each is still printed, with why).
+    #[arg(long)]
+    pub skip_unevaluable: bool,
     /// Skip the shadow-policy evaluation (several times faster; no shadow section).
     #[arg(long)]
     pub no_shadow: bool,
@@ -221,31 +227,46 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let rep = compare::diff(&groups, &only);
-    let text = match a.report.unwrap_or(ReportFormat::Text) {
-        ReportFormat::Text => compare::text::render(&rep),
-        ReportFormat::Json => serde_json::to_string_pretty(&rep).context("serialising the diff")?,
-    };
-    crate::print_stdout(text.trim_end())?;
-    for w in &warnings {
-        crate::say(format_args!("warning: {w}"));
-    }
-    let mut failed = false;
     // The gate sees every figure, whatever `--only` shows.
     let full = if only.is_empty() || conds.is_empty() {
         None
     } else {
         Some(compare::diff(&groups, &[]))
     };
+    let mut verdicts = Vec::new();
     for c in &conds {
         match gate::evaluate(full.as_ref().unwrap_or(&rep), c) {
-            Ok(v) => {
-                failed |= v.holds;
-                if v.holds || v.change.is_none() {
-                    crate::say(format_args!("fail-if {v}"));
-                }
-            }
+            Ok(v) => verdicts.push(v),
             Err(e) => return Ok(usage(e)),
         }
+    }
+    let text = match a.report.unwrap_or(ReportFormat::Text) {
+        ReportFormat::Text => compare::text::render(&rep),
+        ReportFormat::Json => {
+            let mut j = serde_json::to_value(&rep).context("serialising the diff")?;
+            if let Some(o) = j.as_object_mut() {
+                o.insert(
+                    "gates".into(),
+                    serde_json::to_value(&verdicts).context("serialising the verdicts")?,
+                );
+            }
+            serde_json::to_string_pretty(&j).context("serialising the diff")?
+        }
+    };
+    crate::print_stdout(text.trim_end())?;
+    for w in &warnings {
+        crate::say(format_args!("warning: {w}"));
+    }
+    // Every condition's verdict, whatever it is: a gate never passes without a word.
+    let mut failed = false;
+    for v in &verdicts {
+        failed |= v.fails(a.skip_unevaluable);
+        let skipped = if a.skip_unevaluable && !v.holds() && v.fails(false) {
+            " [skipped: --skip-unevaluable]"
+        } else {
+            ""
+        };
+        crate::say(format_args!("fail-if {v}{skipped}"));
     }
     Ok(if failed {
         ExitCode::from(EXIT_GATE)

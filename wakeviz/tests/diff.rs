@@ -100,7 +100,61 @@ fn the_same_family_marks_nothing_and_passes_the_gate() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", text(&o.stderr));
     let marked: Vec<&str> = out.lines().filter(|l| l.ends_with(" *")).collect();
     assert!(marked.is_empty(), "noise marked: {marked:?}");
-    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+    // The verdict is printed even when it does not hold, with its numbers.
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for part in ["does not hold", "base ", "new ", "change ", "p="] {
+        assert!(err.contains(part), "{part:?} in {err}");
+    }
+}
+
+/// A figure these runs do not have (the shadow is off) cannot be judged: the gate fails and
+/// says why, unless the user asks to skip such conditions. The JSON carries every verdict.
+#[test]
+fn a_gate_on_a_missing_figure_fails_closed_unless_skipped() {
+    let f = files();
+    let cond = "shadow.fidelity.agreement.share < -1pt";
+    let o = wakeviz(&["--fail-if", cond], &f.base, &f.same);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot be evaluated"), "{err}");
+    let o = wakeviz(&["--fail-if", cond, "--skip-unevaluable"], &f.base, &f.same);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("skipped"), "{err}");
+    let o = wakeviz(
+        &[
+            "--fail-if",
+            cond,
+            "--fail-if",
+            &format!("{CROSS} > +2pt"),
+            "--report",
+            "json",
+        ],
+        &f.base,
+        &f.same,
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let gates = j["gates"].as_array().expect("gates");
+    assert_eq!(gates.len(), 2, "{j}");
+    assert_eq!(gates[0]["outcome"], "cannot_evaluate");
+    assert!(gates[0]["base"].is_null() && gates[0]["change"].is_null());
+    assert_eq!(gates[1]["outcome"], "does_not_hold");
+    assert!(gates[1]["p_value"].is_number(), "{}", gates[1]);
+}
+
+/// A bad name is refused before any recording is read: nothing on stdout.
+#[test]
+fn an_unknown_name_is_refused_before_anything_is_printed() {
+    let f = files();
+    let long = format!("placement.{}.share > +1pt", "x".repeat(130_000));
+    for cond in ["scan.p99x > +10%", long.as_str()] {
+        let o = wakeviz(&["--fail-if", cond], &f.base, &f.same);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(o.stdout.is_empty(), "printed before refusing");
+        assert!(err.len() < 1000, "bounded: {} bytes", err.len());
+    }
 }
 
 #[test]

@@ -8,11 +8,30 @@
 //!   `pt` (percentage points: the absolute change of a share), `%` (relative change against
 //!   the first group), or nothing (absolute change in the figure's own unit).
 //!
+//! - then, optionally, `significant`: the condition holds only when the change is also
+//!   significant (Welch's test with the diff's Benjamini-Hochberg correction, the `*` of the
+//!   diff), which needs at least two runs a side.
+//!
 //! `placement.vs_waker.cross_package.share > +2pt` holds when that share grew by more than two
-//! points; `scan.p99 > +10%` when p99 scan latency grew by more than 10 %.
+//! points; `scan.p99 > +10% significant` when p99 scan latency grew by more than 10 % beyond the
+//! runs' noise.
+//!
+//! Every condition gets a verdict: it holds, it does not, or it cannot be evaluated (a side
+//! without a value, a figure this machine cannot have, a relative change from 0, a change that
+//! is not a finite number, `significant` without a test). A condition that cannot be evaluated
+//! fails the gate unless the caller skips such conditions: a gate never passes silently.
 use std::fmt;
 
+use serde::Serialize;
+
 use super::{DiffReport, Unit};
+
+/// Longest expression or name an error message repeats (a condition is user input).
+const SHOWN: usize = 120;
+
+fn shown(s: &str) -> String {
+    crate::safe_text::truncate(s, SHOWN)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -49,22 +68,24 @@ pub struct Condition {
     pub op: Op,
     pub threshold: f64,
     pub unit: ChangeUnit,
-    /// As written, for messages.
+    /// Holds only when the change is significant too.
+    pub significant: bool,
+    /// As written (bounded and escaped), for messages.
     pub text: String,
 }
 
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum GateError {
-    #[error("--fail-if {0:?}: {1}")]
+    #[error("--fail-if \"{0}\": {1}")]
     Syntax(String, String),
-    #[error("--fail-if {0:?}: no figure named {1:?}{2}")]
-    UnknownName(String, String, String),
-    #[error("--fail-if {0:?}: `pt` applies to shares (names ending in .share); use `%` for {1}")]
-    PointsOnNonShare(String, String),
+    #[error("--fail-if: no figure named \"{0}\"{1}")]
+    UnknownName(String, String),
+    #[error("--fail-if \"{0}\": `pt` applies to shares (names ending in .share); use `%`")]
+    PointsOnNonShare(String),
 }
 
 fn syntax(text: &str, why: impl Into<String>) -> GateError {
-    GateError::Syntax(text.into(), why.into())
+    GateError::Syntax(shown(text.trim()), why.into())
 }
 
 /// Parses one condition.
@@ -110,6 +131,10 @@ pub fn parse(text: &str) -> Result<Condition, GateError> {
         ));
     };
     let rest = rest.trim();
+    let (rest, significant) = match rest.strip_suffix("significant") {
+        Some(r) => (r.trim_end(), true),
+        None => (rest, false),
+    };
     let (num, unit) = if let Some(n) = rest.strip_suffix("pt") {
         (n, ChangeUnit::Points)
     } else if let Some(n) = rest.strip_suffix('%') {
@@ -125,17 +150,21 @@ pub fn parse(text: &str) -> Result<Condition, GateError> {
         ));
     }
     let threshold: f64 = num.parse().map_err(|_| {
-        syntax(text, format!("{num:?} is not a number (units: `pt` for shares, `%` relative, none for the figure's own unit)"))
+        syntax(text, format!("\"{}\" is not a number (units: `pt` for shares, `%` relative, none for the figure's own unit; then optionally `significant`)", shown(num)))
     })?;
     if !threshold.is_finite() {
-        return Err(syntax(text, format!("{num:?} is not a finite number")));
+        return Err(syntax(
+            text,
+            format!("\"{}\" is not a finite number", shown(num)),
+        ));
     }
     Ok(Condition {
         name: name.into(),
         op,
         threshold,
         unit,
-        text: s.into(),
+        significant,
+        text: shown(s),
     })
 }
 
@@ -165,91 +194,165 @@ pub fn check_name_in(
                 near.join(", ")
             )
         };
-        return Err(GateError::UnknownName(c.text.clone(), c.name.clone(), hint));
+        return Err(GateError::UnknownName(shown(&c.name), hint));
     };
     if c.unit == ChangeUnit::Points && d.unit != crate::figures::DefUnit::Share {
-        return Err(GateError::PointsOnNonShare(c.text.clone(), c.name.clone()));
+        return Err(GateError::PointsOnNonShare(c.text.clone()));
     }
     Ok(d)
 }
 
-/// A condition checked against a diff.
-#[derive(Clone, Debug, PartialEq)]
+/// What a condition came to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "outcome", content = "reason", rename_all = "snake_case")]
+pub enum Outcome {
+    Holds,
+    DoesNotHold,
+    /// Why not: fails the gate unless such conditions are skipped.
+    CannotEvaluate(String),
+}
+
+/// A condition checked against a diff: the last group against the first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Verdict {
-    pub holds: bool,
-    /// `None` when a side has no value (n/a): the condition is not evaluated and does not hold.
+    pub condition: String,
+    /// `"outcome"`: `holds`, `does_not_hold` or `cannot_evaluate` (with `"reason"`).
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The first and the last group (names escaped) and their means (`None`: n/a).
+    pub base_group: String,
+    pub new_group: String,
+    pub base: Option<f64>,
+    pub new: Option<f64>,
+    /// In the condition's unit (points, percent or the figure's own).
     pub change: Option<f64>,
-    pub message: String,
+    pub change_unit: String,
+    /// Welch's p-value of the last group against the first, and whether it is significant
+    /// after the diff's correction (`None`: fewer than two runs on a side).
+    pub p_value: Option<f64>,
+    pub significant: bool,
+}
+
+impl Verdict {
+    pub fn holds(&self) -> bool {
+        self.outcome == Outcome::Holds
+    }
+
+    /// Whether this verdict fails the gate: it holds, or it cannot be evaluated and such
+    /// conditions are not skipped.
+    pub fn fails(&self, skip_unevaluable: bool) -> bool {
+        match self.outcome {
+            Outcome::Holds => true,
+            Outcome::DoesNotHold => false,
+            Outcome::CannotEvaluate(_) => !skip_unevaluable,
+        }
+    }
 }
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        let v = |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}"));
+        let what = match &self.outcome {
+            Outcome::Holds => "HOLDS".to_string(),
+            Outcome::DoesNotHold => "does not hold".into(),
+            Outcome::CannotEvaluate(why) => format!("cannot be evaluated: {why}"),
+        };
+        let change = self.change.map_or_else(
+            || "n/a".to_string(),
+            |c| format!("{c:+.2}{}", self.change_unit),
+        );
+        let p = self.p_value.map_or_else(
+            || "p n/a".to_string(),
+            |p| {
+                let sig = if self.significant {
+                    "significant"
+                } else {
+                    "not significant"
+                };
+                format!("p={p:.3}, {sig}")
+            },
+        );
+        write!(
+            f,
+            "{}: {what} (base {} {} -> new {} {}, change {change}, {p})",
+            self.condition,
+            self.base_group,
+            v(self.base),
+            self.new_group,
+            v(self.new)
+        )
     }
 }
 
-/// Checks `c` on `r`: the last group against the first.
+/// Checks `c` on `r`: the last group against the first. The name must be a registered figure
+/// ([`check_name`]); a figure no run has cannot be evaluated.
 pub fn evaluate(r: &DiffReport, c: &Condition) -> Result<Verdict, GateError> {
-    let Some(row) = r.row(&c.name) else {
-        let head = c.name.split('.').next().unwrap_or("");
-        let near: Vec<&str> = r
-            .rows
-            .iter()
-            .map(|x| x.name.as_str())
-            .filter(|n| n.split('.').next() == Some(head))
-            .take(4)
-            .collect();
-        let hint = if near.is_empty() {
-            " (the names are the `name` fields of `wakeviz diff --report json`)".into()
-        } else {
-            format!(" (names like: {})", near.join(", "))
-        };
-        return Err(GateError::UnknownName(c.text.clone(), c.name.clone(), hint));
-    };
-    if c.unit == ChangeUnit::Points && row.unit != Unit::Share {
-        return Err(GateError::PointsOnNonShare(c.text.clone(), c.name.clone()));
+    let row = r.row(&c.name);
+    if let Some(row) = row
+        && c.unit == ChangeUnit::Points
+        && row.unit != Unit::Share
+    {
+        return Err(GateError::PointsOnNonShare(c.text.clone()));
     }
-    let (first, last) = (row.groups.first(), row.groups.last());
+    let (first, last) = match row {
+        Some(row) => (row.groups.first(), row.groups.last()),
+        None => (None, None),
+    };
     let (b, n) = (first.and_then(|x| x.mean), last.and_then(|x| x.mean));
-    let change = match (b, n, c.unit) {
-        (Some(b), Some(n), ChangeUnit::Percent) => (b != 0.0).then(|| (n - b) * 100.0 / b.abs()),
-        (Some(b), Some(n), _) => Some(n - b),
-        _ => None,
-    };
-    let unit = match c.unit {
-        ChangeUnit::Points => " pt".to_string(),
-        ChangeUnit::Percent => " %".into(),
-        ChangeUnit::Absolute => format!(" {}", row.unit.label()).trim_end().to_string(),
-    };
-    let fmt_v = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.2}"));
     let groups = match (r.groups.first(), r.groups.last()) {
-        (Some(a), Some(z)) => format!("{} -> {}", a.name, z.name),
-        _ => String::new(),
+        (Some(a), Some(z)) => (a.name.as_str(), z.name.as_str()),
+        _ => ("base", "new"),
     };
-    let Some(ch) = change else {
-        return Ok(Verdict {
-            holds: false,
-            change: None,
-            message: format!(
-                "{}: not evaluated ({groups}: {} -> {}, no change defined)",
-                c.text,
-                fmt_v(b),
-                fmt_v(n)
-            ),
-        });
+    let mut v = Verdict {
+        condition: c.text.clone(),
+        outcome: Outcome::DoesNotHold,
+        base_group: shown(groups.0),
+        new_group: shown(groups.1),
+        base: b,
+        new: n,
+        change: None,
+        change_unit: match c.unit {
+            ChangeUnit::Points => " pt".to_string(),
+            ChangeUnit::Percent => " %".into(),
+            ChangeUnit::Absolute => row
+                .map(|r| format!(" {}", r.unit.label()).trim_end().to_string())
+                .unwrap_or_default(),
+        },
+        p_value: last.and_then(|x| x.p_value).filter(|p| p.is_finite()),
+        significant: last.is_some_and(|x| x.significant),
     };
-    let holds = c.op.holds(ch, c.threshold);
-    Ok(Verdict {
-        holds,
-        change: Some(ch),
-        message: format!(
-            "{}: {} ({groups}: {} -> {}, change {ch:+.2}{unit})",
-            c.text,
-            if holds { "HOLDS" } else { "ok" },
-            fmt_v(b),
-            fmt_v(n)
-        ),
-    })
+    let cannot = |why: String| Outcome::CannotEvaluate(why);
+    v.outcome = match (row, b, n) {
+        (None, ..) => cannot("no run has this figure (n/a on every side)".into()),
+        (_, None, _) => cannot(format!("n/a in {}", shown(groups.0))),
+        (_, _, None) => cannot(format!("n/a in {}", shown(groups.1))),
+        (Some(_), Some(b), Some(n)) => {
+            let change = match c.unit {
+                ChangeUnit::Percent if b == 0.0 => None,
+                ChangeUnit::Percent => Some((n - b) * 100.0 / b.abs()),
+                _ => Some(n - b),
+            };
+            match change {
+                None => cannot("the base is 0: a relative change is undefined".into()),
+                Some(ch) if !ch.is_finite() || !b.is_finite() || !n.is_finite() => {
+                    cannot("the change is not a finite number".into())
+                }
+                Some(ch) => {
+                    v.change = Some(ch);
+                    let beyond = c.op.holds(ch, c.threshold);
+                    match (c.significant, v.p_value) {
+                        (true, None) => cannot(
+                            "`significant` needs a test: at least two runs in each group".into(),
+                        ),
+                        (true, Some(_)) if beyond && v.significant => Outcome::Holds,
+                        (false, _) if beyond => Outcome::Holds,
+                        _ => Outcome::DoesNotHold,
+                    }
+                }
+            }
+        }
+    };
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -300,6 +403,20 @@ mod tests {
         assert!(err("scan.p99 >").contains("missing the change"));
         assert!(err("scan.p99 > %").contains("missing the change"));
         assert!(err("scan.p99 > ten%").contains("\"ten\" is not a number"));
+        let c = parse("scan.p99 > +10% significant").unwrap();
+        assert_eq!(
+            (c.threshold, c.unit, c.significant),
+            (10.0, ChangeUnit::Percent, true)
+        );
+        assert!(!parse("scan.p99 > +10%").unwrap().significant);
+        // A long expression is repeated once, bounded.
+        let long = format!("scan.p99 > {}", "9".repeat(130_000) + "x");
+        let e = err(&long);
+        assert!(
+            e.len() < 600 && e.matches("999").count() < 100,
+            "{}",
+            e.len()
+        );
         assert!(err("scan.p99 > +10ms").contains("is not a number"));
         assert!(err("scan.p99 > inf%").contains("finite"));
         assert!(err("scan p99 > 1").contains("expected `>`"));

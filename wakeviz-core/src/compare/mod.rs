@@ -182,17 +182,24 @@ pub fn diff(groups: &[Group], only: &[Section]) -> DiffReport {
                     let ms = stats::mean_sd(vals);
                     let mean = ms.map(|x| x.0);
                     let first = gi == 0;
-                    let change = (!first).then(|| Some(mean? - base?)).flatten();
+                    // A change or a p-value that is not a finite number (a mean that
+                    // overflowed) is n/a: never a change, never significant.
+                    let finite = |x: f64| x.is_finite().then_some(x);
+                    let change = (!first).then(|| finite(mean? - base?)).flatten();
                     let change_pct = (!first)
                         .then(|| {
                             let (m, b) = (mean?, base?);
-                            (b != 0.0).then(|| (m - b) * 100.0 / b.abs())
+                            (b != 0.0)
+                                .then(|| (m - b) * 100.0 / b.abs())
+                                .and_then(finite)
                         })
                         .flatten();
-                    let p_value = if first {
+                    let both_finite =
+                        mean.is_some_and(f64::is_finite) && base.is_some_and(f64::is_finite);
+                    let p_value = if first || !both_finite {
                         None
                     } else {
-                        stats::welch_p(&v[0], vals, f.resolution)
+                        stats::welch_p(&v[0], vals, f.resolution).and_then(finite)
                     };
                     let regression = match (f.higher_is_better, change) {
                         (Some(h), Some(c)) if c != 0.0 => Some((c > 0.0) != h),
