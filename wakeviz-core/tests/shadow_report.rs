@@ -258,3 +258,118 @@ fn a_tally_of_every_scored_placement_is_the_unfiltered_report() {
     assert_eq!(empty.fidelity.agreement, None);
     assert_eq!(none.evaluated(), 0);
 }
+
+/// A policy's effect is its delta against the kernel's model, not against the kernel: where the
+/// model itself is off (tracepoint-only, fidelity under 100 %), the two deltas can point in
+/// opposite directions, and the report shows the one against the model, with the model's error
+/// beside it.
+#[test]
+fn deltas_are_against_the_model_with_its_error_beside_them() {
+    use wakeviz_core::shadow::report::Deltas;
+    let topo = fixture::named_topology("zen3-nps2").expect("fixture");
+    let cfg = SynthConfig::new(60_000, 5);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let hdr = synth::header(&topo, &cfg, &s);
+    let mut ev = ShadowEval::new(&hdr);
+    let mut j = Joiner::new();
+    for e in s {
+        ev.on_event(&e);
+        if let Some(pl) = j.on_event(&e) {
+            let _ = ev.on_placement(&pl);
+        }
+    }
+    let mut r = ev.report(None);
+    let model = r
+        .policies
+        .iter()
+        .position(|p| p.name == r.model)
+        .expect("the model has a row");
+    let other = r
+        .policies
+        .iter()
+        .position(|p| p.name == "sis_prop")
+        .expect("sis_prop");
+    // The seed's case: migrations observed 50.00 %, the model 43.70 % (its error -6.30 pt), the
+    // policy 44.11 %: -5.89 pt against the kernel, +0.41 pt against the model.
+    r.policies[0].migrations_pct = Some(50.0);
+    r.policies[model].migrations_pct = Some(43.70);
+    r.policies[other].migrations_pct = Some(44.11);
+    let m = r.policies[model].clone();
+    for row in &mut r.policies {
+        row.vs_model = Deltas::between(row, &m);
+    }
+    r.model_error = Deltas::between(&m, &r.policies[0]);
+    let vs_observed = 44.11 - 50.0;
+    let vs_model = r.policies[other].vs_model.migrations_pt.expect("a delta");
+    assert!(
+        vs_observed < 0.0 && vs_model > 0.0,
+        "{vs_observed} {vs_model}"
+    );
+    assert!((vs_model - 0.41).abs() < 1e-9);
+    let t = text(&r);
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("sis_prop "))
+        .expect("sis_prop row");
+    assert!(line.contains("44.11 ( +0.41)"), "{line}");
+    assert!(
+        t.contains(&format!(
+            "Deltas are against {}, the model of the running kernel",
+            r.model
+        )) && t.contains("migrations -6.30 pt"),
+        "{t}"
+    );
+    let j = serde_json::to_value(&r).expect("json");
+    assert_eq!(j["model"], r.model);
+    assert!(
+        (j["policies"]["sis_prop"]["vs_model"]["migrations_pt"]
+            .as_f64()
+            .unwrap()
+            - 0.41)
+            .abs()
+            < 1e-9
+    );
+    assert!((j["model_error"]["migrations_pt"].as_f64().unwrap() + 6.30).abs() < 1e-9);
+}
+
+/// Without select records (tracepoint-only), a policy that needs their WF_SYNC flag cannot
+/// differ from the model: n/a, and why, never a delta of 0.
+#[test]
+fn a_row_that_cannot_differ_in_this_capture_says_why() {
+    let topo = fixture::named_topology("zen3-nps2").expect("fixture");
+    let cfg = SynthConfig::new(60_000, 6);
+    let s = synth::events(&topo, &cfg).expect("synth");
+    let mut hdr = synth::header(&topo, &cfg, &s);
+    for p in &mut hdr.probes {
+        if p.name == "select_task_rq_fair" {
+            p.state = wakeviz_core::format::ProbeState::Unavailable("test: tracepoint-only".into());
+        }
+    }
+    let mut ev = ShadowEval::new(&hdr);
+    let mut j = Joiner::new();
+    for e in s.filter(|e| !matches!(e, wakeviz_core::event::Event::Select(_))) {
+        ev.on_event(&e);
+        if let Some(pl) = j.on_event(&e) {
+            let _ = ev.on_placement(&pl);
+        }
+    }
+    let r = ev.report(None);
+    let wf = r
+        .policies
+        .iter()
+        .find(|p| p.name == "wf_sync")
+        .expect("wf_sync");
+    assert!(
+        wf.cannot_differ.is_some_and(|w| w.contains("WF_SYNC")),
+        "{wf:?}"
+    );
+    assert_eq!(wf.vs_model.migrations_pt, None);
+    let t = text(&r);
+    assert!(t.contains("wf_sync: n/a, WF_SYNC"), "{t}");
+    let sis = r
+        .policies
+        .iter()
+        .find(|p| p.name == "sis_util")
+        .expect("sis_util");
+    assert!(sis.cannot_differ.is_none() && sis.vs_model.migrations_pt.is_some());
+}

@@ -26,7 +26,9 @@ use crate::{
 ///    `shadow.excluded.no_select` / `runnable_at_waking`; percentiles at one precision;
 ///    `series`, `matrix`, `tasks`.
 /// 5: `figures`: every registered figure by name, with its unit, kind and why it is n/a.
-pub const SCHEMA_VERSION: u32 = 5;
+/// 6: `shadow.model`, `shadow.model_error`, each policy's `vs_model` (deltas against the
+///    kernel's model) and `cannot_differ`.
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.

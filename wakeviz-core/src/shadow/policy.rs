@@ -631,6 +631,12 @@ pub trait Policy: Send {
     fn kernel_flavour(&self) -> Option<KernelFlavour> {
         None
     }
+    /// Why this policy's choice cannot differ from the kernel model's when the capture has no
+    /// `select_task_rq_fair` records (tracepoint-only: no wake flags, no select inputs), if it
+    /// depends on them: its row then says n/a with this reason instead of a delta of 0.
+    fn needs_select_records(&self) -> Option<&'static str> {
+        None
+    }
     /// The event kinds [`Policy::on_event`] wants (the evaluator calls it for those only: it
     /// is on the per-event path).
     fn event_kinds(&self) -> &'static [Kind] {

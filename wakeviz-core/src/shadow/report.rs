@@ -166,6 +166,12 @@ pub struct PolicyRow {
     /// Mean estimated wait before running: queue length x the EEVDF base slice (approximate).
     pub est_wait_us_mean: Option<f64>,
     pub rules: RuleCounts,
+    /// This row minus the kernel model's ([`ShadowReport::model`]), on the same decisions:
+    /// what the policy changes, without the model's own error. All n/a when it cannot differ.
+    pub vs_model: Deltas,
+    /// Why this row cannot differ from the model's in this capture (its deltas are n/a).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cannot_differ: Option<&'static str>,
     /// For policies that queued wakees behind the waker: did the waker sleep? (unfiltered
     /// reports only: the watch is not per task).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,7 +212,35 @@ impl PolicyRow {
             queue_mean: m.queue_mean(),
             est_wait_us_mean: m.queue_mean().map(|q| q * base_slice_us),
             rules: RuleCounts(rules),
+            vs_model: Deltas::default(),
+            cannot_differ: None,
             waker_slept_after: (slept && m.behind_waker > 0).then(|| (&m.slept).into()),
+        }
+    }
+}
+
+/// Differences of one row's figures from another's: shares in percentage points, the probes
+/// relative in percent; `None` where either side is n/a (or the base of a relative change is 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Deltas {
+    pub idle_pt: Option<f64>,
+    pub stacked_pt: Option<f64>,
+    pub migrations_pt: Option<f64>,
+    pub probes_pct: Option<f64>,
+}
+
+impl Deltas {
+    /// `row - base`.
+    pub fn between(row: &PolicyRow, base: &PolicyRow) -> Self {
+        let d = |a: Option<f64>, b: Option<f64>| Some(a? - b?);
+        Self {
+            idle_pt: d(row.idle_pct, base.idle_pct),
+            stacked_pt: d(row.stacked_pct, base.stacked_pct),
+            migrations_pt: d(row.migrations_pct, base.migrations_pct),
+            probes_pct: match (row.probes_mean, base.probes_mean) {
+                (Some(a), Some(b)) if b > 0.0 => Some((a - b) * 100.0 / b),
+                _ => None,
+            },
         }
     }
 }
@@ -309,6 +343,11 @@ pub struct ShadowReport {
     /// The traced kernel's HZ from the select records' jiffies (`None`: no ABI-3 records, or
     /// under half a second of them; 250 is assumed then).
     pub kernel_hz_measured: Option<u32>,
+    /// The policy that models the running kernel: every row's `vs_model` is against it.
+    pub model: &'static str,
+    /// The model's own error: the model's row minus the observed row (what a delta against
+    /// the observed row would mix into every policy's effect).
+    pub model_error: Deltas,
     /// Registry order, baseline first; serialized as `{name: row}`.
     #[serde(serialize_with = "rows_by_name")]
     pub policies: Vec<PolicyRow>,
@@ -358,7 +397,7 @@ impl ShadowEval {
             None => (&all, &self.fidelity, self.evaluated),
         };
         let empty = PolicyMetrics::default();
-        let policies = self
+        let mut policies: Vec<PolicyRow> = self
             .policies
             .iter()
             .enumerate()
@@ -367,6 +406,19 @@ impl ShadowEval {
                 PolicyRow::new(p.as_ref(), m, ns, slice, subset.is_none())
             })
             .collect();
+        let model_row = policies.get(self.kernel.0).cloned();
+        let mut model_error = Deltas::default();
+        if let Some(m) = &model_row {
+            if let Some(obs) = policies.first() {
+                model_error = Deltas::between(m, obs);
+            }
+            for (row, p) in policies.iter_mut().zip(&self.policies) {
+                match p.needs_select_records().filter(|_| !self.select_mode) {
+                    Some(why) => row.cannot_differ = Some(why),
+                    None => row.vs_model = Deltas::between(row, m),
+                }
+            }
+        }
         let queued = self
             .policies
             .iter()
@@ -398,6 +450,8 @@ impl ShadowEval {
             per_probe_ns: ns,
             per_probe_source: src,
             kernel_hz_measured: self.hz.measured(),
+            model: kname,
+            model_error,
             policies,
             fidelity: FidelityReport::new(kname, self.flavour_source, self.kernel, fidelity),
             wf_sync: WfSyncReport {

@@ -32,14 +32,23 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         fmt::warn(),
     ))];
     lines.push(match sv.fidelity.agreement {
-        Some(a) => Line::from(vec![
-            Span::styled(format!("Fidelity {:.2}%", 100.0 * a), fmt::bold()),
-            Span::raw(format!(
-                ": the {} shadow matches the kernel on {} wakeups",
-                sv.fidelity.policy,
-                fmt::count(sv.evaluated)
-            )),
-        ]),
+        Some(a) => {
+            let mut v = vec![
+                Span::styled(format!("Fidelity {:.2}%", 100.0 * a), fmt::bold()),
+                Span::raw(format!(
+                    ": the {} shadow matches the kernel on {} wakeups",
+                    sv.fidelity.policy,
+                    fmt::count(sv.evaluated)
+                )),
+            ];
+            if a < 0.99 {
+                v.push(Span::styled(
+                    " · below 99%: a Δ within the model's error is not a finding",
+                    fmt::warn(),
+                ));
+            }
+            Line::from(v)
+        }
         None => Line::from(Span::styled("Fidelity: nothing compared yet", fmt::dim())),
     });
     let src = match sv.per_probe_source {
@@ -101,7 +110,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     // The baseline row stays pinned; the policy rows under it scroll with the selection.
     if let Some(b) = base {
         lines.push(Line::from(Span::styled(
-            row(b, None),
+            row(b),
             selected(0).add_modifier(Modifier::BOLD),
         )));
     }
@@ -119,7 +128,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         room.saturating_sub(1).max(1)
     };
     for (i, r) in rows.iter().enumerate().skip(1 + first).take(shown) {
-        lines.push(Line::from(Span::styled(row(r, base), selected(i))));
+        lines.push(Line::from(Span::styled(row(r), selected(i))));
     }
     let below = policies.saturating_sub(first + shown);
     if below > 0 {
@@ -133,7 +142,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         fmt::dim(),
     )));
     lines.push(Line::from(Span::styled(
-        "probes=idle tests  Δpt=points vs observed  Δ%=relative to observed  -=n/a",
+        format!(
+            "Δ vs {}, the kernel model (observed row: its error)  -=n/a",
+            sv.model
+        ),
         fmt::dim(),
     )));
     let topo = &app.data.snap.topology;
@@ -172,30 +184,31 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(Paragraph::new(fmt::fit_lines(lines, area.width)), area);
 }
 
-/// `value delta`: the value, and its difference from the baseline's in points; "-" where
-/// either is not available (nothing evaluated).
-fn d(v: Option<f64>, base: Option<Option<f64>>) -> String {
-    match (v, base) {
+/// `value delta`: the value, and its difference from the kernel model's in points (the
+/// report's `vs_model`); "-" where the value is not available, "n/a" where the delta is not.
+fn d(v: Option<f64>, delta: Option<f64>) -> String {
+    match (v, delta) {
         (None, _) => format!("{:>5}      ", "-"),
-        (Some(v), Some(Some(x))) => format!("{v:5.1} {:+5.1}", v - x),
-        (Some(v), _) => format!("{v:5.1}      "),
+        (Some(v), Some(x)) => format!("{v:5.1} {x:+5.1}"),
+        (Some(v), None) => format!("{v:5.1}   n/a"),
     }
 }
 
-fn row(r: &PolicyRow, b: Option<&PolicyRow>) -> String {
-    let probes = match (r.probes_mean, b.and_then(|x| x.probes_mean)) {
-        (Some(p), Some(x)) if x > 0.0 => format!("{p:5.2} {:+4.0}%", 100.0 * (p - x) / x),
-        (Some(p), _) => format!("{p:5.2}      "),
+fn row(r: &PolicyRow) -> String {
+    let probes = match (r.probes_mean, r.vs_model.probes_pct) {
+        (Some(p), Some(x)) => format!("{p:5.2} {x:+4.0}%"),
+        (Some(p), None) => format!("{p:5.2}   n/a"),
         (None, _) => format!("{:>5}      ", "-"),
     };
+    let dm = &r.vs_model;
     format!(
         "{:<18} {:>6} {:>11} {:>11} {:>11} {:>11}",
         r.name,
         r.agreement
             .map_or("-".into(), |a| format!("{:.2}", 100.0 * a)),
-        d(r.idle_pct, b.map(|x| x.idle_pct)),
-        d(r.stacked_pct, b.map(|x| x.stacked_pct)),
+        d(r.idle_pct, dm.idle_pt),
+        d(r.stacked_pct, dm.stacked_pt),
         probes,
-        d(r.migrations_pct, b.map(|x| x.migrations_pct)),
+        d(r.migrations_pct, dm.migrations_pt),
     )
 }

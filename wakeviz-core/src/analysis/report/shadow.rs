@@ -14,23 +14,36 @@ fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| "-".into(), f)
 }
 
-/// `v` with its delta to the baseline `b` (percentage points).
-fn delta(v: Option<f64>, b: Option<Option<f64>>) -> String {
-    match (v, b) {
+/// `v` with its delta `d` to the kernel's model (percentage points).
+fn delta(v: Option<f64>, d: Option<f64>) -> String {
+    match (v, d) {
         (None, _) => "-".into(),
-        (Some(v), Some(Some(b))) => format!("{v:6.2} ({:+6.2})", v - b),
-        (Some(v), _) => format!("{v:6.2}        "),
+        (Some(v), Some(d)) => format!("{v:6.2} ({d:+6.2})"),
+        (Some(v), None) => format!("{v:6.2} (   n/a)"),
     }
 }
 
-fn probes(r: &PolicyRow, b: Option<&PolicyRow>) -> String {
-    match (r.probes_mean, b.and_then(|b| b.probes_mean)) {
+fn probes(r: &PolicyRow) -> String {
+    match (r.probes_mean, r.vs_model.probes_pct) {
         (None, _) => "-".into(),
-        (Some(v), Some(bm)) if b.is_some() && bm > 0.0 => {
-            format!("{v:6.2} ({:+5.1}%)", 100.0 * (v - bm) / bm)
-        }
-        (Some(v), _) => format!("{v:6.2}          "),
+        (Some(v), Some(d)) => format!("{v:6.2} ({d:+5.1}%)"),
+        (Some(v), None) => format!("{v:6.2} (  n/a)"),
     }
+}
+
+/// The model's own error, one line: what a delta against the observed row would have mixed
+/// into every policy's effect.
+fn model_error(r: &ShadowReport) -> String {
+    let e = &r.model_error;
+    let pt = |v: Option<f64>| opt(v, |v| format!("{v:+.2} pt"));
+    format!(
+        "Deltas are against {m}, the model of the running kernel, on the same decisions; {m}'s own error (its row minus observed): idle {}, stacked {}, migrations {}, probes {}.",
+        pt(e.idle_pt),
+        pt(e.stacked_pt),
+        pt(e.migrations_pt),
+        opt(e.probes_pct, |v| format!("{v:+.1} %")),
+        m = r.model
+    )
 }
 
 fn slept(h: &SleptReport) -> String {
@@ -125,8 +138,16 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
             "Kernel HZ: {hz} (measured from the select records' jiffies)."
         );
     }
+    let _ = writeln!(s, "{}", model_error(r));
+    if let Some(a) = f.agreement.filter(|a| *a < 0.99) {
+        let _ = writeln!(
+            s,
+            "Warning: {} reproduces only {:.2}% of the kernel's choices: a delta smaller than its error above is not a finding.",
+            r.model,
+            100.0 * a
+        );
+    }
     let _ = writeln!(s);
-    let base = r.policies.first();
     let _ = writeln!(
         s,
         "{:<19} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
@@ -141,27 +162,35 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
         "queue",
         "exact%"
     );
-    for (i, row) in r.policies.iter().enumerate() {
-        let b = if i == 0 { None } else { base };
+    for row in &r.policies {
         let _ = writeln!(
             s,
             "{:<19} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
             row.name,
             opt(row.agreement, |a| format!("{:.2}", 100.0 * a)),
-            delta(row.idle_pct, b.map(|b| b.idle_pct)),
-            delta(row.stacked_pct, b.map(|b| b.stacked_pct)),
-            probes(row, b),
+            delta(row.idle_pct, row.vs_model.idle_pt),
+            delta(row.stacked_pct, row.vs_model.stacked_pt),
+            probes(row),
             opt(row.probes_p99, |p| p.to_string()),
             opt(row.est_scan_ns_mean, |v| format!("{v:.0}")),
-            delta(row.migrations_pct, b.map(|b| b.migrations_pct)),
+            delta(row.migrations_pct, row.vs_model.migrations_pt),
             opt(row.queue_mean, |q| format!("{q:.2}")),
             opt(row.exact_inputs_pct, |e| format!("{e:.1}")),
         );
     }
     let _ = writeln!(
         s,
-        "(deltas vs observed: percentage points; probes: relative; queue: mean nr_running of the chosen CPU at decision time)"
+        "(deltas vs {}: percentage points; probes: relative; n/a: cannot differ in this capture; queue: mean nr_running of the chosen CPU at decision time)",
+        r.model
     );
+    for row in r.policies.iter().filter(|x| x.cannot_differ.is_some()) {
+        let _ = writeln!(
+            s,
+            "  {}: n/a, {}",
+            row.name,
+            row.cannot_differ.unwrap_or_default()
+        );
+    }
     let _ = writeln!(s);
     let _ = writeln!(s, "Locality of the choice, % of wakeups:");
     let short = ["cpu", "smt", "llc", "node", "pkg", "xpkg"];

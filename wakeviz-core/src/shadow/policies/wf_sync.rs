@@ -45,6 +45,9 @@ impl Policy for WfSync {
             &[]
         }
     }
+    fn needs_select_records(&self) -> Option<&'static str> {
+        Some("WF_SYNC is a select_task_rq_fair flag: without select records it is unknown")
+    }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
         let f = ctx.front();
         if f.sync {
