@@ -33,6 +33,7 @@ const NONE: KeyModifiers = KeyModifiers::NONE;
 const SHIFT: KeyModifiers = KeyModifiers::SHIFT;
 const CTRL: KeyModifiers = KeyModifiers::CONTROL;
 const LISTS: &[View] = &[
+    View::Overview,
     View::Scan,
     View::Placement,
     View::Shadow,
@@ -123,6 +124,7 @@ pub const BINDINGS: &[Binding] = &[
     b(Filter, Enter, NONE, Msg::FilterApply, All, ("Enter", "", "filter: apply")),
     b(Filter, Esc, NONE, Msg::FilterCancel, All, ("Esc", "", "filter: cancel")),
     b(Filter, Backspace, NONE, Msg::FilterBackspace, All, ("", "", "")),
+    b(Filter, Char('u'), CTRL, Msg::FilterClearLine, All, ("Ctrl-U", "", "filter: clear the line")),
 ];
 
 /// Whether a binding is live for this view and source.
@@ -172,6 +174,7 @@ pub fn footer(view: View, replay: bool, mode: Mode) -> Vec<(&'static str, &'stat
         return vec![
             ("Enter", "apply"),
             ("Esc", "cancel"),
+            ("^U", "clear"),
             ("empty", "clears the filter"),
         ];
     }

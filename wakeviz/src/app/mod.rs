@@ -110,6 +110,8 @@ pub enum Msg {
     EditFilter,
     FilterChar(char),
     FilterBackspace,
+    /// Empties the filter prompt (Ctrl-U, as in a shell).
+    FilterClearLine,
     FilterApply,
     FilterCancel,
     Reset,
@@ -186,6 +188,10 @@ pub struct App {
 /// Machines this large get the LLC-aggregated map by default.
 pub const AGGREGATE_FROM_CPUS: usize = 256;
 
+/// How far the Overview's columns can be scrolled (they hold a few dozen lines, one per ring
+/// buffer among them, at most 64).
+const OVERVIEW_SCROLL: usize = 128;
+
 impl App {
     pub fn new(header: &Header, source: SourceKind) -> Self {
         let pacer = matches!(source, SourceKind::Replay { .. }).then(Pacer::default);
@@ -243,7 +249,9 @@ impl App {
                 .map_or(0, |s| s.policies.len()),
             // `all`, the six levels, new tasks (ui::latency::rows).
             View::Latency => 2 + wakeviz_core::topology::Level::ALL.len(),
-            View::Overview | View::Timeline => 0,
+            // The Overview's columns scroll; the renderer stops at their last screenful.
+            View::Overview => OVERVIEW_SCROLL,
+            View::Timeline => 0,
         }
     }
 
@@ -274,6 +282,7 @@ impl App {
             Msg::FilterBackspace => {
                 self.filter_input.pop();
             }
+            Msg::FilterClearLine => self.filter_input.clear(),
             Msg::FilterCancel => self.mode = Mode::Normal,
             Msg::FilterApply => {
                 self.mode = Mode::Normal;
@@ -282,6 +291,8 @@ impl App {
                     self.update(Msg::ClearFilter);
                 } else {
                     match text.parse::<Filter>() {
+                        // The filter in effect, unchanged: nothing to fold again.
+                        Ok(f) if self.data.filter() == Some(&f) => self.notice = None,
                         Ok(f) => {
                             self.notice = None;
                             self.data.set_filter(Some(f));

@@ -174,7 +174,13 @@ impl App {
                 Ok(paths) => {
                     let names: Vec<String> =
                         paths.iter().map(|p| crate::ui::file_name(p)).collect();
-                    format!("saved {} in {}", names.join(", "), dir.display())
+                    // The directory in full: "." says nothing once the dashboard is gone.
+                    let shown = std::path::absolute(&dir).unwrap_or_else(|_| dir.clone());
+                    format!(
+                        "saved {} in {}",
+                        names.join(", "),
+                        wakeviz_core::safe_text::escape(&shown.display().to_string())
+                    )
                 }
                 Err(e) => format!("save failed: {e}"),
             },

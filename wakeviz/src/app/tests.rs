@@ -216,6 +216,17 @@ fn filter_typing_does_not_trigger_keys() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.data.filter(), Some(&Filter::Comm("pq".into())));
+    // Enter on the filter in effect changes nothing (no fold again); Ctrl-U clears the line.
+    let before = app.data.snap.events.total();
+    press(&mut app, KeyCode::Char('/'));
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.data.filter(), Some(&Filter::Comm("pq".into())));
+    assert_eq!(app.data.snap.events.total(), before, "not folded again");
+    press(&mut app, KeyCode::Char('/'));
+    let ctrl_u = KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL);
+    app.update(keymap::lookup(app.mode, app.view, false, ctrl_u).expect("ctrl-u"));
+    assert_eq!((app.mode, app.filter_input.as_str()), (Mode::Filter, ""));
+    press(&mut app, KeyCode::Esc);
     // Editing starts from the current filter; an empty one clears it.
     press(&mut app, KeyCode::Char('/'));
     assert_eq!(app.filter_input, "pq");

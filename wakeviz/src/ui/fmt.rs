@@ -148,6 +148,22 @@ pub fn wrap(s: &str, w: usize) -> Vec<String> {
 }
 
 /// At most `h` of `lines`; when some are cut, the last row kept says how many (`… 3 more ↓`).
+/// `lines` scrolled down by `off` (at most to the last screenful) into `h` rows: what is above
+/// is marked on the first row, what is below on the last.
+pub fn scroll_lines<'a>(lines: Vec<Line<'a>>, off: usize, h: usize) -> Vec<Line<'a>> {
+    let max = lines
+        .len()
+        .saturating_sub(h.saturating_sub(1))
+        .min(lines.len());
+    let off = off.min(max);
+    if off == 0 || h < 2 {
+        return cut_lines(lines, h);
+    }
+    let mut out = vec![Line::from(Span::styled(format!("↑ {off} more"), dim()))];
+    out.extend(cut_lines(lines.into_iter().skip(off).collect(), h - 1));
+    out
+}
+
 pub fn cut_lines<'a>(mut lines: Vec<Line<'a>>, h: usize) -> Vec<Line<'a>> {
     if lines.len() <= h {
         return lines;

@@ -43,7 +43,7 @@ use ratatui::{
     widgets::{Block, Borders, Paragraph, Wrap},
 };
 
-use crate::app::{App, View};
+use crate::app::{App, View, Window};
 
 /// Below this, one line says the terminal is too small: no view shows its main figure there.
 pub const TINY_W: u16 = 40;
@@ -130,12 +130,26 @@ fn too_small(f: &mut Frame, area: Rect) {
     );
 }
 
+/// What the cumulative figures span: everything folded, or the `[ ]` range when one is set.
+fn span(app: &App) -> String {
+    app.range_label()
+        .unwrap_or_else(|| Window::Cumulative.label().to_string())
+}
+
+/// The window's label: a rolling window's, else the cumulative span.
+fn window(app: &App) -> String {
+    match app.window {
+        Window::Cumulative => span(app),
+        w => w.label().to_string(),
+    }
+}
+
 /// The view's title, with what it measures (compare mode: both runs whole).
 fn title(app: &App) -> String {
     let w = if app.baseline.is_some() {
-        "cumulative, vs baseline"
+        "cumulative, vs baseline".to_string()
     } else {
-        app.window.label()
+        window(app)
     };
     match app.view {
         View::Overview => "Overview".into(),
@@ -152,7 +166,7 @@ fn title(app: &App) -> String {
 /// The window of the views that have no compare form: in compare mode they show the
 /// current run alone, and say so.
 fn own(app: &App) -> String {
-    let w = app.window.label();
+    let w = window(app);
     if app.baseline.is_some() {
         format!("{w}, current run only")
     } else {
@@ -160,12 +174,12 @@ fn own(app: &App) -> String {
     }
 }
 
-/// Those of them that are always cumulative.
-fn own_cumulative(app: &App) -> &'static str {
+/// Those of them that are always cumulative (over the range, when one is set).
+fn own_cumulative(app: &App) -> String {
     if app.baseline.is_some() {
-        "cumulative, current run only"
+        "cumulative, current run only".into()
     } else {
-        "cumulative"
+        span(app)
     }
 }
 

@@ -14,7 +14,7 @@ use wakeviz_core::{
 };
 
 use super::{file_name, fmt};
-use crate::app::{App, SourceKind};
+use crate::app::{App, SourceKind, View};
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let h = app.data.header();
@@ -70,7 +70,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     // they get at most half the rows, and the cut is marked.
     let wrapped = wrap_lines(top, usize::from(area.width));
     let half = usize::from(area.height / 2).max(3);
-    let top = fmt::cut_lines(wrapped, half);
+    // ↑↓ scroll the header and the columns below it together: every line (the warnings, the
+    // drops, the per-ring lines) is reachable on any terminal.
+    let off = app.sel[View::Overview.index()];
+    let top = fmt::scroll_lines(wrapped, off, half);
     let n = top.len() as u16;
     let [head, cols] =
         Layout::vertical([Constraint::Length(n + 1), Constraint::Min(0)]).areas(area);
@@ -81,11 +84,17 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     if area.width >= 39 + 36 {
         let [left, right] =
             Layout::horizontal([Constraint::Length(39), Constraint::Min(0)]).areas(cols);
-        f.render_widget(Paragraph::new(fmt::cut_lines(events(app), rows)), left);
+        f.render_widget(
+            Paragraph::new(fmt::scroll_lines(events(app), off, rows)),
+            left,
+        );
         let probes = wrap_lines(probes(app), usize::from(right.width));
-        f.render_widget(Paragraph::new(fmt::cut_lines(probes, rows)), right);
+        f.render_widget(Paragraph::new(fmt::scroll_lines(probes, off, rows)), right);
     } else {
-        f.render_widget(Paragraph::new(fmt::cut_lines(events(app), rows)), cols);
+        f.render_widget(
+            Paragraph::new(fmt::scroll_lines(events(app), off, rows)),
+            cols,
+        );
     }
 }
 

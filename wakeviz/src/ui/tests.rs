@@ -678,6 +678,14 @@ fn range_marks_and_save() {
     let s = screen(&app, 80, 24);
     assert!(s.contains("range +1.000 s–+1.500 s"), "{s}");
     insta::assert_snapshot!("range_overview_80x24", s.clone());
+    // Every view's title names the range, not "cumulative".
+    for v in View::ALL {
+        app.update(Msg::Show(v));
+        let t = screen(&app, 120, 40);
+        let title = t.lines().nth(2).unwrap_or_default();
+        assert!(!title.contains("cumulative"), "{v:?}: {title}");
+    }
+    app.update(Msg::Show(View::Overview));
     // Playing on past `]` folds nothing more.
     app.update(Msg::Jump(1));
     fold_to_cursor(&mut app, &path);
@@ -689,6 +697,9 @@ fn range_marks_and_save() {
     assert!(!app.save_wanted);
     let notice = app.notice.clone().unwrap_or_default();
     assert!(notice.contains("fixture.report.txt"), "{notice}");
+    // The directory in full, never ".".
+    let full = std::path::absolute(dir.path()).expect("absolute");
+    assert!(notice.ends_with(&full.display().to_string()), "{notice}");
     let text = std::fs::read_to_string(dir.path().join("fixture.report.txt")).expect("text");
     assert!(text.starts_with("== range +1.000 s–+1.500 s"), "{text}");
     let json: serde_json::Value = serde_json::from_str(
@@ -746,4 +757,36 @@ fn honest_status_badges() {
     assert!(s.contains("LIVE"), "{s}");
     assert!(s.contains("elapsed"), "{s}");
     assert!(!s.contains("DEGRADED"), "{s}");
+}
+
+/// At 80x24 the Overview's columns scroll: every line the 200x60 screen shows of them can be
+/// brought into view with ↓, and ↑ goes back to the top.
+#[test]
+fn the_overview_scrolls_to_every_line() {
+    let (_dir, mut app) = fixture();
+    app.warnings = (0..12).map(|i| format!("test warning {i}")).collect();
+    app.update(Msg::Show(View::Overview));
+    let first = screen(&app, 80, 24);
+    assert!(first.contains("more ↓"), "{first}");
+    let mut seen = first.clone();
+    for _ in 0..60 {
+        crate::app::tests::press(&mut app, ratatui::crossterm::event::KeyCode::Down);
+        let s = screen(&app, 80, 24);
+        seen.push_str(&s);
+        if !s.contains("more ↓") {
+            break;
+        }
+    }
+    let last = screen(&app, 80, 24);
+    assert!(!last.contains("more ↓") && last.contains("↑ "), "{last}");
+    let big = screen(&app, 200, 60);
+    for key in ["delivered", "kernel drops", "decode errors"] {
+        if big.contains(key) {
+            assert!(seen.contains(key), "{key} never shown at 80x24");
+        }
+    }
+    for _ in 0..200 {
+        crate::app::tests::press(&mut app, ratatui::crossterm::event::KeyCode::Up);
+    }
+    assert_eq!(screen(&app, 80, 24), first);
 }
