@@ -365,6 +365,15 @@ pub fn exit_status(w: &WorkloadOutcome) -> u8 {
     }
 }
 
+/// How CMD ended, for the dashboard's finished badge: `exit 0`, `SIGKILL`.
+pub fn ended(w: &WorkloadOutcome) -> String {
+    match (w.exit_code, w.signal) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => crate::signals::name(s),
+        (None, None) => "ended".into(),
+    }
+}
+
 /// The driver sink that ends the capture when CMD exits.
 pub struct Supervisor<'a> {
     pub workload: &'a mut Workload,

@@ -497,8 +497,6 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
         s.finish(a);
     }
-    // Terminal back first, so the summary and any error below are readable.
-    drop(dash);
     // Only a failed write to the recording keeps its END chunk out: a dead terminal, a failed
     // drain or a signal end the capture, and the file is still finalised.
     let failed = rec.as_ref().is_some_and(record::RecordSink::failed);
@@ -526,6 +524,18 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         (Some(r), Some(p)) => Some((p.as_path(), r.finish()?)),
         _ => None,
     };
+    // With `-- CMD`, the dashboard keeps the run's final figures until `q` (the recording is
+    // finalised already); a stop by `q`, a signal or an error ends at once.
+    if let (Some(d), Some(o)) = (dash.as_mut(), &outcome)
+        && !d.app.quit
+        && !signals::stop_requested()
+        && out.error.is_none()
+    {
+        driver::Sink::on_batch(d, &closing)?;
+        d.linger(command::ended(o))?;
+    }
+    // Terminal back first, so the summary and any error below are readable.
+    drop(dash);
     let stats = src.stats().cloned().unwrap_or_default();
     let summary = record::Summary {
         per_kind: out.per_kind,

@@ -539,3 +539,49 @@ fn killing_the_terminal_ends_wakeviz() {
         );
     }
 }
+
+/// Live with `-- CMD`: when the command exits, the dashboard stays with the run's final figures,
+/// marked finished, until `q`; then wakeviz exits with the command's status.
+#[test]
+fn a_finished_command_keeps_the_dashboard_until_q() {
+    if !have_tmux() {
+        eprintln!("SKIPPED a_finished_command_keeps_the_dashboard_until_q: tmux is not installed");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED a_finished_command_keeps_the_dashboard_until_q: not root (live probes)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux {
+        sock: dir.path().join("tmux-finished.sock"),
+    };
+    let cmd = format!(
+        "env TERM=xterm-256color {} -- sh -c 'sleep 1; exit 3'; echo WAKEVIZ-EXIT=$?; sleep 30",
+        env!("CARGO_BIN_EXE_wakeviz")
+    );
+    assert!(
+        t.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-s",
+            "wv",
+            &cmd
+        ])
+        .status
+        .success(),
+        "tmux new-session"
+    );
+    t.expect("finished", &["FINISHED, exit 3", "1 Overview"]);
+    // It stays: still there a moment later, with the run's result on the Overview.
+    std::thread::sleep(Duration::from_millis(1500));
+    let p = t.expect("still finished", &["FINISHED, exit 3"]);
+    assert!(!p.contains("WAKEVIZ-EXIT="), "{p}");
+    t.keys(&["q"]);
+    t.expect("exit status", &["WAKEVIZ-EXIT=3"]);
+}

@@ -171,6 +171,9 @@ pub struct App {
     /// `--compare FILE`: every view shows these figures beside the current ones.
     pub baseline: Option<Baseline>,
     pub quit: bool,
+    /// Live with `-- CMD`: the command has exited and the capture stopped; the final figures
+    /// stay on screen until `q`. What ended it, for the header.
+    pub finished: Option<String>,
     /// The legend lines are shown (`l`).
     pub legend: bool,
     /// First line of the help overlay shown (it scrolls when the terminal is short).
@@ -204,6 +207,7 @@ impl App {
             paused: false,
             window: Window::Cumulative,
             filter_input: String::new(),
+            finished: None,
             notice: None,
             sel: [0; View::ALL.len()],
             task_sort: TaskSort::default(),

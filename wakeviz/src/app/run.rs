@@ -148,6 +148,20 @@ impl Dashboard {
 }
 
 impl Dashboard {
+    /// The run is over (its command exited, the capture stopped): the final figures stay on
+    /// screen, marked finished with `what`, until `q`, a signal, or the terminal going away.
+    pub fn linger(&mut self, what: String) -> anyhow::Result<()> {
+        self.app.finished = Some(what);
+        self.app.notice = Some("the command ended: the run's final figures; q quits".into());
+        loop {
+            self.draw()?;
+            if self.app.quit || signals::stop_requested() || terminal::gone() {
+                return Ok(());
+            }
+            read_keys(&mut self.app, FRAME)?;
+        }
+    }
+
     /// Serves the dashboard's fold at `/metrics` (its filter and resets are views, not
     /// published).
     pub fn publish_to(&mut self, p: crate::serve::Publisher) {

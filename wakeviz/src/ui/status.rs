@@ -73,6 +73,9 @@ pub fn source_badge(app: &App) -> String {
     if let Some(b) = &app.baseline {
         return format!("COMPARE vs {}", file_name(&b.path));
     }
+    if let Some(f) = &app.finished {
+        return format!("FINISHED, {f}");
+    }
     let mut s = match &app.source {
         SourceKind::Live { recording: None } => "LIVE".to_string(),
         SourceKind::Live { recording: Some(p) } => format!("LIVE, recording {}", file_name(p)),
