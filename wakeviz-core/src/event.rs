@@ -360,6 +360,16 @@ impl Event {
     }
 }
 
+/// The kernel's `/proc/schedstat` as read at `ts_ns` (the probes' clock, CLOCK_MONOTONIC; the
+/// middle of the read). In the stream it comes before the events read after it, so every
+/// event delivered earlier happened before it; the analysis compares the kernel's counters
+/// between two samples with its own counts over the same interval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedstatSample {
+    pub ts_ns: u64,
+    pub text: String,
+}
+
 /// A task name learnt at some point of the stream ("from here on, `pid` is called `comm`").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskName {

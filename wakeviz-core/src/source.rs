@@ -3,7 +3,7 @@
 use std::{io::Read, time::Duration};
 
 use crate::{
-    event::{Event, TaskName},
+    event::{Event, SchedstatSample, TaskName},
     format::{CaptureStats, ChunkPayload, FormatError, Header, Reader},
 };
 
@@ -13,6 +13,8 @@ pub struct Batch {
     /// Names learnt since the previous batch; apply before `events`.
     pub tasks: Vec<TaskName>,
     pub events: Vec<Event>,
+    /// `/proc/schedstat` samples taken before `events` were read; apply before `events`.
+    pub schedstat: Vec<SchedstatSample>,
     /// Latest cumulative capture counters, when they changed.
     pub stats: Option<CaptureStats>,
 }
@@ -127,6 +129,7 @@ impl<R: Read> EventSource for ReplaySource<R> {
                     match c {
                         ChunkPayload::Tasks(t) => batch.tasks.extend(t),
                         ChunkPayload::Stats(s) => batch.stats = Some(s),
+                        ChunkPayload::Schedstat(s) => batch.schedstat.push(s),
                         ChunkPayload::End(s) => {
                             if let Some(n) = self.reader.trailing_bytes() {
                                 self.warnings.push(format!(

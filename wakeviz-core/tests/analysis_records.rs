@@ -114,7 +114,7 @@ fn against_snapshot(name: &str, shadow: bool) {
         a.on_batch(&Batch {
             tasks: if first { tasks.clone() } else { vec![] },
             events: chunk.to_vec(),
-            stats: None,
+            ..Batch::default()
         });
         first = false;
         recs.extend(a.drain_records());

@@ -88,7 +88,7 @@ fn small_stream(a: &mut Analysis) {
             wakeviz_core::event::Event::WakeupNew(fork),
             wakeviz_core::event::Event::Wakeup(lost),
         ],
-        stats: None,
+        ..Default::default()
     });
 }
 

@@ -5,7 +5,7 @@ mod analysis_support;
 use analysis_support::{W, batch, header, names};
 use wakeviz_core::{
     analysis::{Analysis, Filter, placement::LevelCounts},
-    event::{Event, Wake},
+    event::{Event, SchedstatSample, Wake},
     format::ScanSource,
     source::Batch,
     topology::Level::{self, *},
@@ -239,9 +239,8 @@ fn new_tasks_are_reported_apart_from_wakeups() {
         prio: 120,
     };
     a.on_batch(&Batch {
-        tasks: vec![],
         events: vec![Event::WakeupNew(new)],
-        stats: None,
+        ..Batch::default()
     });
     a.on_batch(&batch(&[W::new(100, 0, 5, 0, 1)]));
     let s = a.snapshot();
@@ -352,9 +351,8 @@ fn filter_by_comm_and_pid() {
     assert_eq!(s.placement.wakeups.vs_waker.get(CrossPackage), 0);
     assert_eq!(s.scan_latency.overall.quantiles.count, 1);
     assert_eq!(s.wakeup_latency.overall.quantiles.count, 1);
-    // Event counts and the schedstat-side counts ignore the filter.
+    // Event counts ignore the filter.
     assert_eq!(s.events.total(), 3 + 3 + 2 + 2);
-    assert_eq!(a.wake_counts().by_waker[0].total(), 3);
 
     a.set_filter(Some(Filter::Pid(11)));
     a.on_batch(&batch(&[
@@ -405,29 +403,94 @@ fn memory_is_bounded_by_tasks_not_events() {
     assert_eq!(a.pending_wakeups(), 0);
 }
 
+/// A version-15 `/proc/schedstat` of `cpus` CPUs without domains, CPU 0 having counted
+/// `count` wakeups of which `local` stayed on it.
+fn schedstat_text(cpus: u32, count: u64, local: u64) -> String {
+    let mut t = String::from("version 15\ntimestamp 100\n");
+    for c in 0..cpus {
+        let (n, l) = if c == 0 { (count, local) } else { (0, 0) };
+        t.push_str(&format!("cpu{c} 0 0 0 0 {n} {l} 0 0 0\n"));
+    }
+    t
+}
+
+fn sampled(ts_ns: u64, count: u64, local: u64, ws: &[W]) -> Batch {
+    Batch {
+        schedstat: vec![SchedstatSample {
+            ts_ns,
+            text: schedstat_text(2, count, local),
+        }],
+        ..batch(ws)
+    }
+}
+
+/// wakeviz's side of the kernel counters: (ttwu_count, ttwu_local) of CPU 0 as wakeviz
+/// counted them between the first and the latest sample.
+fn ours(a: &Analysis) -> Option<(u64, u64, u64, u64)> {
+    let c = a.snapshot().schedstat?;
+    let r = c.per_cpu.iter().find(|r| r.cpu == 0)?;
+    Some((r.wakeviz_count, r.ttwu_count, r.wakeviz_local, r.ttwu_local))
+}
+
 #[test]
-fn schedstat_counts_start_at_the_start_snapshot() {
-    let mut a = Analysis::new(&header("zen3-nps1", ScanSource::None));
+fn schedstat_samples_in_the_stream_bound_the_counted_wakeups_by_time() {
+    let mut a = Analysis::new(&header("vm-2cpu", ScanSource::None));
+    // Before the first sample: the kernel was not counting yet (each sched_wakeup comes 100 ns
+    // after its sched_waking; the placement's time is the sched_wakeup's).
     a.on_batch(&batch(&[W::new(1_000, 0, 10, 0, 0)]));
-    // The kernel's counters start here (the builder puts each sched_wakeup 100 ns after its
-    // sched_waking): what the probes saw before is not in its window.
-    a.count_wakeups_from(2_000);
-    a.on_batch(&batch(&[
-        W::new(1_500, 0, 11, 0, 0),
-        W::new(2_000, 0, 12, 0, 0),
-        W::new(3_000, 0, 13, 0, 1),
-    ]));
-    assert_eq!(a.wake_counts().by_waker[0].total(), 2);
-    assert_eq!(a.wake_counts().by_waker[0].get(SameCpu), 1);
-    // ... and end at the end snapshot, set from outside while the stream still flows.
-    a.wakeup_count_end()
-        .store(4_100, std::sync::atomic::Ordering::Relaxed);
+    a.on_batch(&sampled(
+        2_000,
+        100,
+        50,
+        &[
+            // Read from a ring after the sample but timed before it: not counted.
+            W::new(1_500, 0, 11, 0, 0),
+            W::new(2_000, 0, 12, 0, 0),
+            W::new(3_000, 0, 13, 0, 1),
+        ],
+    ));
+    assert_eq!(ours(&a), None, "one sample compares nothing");
     a.on_batch(&batch(&[
         W::new(4_000, 0, 14, 0, 0),
         W::new(4_001, 0, 15, 0, 0),
     ]));
-    assert_eq!(a.wake_counts().by_waker[0].total(), 3);
-    assert_eq!(a.wake_counts().by_waker[0].get(SameCpu), 2);
+    // The second sample: everything delivered before it happened before it; what comes after
+    // it is counted by its time.
+    a.on_batch(&sampled(4_150, 104, 53, &[W::new(5_000, 0, 16, 0, 0)]));
+    assert_eq!(ours(&a), Some((4, 4, 3, 3)));
+    a.on_batch(&batch(&[W::new(4_020, 0, 17, 0, 1)]));
+    assert_eq!(
+        ours(&a),
+        Some((5, 4, 3, 3)),
+        "late but timed before the sample"
+    );
+    a.on_batch(&sampled(6_000, 106, 54, &[]));
+    assert_eq!(
+        ours(&a),
+        Some((6, 6, 4, 4)),
+        "the wakeup after the second sample joins"
+    );
+    let s = a.snapshot();
+    assert_eq!(s.schedstat.as_ref().map(|c| c.flagged), Some(0));
     // The placement figures still cover the whole capture.
-    assert_eq!(a.snapshot().placement.wakeups.count, 6);
+    assert_eq!(s.placement.wakeups.count, 8);
+}
+
+#[test]
+fn a_schedstat_sample_that_does_not_parse_is_named_not_compared() {
+    let mut a = Analysis::new(&header("vm-2cpu", ScanSource::None));
+    a.on_batch(&sampled(1_000, 1, 1, &[]));
+    a.on_batch(&Batch {
+        schedstat: vec![SchedstatSample {
+            ts_ns: 2_000,
+            text: "version 99\n".into(),
+        }],
+        ..Batch::default()
+    });
+    let s = a.snapshot();
+    assert_eq!(s.schedstat, None);
+    assert_eq!(
+        s.schedstat_error.as_deref(),
+        Some("schedstat version 99 is not supported (15, 16 and 17 are)")
+    );
 }

@@ -24,7 +24,7 @@ fn check(name: &str, events: u64) {
     a.on_batch(&Batch {
         tasks,
         events: evs,
-        stats: None,
+        ..Batch::default()
     });
     let snap = a.snapshot();
     let w = &snap.placement.wakeups;

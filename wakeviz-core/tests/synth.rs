@@ -171,7 +171,7 @@ fn recording_reads_back_whole() {
             }
             ChunkPayload::Tasks(t) => names += t.len(),
             ChunkPayload::End(s) => end = Some(s.clone()),
-            ChunkPayload::Stats(_) => {}
+            ChunkPayload::Stats(_) | ChunkPayload::Schedstat(_) => {}
         }
     }
     assert_eq!(events, cfg.events);

@@ -70,13 +70,12 @@ fn main() {
         Batch {
             tasks: Vec::new(),
             events: s.by_ref().take(n as usize).collect::<Vec<Event>>(),
-            stats: None,
+            ..Batch::default()
         }
     };
     app.data.on_batch(&Batch {
         tasks,
-        events: Vec::new(),
-        stats: None,
+        ..Batch::default()
     });
     app.data.on_batch(&next(400_000));
     println!(

@@ -91,6 +91,10 @@ pub struct Cli {
     /// Replace task names with stable hashes in the recording.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub redact_comm: bool,
+    /// Do not sample /proc/schedstat, nor switch kernel.sched_schedstats on for the run (by
+    /// default the kernel's own wakeup counters are recorded beside the events and compared).
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
+    pub no_schedstat: bool,
     /// Measure each probe's cost with the kernel's BPF run-time statistics and print it.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub bpf_stats: bool,

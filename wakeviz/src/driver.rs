@@ -218,9 +218,8 @@ fn pace(mut b: Batch, sinks: &mut [&mut dyn Sink]) -> (Batch, Option<Batch>) {
     (
         b,
         Some(Batch {
-            tasks: Vec::new(),
             events: rest,
-            stats: None,
+            ..Batch::default()
         }),
     )
 }

@@ -456,10 +456,6 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     // the end), else one of its own for `/metrics`; `/metrics` publishes that fold.
     let mut analysis = (cli.report.is_some() || (server.is_some() && dash.is_none()))
         .then(|| Analysis::new(&analysis_header(src.header(), cli)));
-    let mut schedstat = match (&mut analysis, cli.report) {
-        (Some(a), Some(_)) => Some(schedstat::Session::start(a)),
-        _ => None,
-    };
     let opts = driver::Options {
         deadline: cli.duration,
         redact: cli.redact_comm,
@@ -487,16 +483,13 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(s) = supervisor.as_mut() {
         sinks.push(s);
     }
-    let mut live = schedstat::Bracket {
-        src: &mut src,
-        session: schedstat.as_mut(),
-    };
+    let sysctl = (!cli.no_schedstat).then(schedstat::Sysctl::enable);
+    let mut live = schedstat::Sampler::new(&mut src, sysctl.as_ref().is_some_and(|s| s.counting));
     let out = driver::run(&mut live, &mut sinks, &opts, None);
+    drop(live);
+    drop(sysctl);
     drop(sinks);
     drop(fold);
-    if let (Some(a), Some(s)) = (analysis.as_mut(), schedstat) {
-        s.finish(a);
-    }
     // Only a failed write to the recording keeps its END chunk out: a dead terminal, a failed
     // drain or a signal end the capture, and the file is still finalised.
     let failed = rec.as_ref().is_some_and(record::RecordSink::failed);

@@ -146,6 +146,11 @@ impl Sink for RecordSink {
         for t in &b.tasks {
             self.rec.learn_task(*t);
         }
+        for s in &b.schedstat {
+            if let Err(e) = self.rec.schedstat(s) {
+                return Err(self.err(e));
+            }
+        }
         for e in &b.events {
             if let Err(e) = self.rec.push(e) {
                 return Err(self.err(e));

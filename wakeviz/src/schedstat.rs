@@ -1,77 +1,92 @@
-//! The kernel's own wakeup counters around a live run: `/proc/schedstat` read at the start and
-//! at the end, compared with wakeviz's counts by the analysis. Where `kernel.sched_schedstats`
-//! is off and we are root, it is switched on for the run and restored afterwards.
+//! The kernel's own wakeup counters in the event stream: `/proc/schedstat` sampled at the
+//! start of a live run, every [`PERIOD`] and when the capture stops (before the probes
+//! detach: detaching fentry programs waits for RCU-tasks grace periods, whose kthread wakeups
+//! the kernel counts and detached probes cannot see). Each sample goes into the stream ahead
+//! of the events read after it, so the recording keeps it and the analysis, live or on replay,
+//! compares the counters' increase with the wakeups it saw in between.
 //!
-//! The probes see events from their attach, the kernel counts only once the sysctl is on: the
-//! analysis counts from the start snapshot's time on ([`Analysis::count_wakeups_from`]), or the
-//! probe-loading time (a few seconds under emulation, with its timer and child-exit wakeups)
-//! would be wakeviz's alone. The end snapshot is taken when the capture is stopped, before the
-//! probes detach ([`Bracket`]): detaching the fentry programs waits for RCU-tasks grace
-//! periods, whose kthread wakeups the kernel counts and detached probes cannot see.
+//! Where `kernel.sched_schedstats` is off and we are root it is switched on for the run
+//! ([`Sysctl`]) and put back on every way out: the guard's drop, and the signal watchdog's and
+//! the panic hook's forced exit. With the sysctl off and not switchable nothing is sampled:
+//! counters that do not move would only disagree with everything.
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Duration,
+    io::Read as _,
+    sync::{Mutex, PoisonError},
+    time::{Duration, Instant},
 };
 
 use wakeviz_core::{
-    analysis::Analysis,
+    event::SchedstatSample,
     format::{CaptureStats, Header},
     source::{Batch, EventSource, Poll, SourceError},
 };
 
 const SCHEDSTAT: &str = "/proc/schedstat";
 const SYSCTL: &str = "/proc/sys/kernel/sched_schedstats";
+/// Time between samples: the dashboard's comparison is this fresh.
+pub const PERIOD: Duration = Duration::from_secs(2);
+/// A sample larger than a recording chunk may hold is no kernel's (8192 CPUs with their
+/// domains take a few MiB).
+const MAX_TEXT: u64 = (wakeviz_core::format::chunk::MAX_RAW_LEN - 8) as u64;
 
-pub struct Session {
-    start: Option<String>,
-    end: Option<String>,
-    /// The analysis's end of counting, set with the end snapshot.
-    end_ns: Arc<AtomicU64>,
-    restore: Option<String>,
+/// The sysctl's value before the run, while it is switched on for the run.
+static RESTORE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Puts `kernel.sched_schedstats` back as it was (once); false if that failed.
+fn restore() -> bool {
+    let taken = RESTORE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let Some(v) = taken else {
+        return true;
+    };
+    match std::fs::write(SYSCTL, &v) {
+        Ok(()) => true,
+        Err(e) => {
+            say!(
+                "wakeviz: could not restore kernel.sched_schedstats ({e}); restore it by hand: echo {} > {SYSCTL}",
+                v.trim()
+            );
+            false
+        }
+    }
 }
 
-impl Session {
-    /// Takes the start snapshot and starts the analysis's counts at its time.
-    pub fn start(a: &mut Analysis) -> Self {
+/// `kernel.sched_schedstats` on for the run; restored when dropped.
+pub struct Sysctl {
+    /// Samples are worth taking: the counters run.
+    pub counting: bool,
+}
+
+impl Sysctl {
+    /// Switches the sysctl on where it is off (and we may). `counting` says whether the
+    /// kernel's counters run now.
+    pub fn enable() -> Self {
         let before = std::fs::read_to_string(SYSCTL).ok();
-        let restore = match before.as_deref().map(str::trim) {
-            Some("0") if std::fs::write(SYSCTL, "1").is_ok() => before,
-            _ => None,
+        let counting = match before.as_deref().map(str::trim) {
+            Some("0") => {
+                crate::signals::before_forced_exit(restore);
+                *RESTORE.lock().unwrap_or_else(PoisonError::into_inner) = before.clone();
+                let on = std::fs::write(SYSCTL, "1").is_ok()
+                    && std::fs::read_to_string(SYSCTL).is_ok_and(|v| v.trim() == "1");
+                if !on {
+                    restore();
+                }
+                on
+            }
+            Some(_) => true,
+            // Kernels before 4.6 count whenever CONFIG_SCHEDSTATS is set.
+            None => std::path::Path::new(SCHEDSTAT).exists(),
         };
-        let (start, t) = read_timed();
-        a.count_wakeups_from(t);
-        Self {
-            start,
-            end: None,
-            end_ns: a.wakeup_count_end(),
-            restore,
-        }
+        Self { counting }
     }
+}
 
-    /// The end snapshot, once (the first stop is the end of wakeviz's window).
-    fn mark_end(&mut self) {
-        if self.end.is_none() {
-            let (end, t) = read_timed();
-            self.end = end;
-            self.end_ns.store(t, Ordering::Relaxed);
-        }
-    }
-
-    /// Takes the end snapshot unless the stop took it, hands both to the analysis and
-    /// restores the sysctl.
-    pub fn finish(mut self, a: &mut Analysis) {
-        self.mark_end();
-        let end = self.end;
-        if let Some(v) = &self.restore {
-            let _ = std::fs::write(SYSCTL, v);
-        }
-        if let (Some(s), Some(e)) = (self.start, end)
-            && let Err(err) = a.compare_schedstat(&s, &e)
-        {
-            say!("wakeviz: note: schedstat cross-check skipped: {err}");
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        if !restore() {
+            crate::features::mark_not_restored();
         }
     }
 }
@@ -82,30 +97,117 @@ fn mono_ns() -> u64 {
 
 /// `/proc/schedstat` and the middle of the time it took to read (the probes' clock): the CPUs'
 /// lines are read one after another, the middle splits the ambiguity evenly.
-fn read_timed() -> (Option<String>, u64) {
+fn read() -> std::io::Result<SchedstatSample> {
     let t0 = mono_ns();
-    let text = std::fs::read_to_string(SCHEDSTAT).ok();
+    let mut text = String::new();
+    std::fs::File::open(SCHEDSTAT)?
+        .take(MAX_TEXT + 1)
+        .read_to_string(&mut text)?;
     let t1 = mono_ns();
-    (text, t0 + (t1.saturating_sub(t0)) / 2)
+    if text.len() as u64 > MAX_TEXT {
+        return Err(std::io::Error::other(format!(
+            "{SCHEDSTAT} is larger than {MAX_TEXT} bytes"
+        )));
+    }
+    Ok(SchedstatSample {
+        ts_ns: t0 + t1.saturating_sub(t0) / 2,
+        text,
+    })
 }
 
-/// The live source with the end snapshot taken in `stop`, just before it detaches the probes.
-pub struct Bracket<'a> {
-    pub src: &'a mut dyn EventSource,
-    pub session: Option<&'a mut Session>,
+/// The live source with `/proc/schedstat` samples put into its stream.
+pub struct Sampler<'a> {
+    src: &'a mut dyn EventSource,
+    /// When the next sample is due; `None`: not sampling (off, failed or stopped).
+    due: Option<Instant>,
+    pending: Vec<SchedstatSample>,
+    /// The source said `End` (held back while samples were pending).
+    ended: bool,
+    /// The sampler's own problems, and the source's followed by them.
+    own: Vec<String>,
+    warnings: Vec<String>,
 }
 
-impl EventSource for Bracket<'_> {
+impl<'a> Sampler<'a> {
+    /// Samples from the first poll on when `on`.
+    pub fn new(src: &'a mut dyn EventSource, on: bool) -> Self {
+        let warnings = src.warnings().to_vec();
+        Self {
+            src,
+            due: on.then(Instant::now),
+            pending: Vec::new(),
+            ended: false,
+            own: Vec::new(),
+            warnings,
+        }
+    }
+
+    fn gather_warnings(&mut self) {
+        let theirs = self.src.warnings();
+        if self.warnings.len() != theirs.len() + self.own.len() {
+            self.warnings = theirs.iter().chain(&self.own).cloned().collect();
+        }
+    }
+
+    fn sample(&mut self) {
+        match read() {
+            Ok(s) => self.pending.push(s),
+            Err(e) => {
+                self.due = None;
+                self.own
+                    .push(format!("{SCHEDSTAT}: {e}; no more schedstat samples"));
+            }
+        }
+    }
+
+    /// The pending samples ahead of `b`'s own.
+    fn prepend(&mut self, b: &mut Batch) {
+        if !self.pending.is_empty() {
+            let mut s = std::mem::take(&mut self.pending);
+            s.append(&mut b.schedstat);
+            b.schedstat = s;
+        }
+    }
+}
+
+impl EventSource for Sampler<'_> {
     fn header(&self) -> &Header {
         self.src.header()
     }
 
     fn poll(&mut self, timeout: Duration) -> Result<Poll, SourceError> {
-        self.src.poll(timeout)
+        if let Some(d) = self.due
+            && Instant::now() >= d
+        {
+            self.due = Some(d.max(Instant::now() - PERIOD) + PERIOD);
+            self.sample();
+        }
+        if self.ended {
+            return Ok(Poll::End);
+        }
+        let p = self.src.poll(timeout);
+        self.gather_warnings();
+        Ok(match p? {
+            Poll::Batch(mut b) => {
+                self.prepend(&mut b);
+                Poll::Batch(b)
+            }
+            p @ (Poll::Pending | Poll::End) if !self.pending.is_empty() => {
+                let mut b = Batch::default();
+                self.prepend(&mut b);
+                if matches!(p, Poll::End) {
+                    // The source ended: nothing more to sample, and End comes next time.
+                    self.due = None;
+                    self.ended = true;
+                }
+                Poll::Batch(b)
+            }
+            other => other,
+        })
     }
 
     fn warnings(&self) -> &[String] {
-        self.src.warnings()
+        &self.warnings
     }
 
     fn recycle(&mut self, batch: Batch) {
@@ -113,8 +215,8 @@ impl EventSource for Bracket<'_> {
     }
 
     fn stop(&mut self) {
-        if let Some(s) = self.session.as_deref_mut() {
-            s.mark_end();
+        if self.due.take().is_some() {
+            self.sample();
         }
         self.src.stop();
     }

@@ -81,16 +81,36 @@ pub fn stop_signals() -> Vec<libc::c_int> {
 /// watchdog's forced exit needs it and the benches compile this module alone.
 pub const EXIT_NOT_RESTORED: u8 = 4;
 
-/// Registers `f` for the watchdog's forced exit and for a panic (the first registration holds);
-/// `f` returns whether everything was restored.
+/// Registers `f` for the watchdog's forced exit and for a panic (once per function); `f`
+/// returns whether everything was restored.
 #[allow(dead_code)] // The benches compile this module without the features.
 pub fn before_forced_exit(f: fn() -> bool) {
-    let _ = BEFORE_FORCED_EXIT.set(f);
+    let mut fs = BEFORE_FORCED_EXIT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !fs.iter().any(|g| std::ptr::fn_addr_eq(*g, f)) {
+        fs.push(f);
+    }
 }
 
 /// Run by the watchdog before it exits the process (which does not unwind, so no `Drop` runs)
-/// and by the panic hook: `--sched-feature` restores the kernel's features through it.
-static BEFORE_FORCED_EXIT: std::sync::OnceLock<fn() -> bool> = std::sync::OnceLock::new();
+/// and by the panic hook: `--sched-feature` restores the kernel's features through it, the
+/// schedstat sampler the `kernel.sched_schedstats` sysctl.
+static BEFORE_FORCED_EXIT: std::sync::Mutex<Vec<fn() -> bool>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs every registered restore; whether all of them restored everything.
+fn restore_all() -> bool {
+    let fs = BEFORE_FORCED_EXIT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    // Every one runs, whatever an earlier one returned.
+    let mut ok = true;
+    for f in &fs {
+        ok &= f();
+    }
+    ok
+}
 
 /// How long the process may take to wind down after a stop signal before the watchdog ends it.
 pub const GRACE: Duration = Duration::from_secs(3);
@@ -197,9 +217,7 @@ fn install_panic_hook() {
             if std::thread::current().name() == Some("main") {
                 crate::app::terminal::restore();
                 kill_child_group();
-                if let Some(f) = BEFORE_FORCED_EXIT.get() {
-                    f();
-                }
+                restore_all();
             }
             prev(info);
         }));
@@ -226,7 +244,7 @@ fn spawn_watchdog() {
                     crate::app::terminal::restore();
                     // Exiting does not unwind: what a guard would undo is undone here.
                     kill_child_group();
-                    let restored = BEFORE_FORCED_EXIT.get().is_none_or(|f| f());
+                    let restored = restore_all();
                     say!(
                         "wakeviz: still running {} s after a stop signal: exiting (a recording is valid up to its last complete chunk)",
                         GRACE.as_secs()

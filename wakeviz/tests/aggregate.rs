@@ -3,6 +3,8 @@
 //! so both count the same tracepoint hits, under a ping-pong pinned across CPUs 0 and 1, on
 //! three topologies that put those two CPUs at three different levels (the kernel's
 //! classification must equal the core's on each). The standalone mode runs too.
+mod support;
+
 use std::{path::Path, process::Command};
 
 use serde_json::Value;
@@ -17,11 +19,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 /// One live run at a time: the other test's workload would land in the few milliseconds
 /// between the streaming and the aggregate attach and count on one side only.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn skip(why: &str) -> bool {
     if std::env::var_os("CI").is_some_and(|v| v == "true") {
@@ -106,7 +103,7 @@ fn n(v: &Value) -> u64 {
 
 #[test]
 fn aggregate_counts_equal_the_streaming_analysis() {
-    if !is_root() && skip("needs root to load BPF") {
+    if !support::root() {
         return;
     }
     if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
@@ -218,7 +215,7 @@ fn aggregate_counts_equal_the_streaming_analysis() {
 
 #[test]
 fn standalone_aggregate_mode_reports() {
-    if !is_root() && skip("needs root to load BPF") {
+    if !support::root() {
         return;
     }
     // Not beside the equality test: with this run's pinned workload competing on the same two

@@ -1,6 +1,8 @@
 //! Per-CPU batching, live (needs root and 2 CPUs; CI runs as root): a CPU that runs one task
 //! and makes no scheduler event holds its last records in its batch until wakeviz asks it to
 //! send them; nothing may wait for that batch for long, and nothing may be lost at the end.
+mod support;
+
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
@@ -9,13 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn usable() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    if !root || cpus < 2 {
-        eprintln!("SKIPPED batching live test: needs root and 2 CPUs");
-    }
-    root && cpus >= 2
+    support::root() && support::cpus(2)
 }
 
 /// `wakeviz --record` around a task that sleeps, then spins on CPU 1 for 2 s without a system

@@ -1,6 +1,8 @@
 //! `wakeviz --record F -- CMD`: the workload's exit status passes through, its result reaches
 //! the recording, a command that cannot start leaves nothing behind, and Ctrl-C stops both.
 //! Needs root (BPF); without it each test prints SKIPPED.
+mod support;
+
 use std::{
     path::Path,
     process::{Command, Output, Stdio},
@@ -10,15 +12,6 @@ use std::{
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        eprintln!("SKIPPED: needs root to load BPF");
-    }
-    r
-}
 
 fn record(path: &Path, cmd: &[&str], extra: &[&str]) -> Output {
     Command::new(BIN)
@@ -50,7 +43,7 @@ fn replay_json(path: &Path) -> serde_json::Value {
 
 #[test]
 fn exit_status_passes_through_and_is_recorded() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -81,7 +74,7 @@ fn exit_status_passes_through_and_is_recorded() {
 
 #[test]
 fn redact_comm_hides_the_hostname() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -108,7 +101,7 @@ fn redact_comm_hides_the_hostname() {
 
 #[test]
 fn a_command_that_cannot_start_leaves_no_recording() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -124,7 +117,7 @@ fn a_command_that_cannot_start_leaves_no_recording() {
 
 #[test]
 fn benchmark_result_reaches_the_recording() {
-    if !root() {
+    if !support::root() {
         return;
     }
     if Command::new("hackbench").arg("--help").output().is_err() {
@@ -165,7 +158,7 @@ fn benchmark_result_reaches_the_recording() {
 
 #[test]
 fn sigint_stops_the_command_and_finalises() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();

@@ -3,6 +3,8 @@
 //! the experiment and keeps what was recorded; refusals run nothing. On a plain file standing
 //! in for debugfs `sched/features` (`--sched-features-file`). Needs root (BPF); without it each
 //! test prints SKIPPED, and fails under CI=true.
+mod support;
+
 use std::{
     path::Path,
     process::{Command, Output, Stdio},
@@ -13,19 +15,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const LIST: &str = "PLACE_LAG TTWU_QUEUE SIS_UTIL WA_IDLE WA_BIAS NO_HRTICK \n";
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI runs as root: the experiment tests must not be skipped"
-        );
-        eprintln!("SKIPPED: needs root to load BPF");
-    }
-    r
-}
 
 /// `wakeviz experiment ARGS --sched-features-file F --no-shadow -- sh -c SCRIPT`.
 fn experiment(feats: &Path, args: &[&str], script: &str) -> Command {
@@ -45,7 +34,7 @@ fn err(o: &Output) -> String {
 
 #[test]
 fn settings_alternate_restore_and_compare() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -208,7 +197,7 @@ fn settings_alternate_restore_and_compare() {
 
 #[test]
 fn a_failed_run_stops_and_keeps_the_recordings() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -251,7 +240,7 @@ fn a_failed_run_stops_and_keeps_the_recordings() {
 /// fewer than two settings (usage, 2).
 #[test]
 fn refusals_run_nothing() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -351,7 +340,7 @@ fn refusals_run_nothing() {
 /// root run must not be steered into a directory someone else chose.
 #[test]
 fn an_out_symlink_is_refused() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -394,7 +383,7 @@ fn an_out_symlink_is_refused() {
 /// and finalises its recording; no further run starts.
 #[test]
 fn sigterm_stops_after_restoring() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();

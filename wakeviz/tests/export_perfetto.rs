@@ -3,6 +3,8 @@
 //! perfetto_trace_pb2, in the venv `scripts/setup.sh` makes) and compares per-CPU event counts,
 //! times and names with `wakeviz --replay F --dump jsonl`. On the demo (a VM recording), on a
 //! synthetic recording cut into parts, and on a live recording of this machine (as root).
+mod support;
+
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -259,16 +261,10 @@ fn tracks_match_report(rec: &Path, s: &Value) {
     assert_eq!(n(&te["terminating"]), runs);
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 #[test]
 fn live_recording_exports_on_boottime() {
     let Some(py) = python() else { return };
-    if !is_root() {
-        eprintln!("SKIPPED live export test: needs root to load BPF");
+    if !support::root() {
         return;
     }
     let d = tempfile::tempdir().unwrap();

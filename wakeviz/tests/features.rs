@@ -3,6 +3,8 @@
 //! nothing and runs nothing. On a plain file standing in for debugfs `sched/features`
 //! (`--sched-features-file`; the real file is exercised in the VM suite). Needs root (BPF, and
 //! the features need it); without root each test prints SKIPPED, and fails under CI=true.
+mod support;
+
 use std::{
     path::Path,
     process::{Command, Output, Stdio},
@@ -16,19 +18,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// The order and the values of a 6.12 kernel; another kernel lists others, in another order.
 const LIST: &str = "PLACE_LAG RUN_TO_PARITY WAKEUP_PREEMPTION NO_HRTICK_DL TTWU_QUEUE SIS_UTIL \
     WA_IDLE WA_WEIGHT WA_BIAS UTIL_EST \n";
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI runs as root: the --sched-feature tests must not be skipped"
-        );
-        eprintln!("SKIPPED: needs root to load BPF and set scheduler features");
-    }
-    r
-}
 
 fn features_file(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("features");
@@ -51,7 +40,7 @@ fn lines(o: &Output) -> Vec<String> {
 
 #[test]
 fn set_for_the_run_recorded_and_restored() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -127,7 +116,7 @@ fn set_for_the_run_recorded_and_restored() {
 
 #[test]
 fn sigterm_mid_run_restores() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -188,7 +177,7 @@ fn sigterm_mid_run_restores() {
 /// no recording left.
 #[test]
 fn refusals_change_nothing_and_run_nothing() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -257,7 +246,7 @@ fn refusals_change_nothing_and_run_nothing() {
 /// saying why it is not).
 #[test]
 fn the_real_file_with_a_bad_name_is_one_line() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -284,7 +273,7 @@ fn the_real_file_with_a_bad_name_is_one_line() {
 /// and the exact command that restores it by hand.
 #[test]
 fn a_failed_restore_gives_the_command_to_run() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -332,7 +321,7 @@ fn a_feature_needs_a_command() {
 /// A features file on a read-only mount: one line saying so, nothing changed, CMD not run.
 #[test]
 fn a_read_only_file_is_one_line() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();

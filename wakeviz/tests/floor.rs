@@ -1,17 +1,14 @@
 //! `wakeviz --floor-probes [clock|stream|batch]` (the benchmark's cost floors) on the running kernel (needs root).
 //! The programs it holds are read back from the kernel's side: the process's BPF program file
 //! descriptors (`/proc/PID/fdinfo`), not wakeviz's own word.
+mod support;
+
 use std::{
     io::{BufRead as _, BufReader},
     process::{Command, Stdio},
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// `(prog_type, prog_tag)` of every BPF program file descriptor `pid` holds. The tag is the
 /// kernel's hash of the program's instructions.
@@ -68,8 +65,7 @@ fn batching_floor_sends_batches() {
 /// floors that send, that the drain read at least `min_drained` ring records. Returns the tags
 /// of the programs it held (`None`: skipped).
 fn hold_floor(kind: Option<&str>, min_drained: u64) -> Option<Vec<String>> {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !support::root() {
         return None;
     }
     let mut child = Command::new(BIN)

@@ -7,6 +7,8 @@
 //!
 //! `WAKEVIZ_TEST_BIN` runs them against another build of wakeviz (to see them fail on an
 //! older one).
+mod support;
+
 use std::{
     ffi::OsString,
     io::Read as _,
@@ -32,19 +34,6 @@ const EXIT_SETTINGS_BUSY: i32 = 5;
 
 fn bin() -> OsString {
     std::env::var_os("WAKEVIZ_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_wakeviz").into())
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI runs as root: the lifecycle tests must not be skipped"
-        );
-        eprintln!("SKIPPED: needs root to load BPF and set scheduler features");
-    }
-    r
 }
 
 fn features_file(dir: &Path) -> PathBuf {
@@ -189,7 +178,7 @@ fn signal(pid: u32, sig: i32) {
 /// its last complete chunk.
 #[test]
 fn a_file_size_limit_stops_the_run_in_order() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -224,7 +213,7 @@ fn a_file_size_limit_stops_the_run_in_order() {
 /// SIGUSR1, SIGALRM, SIGQUIT: each an orderly stop, like SIGTERM.
 #[test]
 fn any_terminating_signal_restores_ends_cmd_and_finalises() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -262,7 +251,7 @@ fn any_terminating_signal_restores_ends_cmd_and_finalises() {
 /// changed, refuses with the command that restores it, and `--restore-leftovers` restores it.
 #[test]
 fn kill_9_leaves_no_cmd_and_the_next_run_finds_the_leftovers() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -340,7 +329,7 @@ fn kill_9_leaves_no_cmd_and_the_next_run_finds_the_leftovers() {
 /// changed, nothing run; the first restores as usual.
 #[test]
 fn a_second_run_refuses_while_the_first_holds_the_settings() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -378,7 +367,7 @@ fn a_second_run_refuses_while_the_first_holds_the_settings() {
 /// the documented status and the exact command.
 #[test]
 fn a_failed_restore_exits_4_with_the_command() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -455,7 +444,7 @@ fn a_failed_restore_exits_4_with_the_command() {
 /// and SIGHUP is killed.
 #[test]
 fn a_hung_up_terminal_finalises_and_ends_a_stubborn_cmd() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();
@@ -563,7 +552,7 @@ fn a_hung_up_terminal_finalises_and_ends_a_stubborn_cmd() {
 /// them back before it stops, and says so.
 #[test]
 fn experiment_restores_drift_before_stopping() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL.lock();

@@ -1,17 +1,14 @@
 //! Live capture on the running kernel (needs root; CI runs as root). A pinned ping-pong with a
 //! known comm runs while `wakeviz --record` captures; the recording is then replayed and checked
 //! against what the workload did.
+mod support;
+
 use std::{
     io::{BufRead as _, BufReader},
     process::{Command, Stdio},
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn nr_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
@@ -132,8 +129,7 @@ fn capture(mode: &str, iterations: u64, comm: &str, extra: &[&str]) -> Capture {
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn check(mode: &str, comm: &str) {
-    if !is_root() {
-        eprintln!("SKIPPED live test ({mode}): needs root to load BPF");
+    if !support::root() {
         return;
     }
     let _guard = SERIAL
@@ -223,8 +219,7 @@ fn live_pingpong_classic_tracepoint() {
 /// (tp_btf only: the calibration programs are tp_btf).
 #[test]
 fn bpf_stats_print_costs_floor_and_clock() {
-    if !is_root() {
-        eprintln!("SKIPPED live test (bpf-stats): needs root to load BPF");
+    if !support::root() {
         return;
     }
     let _guard = SERIAL
@@ -271,8 +266,7 @@ fn bpf_stats_print_costs_floor_and_clock() {
 
 #[test]
 fn without_privileges_the_error_names_them_and_points_to_replay() {
-    if !is_root() {
-        eprintln!("SKIPPED: dropping privileges needs root");
+    if !support::root() {
         return;
     }
     let out = Command::new("setpriv")

@@ -1,5 +1,7 @@
 //! What happens to a recording when things go wrong: kill -9, a full disk, signals, a ring
 //! buffer too small for the load. Needs root (BPF, tmpfs); CI runs as root.
+mod support;
+
 use std::{
     io::{BufRead as _, BufReader, Read as _},
     os::unix::fs::PermissionsExt as _,
@@ -11,15 +13,6 @@ use std::{
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        eprintln!("SKIPPED: needs root to load BPF");
-    }
-    r
-}
 
 #[expect(
     clippy::zombie_processes,
@@ -113,7 +106,7 @@ fn accounting(stderr: &str) -> (u64, u64, u64, u64) {
 
 #[test]
 fn sigterm_and_sigint_finalize_the_file_and_accounting_is_exact() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL
@@ -146,7 +139,7 @@ fn sigterm_and_sigint_finalize_the_file_and_accounting_is_exact() {
 
 #[test]
 fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL
@@ -185,7 +178,7 @@ fn kill_9_leaves_a_file_that_replays_every_flushed_chunk() {
 
 #[test]
 fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL
@@ -269,7 +262,7 @@ fn full_disk_stops_with_one_clear_line_and_keeps_a_valid_file() {
 
 #[test]
 fn tiny_ring_buffer_counts_drops_and_loses_nothing_else() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL
@@ -305,7 +298,7 @@ fn tiny_ring_buffer_counts_drops_and_loses_nothing_else() {
 
 #[test]
 fn redact_comm_keeps_names_out_of_the_file() {
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL
@@ -378,7 +371,7 @@ fn record_never_clobbers_and_never_follows_symlinks() {
     assert!(err.contains("exists") && err.contains("--force"), "{err}");
     assert_eq!(std::fs::read(&existing).unwrap(), b"an earlier recording");
 
-    if !root() {
+    if !support::root() {
         return;
     }
     let _g = SERIAL

@@ -1,16 +1,13 @@
 //! Two ring buffers on this machine (`--rings 2`: CPU 0 and CPU 1 each their own), checked
 //! against the kernel's own trace: a ping-pong pinned across the two CPUs, so every wakeup's
 //! `sched_waking` goes through one ring and its `sched_wakeup` through the other. Needs root.
+mod support;
+
 use std::{fs, path::Path, process::Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 const COMM: &str = "wvz-rings";
 const INSTANCE: &str = "/sys/kernel/tracing/instances/wvz-rings-test";
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn write(path: &str, v: &str) {
     fs::write(Path::new(INSTANCE).join(path), v).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -81,8 +78,7 @@ impl Drop for Trace {
 
 #[test]
 fn two_rings_merge_in_order_and_match_the_kernel_trace() {
-    if !is_root() || std::thread::available_parallelism().map_or(1, usize::from) < 2 {
-        eprintln!("SKIPPED two-ring live test: needs root and 2 CPUs");
+    if !support::root() || !support::cpus(2) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

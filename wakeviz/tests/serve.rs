@@ -3,6 +3,8 @@
 //! live `wakeviz --serve --headless` and its query API gives back the wakeup counter's
 //! increase, which must match wakeviz's own counts. Live tests need root (CI is root); the
 //! readers come from the project's set-up and are required when `CI=true`.
+mod support;
+
 use std::{
     collections::BTreeMap,
     io::{BufRead as _, BufReader, Read as _, Write as _},
@@ -17,11 +19,6 @@ use std::{
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// Outside CI a missing reader skips the test with the reason; in CI it fails it.
 fn require(what: &str, found: bool) -> bool {
@@ -174,8 +171,7 @@ impl Drop for Sleeper {
 
 #[test]
 fn the_text_parses_with_the_python_openmetrics_parser() {
-    if !is_root() {
-        eprintln!("SKIPPED live test: needs root to load BPF");
+    if !support::root() {
         return;
     }
     let Some(py) = python() else {
@@ -327,8 +323,7 @@ fn now_ms() -> i64 {
 /// comparison is exact in principle, and the 1 % bound only absorbs what cannot happen.
 #[test]
 fn prometheus_scrapes_the_wakeup_counter_that_wakeviz_counts() {
-    if !is_root() {
-        eprintln!("SKIPPED live test: needs root to load BPF");
+    if !support::root() {
         return;
     }
     let prom = std::env::var_os("WAKEVIZ_PROMETHEUS")

@@ -7,6 +7,7 @@
 pub mod aggregate;
 mod events;
 pub mod filter;
+mod kernel_counters;
 pub mod latency;
 pub mod matrix;
 mod part;
@@ -31,16 +32,7 @@ pub use snapshot::{
     RecordingSection, SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
 };
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
-};
-
-use self::{
-    filter::FilterState,
-    placement::{OurWakeCounts, classify},
-    schedstat::{SchedstatComparison, SchedstatError},
-};
+use self::{filter::FilterState, placement::classify};
 use crate::{
     event::{Event, Kind, TaskTable, wf},
     format::{CaptureStats, Header},
@@ -66,14 +58,6 @@ pub struct Analysis {
     /// `own` wakees or wakers, and of those the wakeups, that were left out.
     pub(crate) own_events: u64,
     pub(crate) own_wakeups: u64,
-    pub(crate) ours: OurWakeCounts,
-    /// Wakeups before this time are left out of `ours`: the kernel's counters only run from
-    /// the schedstat start snapshot on, while the probes see events from their attach.
-    ours_from_ns: u64,
-    /// ... and after this one (`u64::MAX` until set): the end snapshot is taken when the live
-    /// capture stops, while the analysis is one of the driver's sinks, hence shared.
-    ours_until_ns: Arc<AtomicU64>,
-    pub(crate) schedstat: Option<SchedstatComparison>,
     pub(crate) shadow: Option<crate::shadow::ShadowEval>,
     /// In-scope wakees waiting for their switch-in.
     waits: wake::Waits,
@@ -107,10 +91,6 @@ impl Analysis {
             own,
             own_events: 0,
             own_wakeups: 0,
-            ours: OurWakeCounts::new(t.cpu_bound()),
-            ours_from_ns: 0,
-            ours_until_ns: Arc::new(AtomicU64::new(u64::MAX)),
-            schedstat: None,
             shadow: Some(crate::shadow::ShadowEval::new(header)),
             waits: wake::Waits::default(),
             parts: parts::Parts::new(header),
@@ -250,36 +230,6 @@ impl Analysis {
             .map_or_else(Vec::new, |s| s.policy_names())
     }
 
-    /// Unfiltered per-waker-CPU counts, for [`schedstat::compare`].
-    pub fn wake_counts(&self) -> &OurWakeCounts {
-        &self.ours
-    }
-
-    /// Starts the counts [`Analysis::compare_schedstat`] uses at `ts_ns` (the probes' clock,
-    /// CLOCK_MONOTONIC): the time of the start snapshot, so both sides cover one window.
-    pub fn count_wakeups_from(&mut self, ts_ns: u64) {
-        self.ours_from_ns = ts_ns;
-        self.ours = OurWakeCounts::new(self.header.topology.cpu_bound());
-    }
-
-    /// Where the end snapshot's time goes (the probes' clock): wakeups after it are not
-    /// counted for [`Analysis::compare_schedstat`], though the probes still see them while
-    /// they detach (the fentry detach waits for RCU-tasks grace periods: kthread wakeups).
-    pub fn wakeup_count_end(&self) -> Arc<AtomicU64> {
-        Arc::clone(&self.ours_until_ns)
-    }
-
-    /// Runs the `/proc/schedstat` cross-check on two snapshots taken at the start and the end
-    /// of a live run and keeps the result for the reports.
-    pub fn compare_schedstat(
-        &mut self,
-        start: &str,
-        end: &str,
-    ) -> Result<&SchedstatComparison, SchedstatError> {
-        let c = schedstat::compare(start, end, &self.header.topology, &self.ours)?;
-        Ok(self.schedstat.insert(c))
-    }
-
     pub fn on_batch(&mut self, b: &Batch) {
         for t in &b.tasks {
             if self.tasks.learn(*t) {
@@ -292,6 +242,10 @@ impl Analysis {
             if let Some(w) = &s.workload {
                 self.workload = Some(w.as_ref().clone());
             }
+        }
+        for x in &b.schedstat {
+            let (cx, parts, _, _) = self.split();
+            parts.on_schedstat(&cx, x);
         }
         for e in &b.events {
             self.on_event(e);
@@ -375,11 +329,9 @@ impl Analysis {
 
     fn on_placement(&mut self, p: &Placement) {
         let c = classify(&self.levels, p.waker_cpu, p.prev_cpu, p.chosen_cpu);
-        if !p.new_task
-            && p.wakeup_ts_ns >= self.ours_from_ns
-            && p.wakeup_ts_ns <= self.ours_until_ns.load(Ordering::Relaxed)
         {
-            self.ours.add(p.waker_cpu, &c);
+            let (cx, parts, _, _) = self.split();
+            parts.on_any_placement(&cx, p, &c);
         }
         let in_scope = self.wanted(p.pid, p.waker_pid);
         if !in_scope && !p.new_task && (self.own(p.pid) || self.own(p.waker_pid)) {

@@ -5,7 +5,7 @@
 //! writes its own sections of the [`Snapshot`]. No part reads or writes another's fields.
 use super::{Snapshot, placement::Classified};
 use crate::{
-    event::Event,
+    event::{Event, SchedstatSample},
     format::Header,
     join::Placement,
     shadow::{Excluded, Scored, ShadowEval},
@@ -88,7 +88,12 @@ pub(crate) trait Part {
         Self: Sized;
     /// Every event, before anything derived from it.
     fn on_event(&mut self, _cx: &Ctx, _e: &Event) {}
+    /// A `/proc/schedstat` sample, before the events read after it.
+    fn on_schedstat(&mut self, _cx: &Ctx, _s: &SchedstatSample) {}
     fn on_scan(&mut self, _cx: &Ctx, _s: &ScanSample) {}
+    /// Every joined placement, in scope or not, wakeviz's own threads' too: what the kernel's
+    /// own counters count.
+    fn on_any_placement(&mut self, _cx: &Ctx, _p: &Placement, _c: &Classified) {}
     /// An in-scope wakeup's placement (`sched_wakeup`).
     fn on_placement(&mut self, _cx: &Ctx, _pl: &Placed) {}
     /// An in-scope new task's first placement (`sched_wakeup_new`: fork balancing).

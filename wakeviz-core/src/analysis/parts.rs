@@ -1,13 +1,20 @@
 //! The registered analyses, in fold order: one line each. A new analysis is one file that
 //! implements [`Part`] and one line here; the fold, the scope reset and the snapshot reach it
 //! through the generated [`Parts`].
-use super::part::{Ctx, Part, Placed, Ran, ScanSample, Unplaced};
-use crate::{event::Event, format::Header};
+use super::{
+    part::{Ctx, Part, Placed, Ran, ScanSample, Unplaced},
+    placement::Classified,
+};
+use crate::{
+    event::{Event, SchedstatSample},
+    format::Header,
+    join::Placement,
+};
 
 use super::{
-    Snapshot, events::EventTally, matrix::Matrix, records::Records, scan::ScanPart, series::Series,
-    shadow_rows::ShadowRows, tasks::TaskStats, wake::WakeLatency, wakeups::PlacementPart,
-    window::RollingWindows,
+    Snapshot, events::EventTally, kernel_counters::KernelCounters, matrix::Matrix,
+    records::Records, scan::ScanPart, series::Series, shadow_rows::ShadowRows, tasks::TaskStats,
+    wake::WakeLatency, wakeups::PlacementPart, window::RollingWindows,
 };
 
 macro_rules! parts {
@@ -25,9 +32,16 @@ macro_rules! parts {
             pub(crate) fn on_event(&mut self, cx: &Ctx, e: &Event) {
                 $(self.$field.on_event(cx, e);)*
             }
+            pub(crate) fn on_schedstat(&mut self, cx: &Ctx, s: &SchedstatSample) {
+                $(self.$field.on_schedstat(cx, s);)*
+            }
             #[inline]
             pub(crate) fn on_scan(&mut self, cx: &Ctx, s: &ScanSample) {
                 $(self.$field.on_scan(cx, s);)*
+            }
+            #[inline]
+            pub(crate) fn on_any_placement(&mut self, cx: &Ctx, p: &Placement, c: &Classified) {
+                $(self.$field.on_any_placement(cx, p, c);)*
             }
             #[inline]
             pub(crate) fn on_placement(&mut self, cx: &Ctx, pl: &Placed) {
@@ -77,4 +91,5 @@ parts! {
     tasks: TaskStats,
     shadow_rows: ShadowRows,
     records: Records,
+    schedstat: KernelCounters,
 }

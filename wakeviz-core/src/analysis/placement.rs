@@ -184,6 +184,19 @@ impl OurWakeCounts {
         }
     }
 
+    /// Adds `other`'s counts to these and zeroes `other`.
+    pub fn absorb(&mut self, other: &mut Self) {
+        for (mine, theirs) in [
+            (&mut self.by_waker, &mut other.by_waker),
+            (&mut self.affine_by_waker, &mut other.affine_by_waker),
+        ] {
+            for (a, b) in mine.iter_mut().zip(theirs.iter_mut()) {
+                a.merge(b);
+                *b = LevelCounts::default();
+            }
+        }
+    }
+
     #[inline]
     pub fn add(&mut self, waker: u32, c: &Classified) {
         let (Some(w), Some(slot)) = (c.vs_waker, self.by_waker.get_mut(waker as usize)) else {

@@ -64,8 +64,12 @@ pub struct Schedstat {
 }
 
 /// Parses the kernel's `%*pb` cpumask: comma-separated 32-bit hex words, most significant first.
+/// At most [`crate::topology::MAX_CPUS`] bits: a longer mask is no kernel's.
 pub fn parse_cpumask(s: &str) -> Option<CpuSet> {
     let mut set = CpuSet::new();
+    if s.trim().split(',').count() > (crate::topology::MAX_CPUS / 32) as usize {
+        return None;
+    }
     for (i, w) in s.trim().split(',').rev().enumerate() {
         let v = u32::from_str_radix(w, 16).ok()?;
         for b in 0..32 {
@@ -86,6 +90,16 @@ fn nums(line: usize, toks: &[&str]) -> Result<Vec<u64>, SchedstatError> {
             })
         })
         .collect()
+}
+
+/// A sched domain name as the kernel spells them (`SMT`, `CLS`, `MC`, `PKG`, `NODE`, `NUMA`):
+/// short, letters, digits and `_`. A sample read from a recording is input: anything else
+/// is refused rather than shown.
+fn domain_name_ok(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Parses one snapshot of `/proc/schedstat`.
@@ -139,10 +153,14 @@ pub fn parse(text: &str) -> Result<Schedstat, SchedstatError> {
                 .parse()
                 .map_err(|_| perr(format!("bad domain label {head:?}")))?;
             let (name, rest) = if v >= 17 {
-                (
-                    toks.get(1).map(|s| (*s).to_string()),
-                    toks.get(2..).unwrap_or(&[]),
-                )
+                let name = toks.get(1).copied().unwrap_or_default();
+                if !domain_name_ok(name) {
+                    return Err(perr(format!(
+                        "domain name is not a kernel sched domain name ({} bytes)",
+                        name.len()
+                    )));
+                }
+                (Some(name.to_string()), toks.get(2..).unwrap_or(&[]))
             } else {
                 (None, toks.get(1..).unwrap_or(&[]))
             };
@@ -317,95 +335,154 @@ pub fn compare(
     topo: &Topology,
     ours: &OurWakeCounts,
 ) -> Result<SchedstatComparison, SchedstatError> {
-    let d = diff(&parse(start)?, &parse(end)?)?;
-    let lm = crate::topology::LevelMap::new(topo);
-    let mut rows = vec![
-        row("cpu".into(), vec![], "ttwu_count", true),
-        row("cpu".into(), vec![Level::SameCpu], "ttwu_local", true),
-    ];
-    let mut domain_rows: Vec<ComparisonRow> = Vec::new();
-    let mut per_cpu = Vec::with_capacity(d.cpus.len());
-    for c in &d.cpus {
-        let (Some(mine), Some(aff)) = (
-            ours.by_waker.get(c.cpu as usize),
-            ours.affine_by_waker.get(c.cpu as usize),
-        ) else {
-            continue;
-        };
-        rows[0].kernel += c.ttwu_count;
-        rows[0].wakeviz += mine.total();
-        rows[1].kernel += c.ttwu_local;
-        rows[1].wakeviz += mine.get(Level::SameCpu);
-        per_cpu.push(CpuRow {
-            cpu: c.cpu,
-            ttwu_count: c.ttwu_count,
-            wakeviz_count: mine.total(),
-            ttwu_local: c.ttwu_local,
-            wakeviz_local: mine.get(Level::SameCpu),
-        });
-        let mut seen: CpuSet = std::iter::once(c.cpu).collect();
-        let mut assigned = [false; 6];
-        for dom in &c.domains {
-            let mut levels: Vec<Level> = dom
-                .span
-                .iter()
-                .filter(|x| !seen.contains(*x))
-                .filter_map(|x| lm.level(c.cpu, x))
-                .collect();
-            levels.sort();
-            levels.dedup();
-            for x in dom.span.iter() {
-                seen.insert(x);
-            }
-            let Some(&lowest) = levels.first() else {
-                continue;
-            };
-            let approximate = levels.iter().any(|l| assigned[l.index()]);
-            let fresh: Vec<Level> = levels
-                .iter()
-                .copied()
-                .filter(|l| !assigned[l.index()])
-                .collect();
-            for l in &fresh {
-                assigned[l.index()] = true;
-            }
-            let name = dom
-                .name
-                .clone()
-                .unwrap_or_else(|| derived_name(topo, lowest).into());
-            let comparable_affine = levels.iter().any(|&l| l > Level::SameLlc);
-            for (counter, kernel, wv, comparable) in [
-                (
-                    "ttwu_wake_remote",
-                    dom.ttwu_wake_remote,
-                    fresh.iter().map(|&l| mine.get(l)).sum::<u64>(),
-                    true,
-                ),
-                (
-                    "ttwu_move_affine",
-                    dom.ttwu_move_affine,
-                    fresh.iter().map(|&l| aff.get(l)).sum::<u64>(),
-                    comparable_affine,
-                ),
-            ] {
-                let r = match domain_rows
-                    .iter_mut()
-                    .position(|r| r.domain == name && r.levels == levels && r.counter == counter)
-                {
-                    Some(i) => &mut domain_rows[i],
-                    None => {
-                        domain_rows.push(row(name.clone(), levels.clone(), counter, comparable));
-                        let last = domain_rows.len() - 1;
-                        &mut domain_rows[last]
-                    }
+    Ok(compare_diff(
+        &diff(&parse(start)?, &parse(end)?)?,
+        topo,
+        ours,
+    ))
+}
+
+/// [`compare`] on the counters' increase `d` ([`diff`]).
+pub fn compare_diff(d: &Schedstat, topo: &Topology, ours: &OurWakeCounts) -> SchedstatComparison {
+    Plan::new(d, topo).compare(ours)
+}
+
+/// One domain of one waker CPU: the rows its two counters add to and the wakeviz levels it
+/// adds (those no lower domain of that CPU had).
+#[derive(Clone, Debug)]
+struct DomainSlot {
+    cpu: u32,
+    wake_row: usize,
+    affine_row: usize,
+    fresh: Vec<Level>,
+}
+
+/// The comparison's shape and the kernel's side, from one counter increase: which rows exist,
+/// which wakeviz levels each CPU's domains add, the kernel's sums. Building it walks every
+/// domain's span, so it is built once per sample; [`Plan::compare`] then adds wakeviz's
+/// counts in time proportional to CPUs x domains.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    version: u32,
+    interval_jiffies: u64,
+    rows: Vec<ComparisonRow>,
+    slots: Vec<DomainSlot>,
+    /// (cpu, ttwu_count, ttwu_local) of every CPU in the topology's range.
+    cpus: Vec<(u32, u64, u64)>,
+}
+
+impl Plan {
+    pub fn new(d: &Schedstat, topo: &Topology) -> Self {
+        let lm = crate::topology::LevelMap::new(topo);
+        let bound = topo.cpu_bound();
+        let mut rows = vec![
+            row("cpu".into(), vec![], "ttwu_count", true),
+            row("cpu".into(), vec![Level::SameCpu], "ttwu_local", true),
+        ];
+        let mut slots = Vec::new();
+        let mut cpus = Vec::with_capacity(d.cpus.len());
+        for c in d.cpus.iter().filter(|c| (c.cpu as usize) < bound) {
+            rows[0].kernel += c.ttwu_count;
+            rows[1].kernel += c.ttwu_local;
+            cpus.push((c.cpu, c.ttwu_count, c.ttwu_local));
+            let mut seen: CpuSet = std::iter::once(c.cpu).collect();
+            let mut assigned = [false; Level::ALL.len()];
+            for dom in &c.domains {
+                let mut levels: Vec<Level> = dom
+                    .span
+                    .iter()
+                    .filter(|x| !seen.contains(*x))
+                    .filter_map(|x| lm.level(c.cpu, x))
+                    .collect();
+                levels.sort();
+                levels.dedup();
+                for x in dom.span.iter() {
+                    seen.insert(x);
+                }
+                let Some(&lowest) = levels.first() else {
+                    continue;
                 };
-                r.kernel += kernel;
-                r.wakeviz += wv;
-                r.approximate |= approximate;
+                let approximate = levels.iter().any(|l| assigned[l.index()]);
+                let fresh: Vec<Level> = levels
+                    .iter()
+                    .copied()
+                    .filter(|l| !assigned[l.index()])
+                    .collect();
+                for l in &fresh {
+                    assigned[l.index()] = true;
+                }
+                let name = dom
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| derived_name(topo, lowest).into());
+                let comparable_affine = levels.iter().any(|&l| l > Level::SameLlc);
+                let mut at = |counter: &'static str, kernel: u64, comparable: bool| {
+                    let i = match rows.iter().position(|r| {
+                        r.domain == name && r.levels == levels && r.counter == counter
+                    }) {
+                        Some(i) => i,
+                        None => {
+                            rows.push(row(name.clone(), levels.clone(), counter, comparable));
+                            rows.len() - 1
+                        }
+                    };
+                    rows[i].kernel += kernel;
+                    rows[i].approximate |= approximate;
+                    i
+                };
+                let wake_row = at("ttwu_wake_remote", dom.ttwu_wake_remote, true);
+                let affine_row = at("ttwu_move_affine", dom.ttwu_move_affine, comparable_affine);
+                slots.push(DomainSlot {
+                    cpu: c.cpu,
+                    wake_row,
+                    affine_row,
+                    fresh,
+                });
             }
         }
+        Self {
+            version: d.version,
+            interval_jiffies: d.timestamp,
+            rows,
+            slots,
+            cpus,
+        }
     }
-    rows.extend(domain_rows);
+
+    /// The comparison with wakeviz's per-waker-CPU counts of the same interval.
+    pub fn compare(&self, ours: &OurWakeCounts) -> SchedstatComparison {
+        let mut rows = self.rows.clone();
+        let none = crate::topology::LevelCounts::default();
+        let mine = |cpu: u32| ours.by_waker.get(cpu as usize).unwrap_or(&none);
+        let aff = |cpu: u32| ours.affine_by_waker.get(cpu as usize).unwrap_or(&none);
+        let mut per_cpu = Vec::with_capacity(self.cpus.len());
+        for &(cpu, ttwu_count, ttwu_local) in &self.cpus {
+            let m = mine(cpu);
+            rows[0].wakeviz += m.total();
+            rows[1].wakeviz += m.get(Level::SameCpu);
+            per_cpu.push(CpuRow {
+                cpu,
+                ttwu_count,
+                wakeviz_count: m.total(),
+                ttwu_local,
+                wakeviz_local: m.get(Level::SameCpu),
+            });
+        }
+        for s in &self.slots {
+            let (m, a) = (mine(s.cpu), aff(s.cpu));
+            rows[s.wake_row].wakeviz += s.fresh.iter().map(|&l| m.get(l)).sum::<u64>();
+            rows[s.affine_row].wakeviz += s.fresh.iter().map(|&l| a.get(l)).sum::<u64>();
+        }
+        finish(self.version, self.interval_jiffies, rows, per_cpu)
+    }
+}
+
+fn finish(
+    version: u32,
+    interval_jiffies: u64,
+    mut rows: Vec<ComparisonRow>,
+    per_cpu: Vec<CpuRow>,
+) -> SchedstatComparison {
     let mut flagged = 0;
     for r in &mut rows {
         r.diff_pct = (r.kernel > 0).then(|| {
@@ -418,9 +495,9 @@ pub fn compare(
             };
         flagged += usize::from(r.flagged);
     }
-    Ok(SchedstatComparison {
-        version: d.version,
-        interval_jiffies: d.timestamp,
+    SchedstatComparison {
+        version,
+        interval_jiffies,
         threshold_pct: THRESHOLD_PCT,
         flagged,
         rows,
@@ -429,5 +506,5 @@ pub fn compare(
             "the kernel also counts self-wakeups and wakeups whose sched_waking was dropped; wakeviz counts joined placements only",
             "ttwu_move_affine inside one LLC is not observable from the outcome (see the affine definition) and is not compared",
         ],
-    })
+    }
 }

@@ -325,6 +325,8 @@ pub struct Snapshot {
     pub scan_latency: ScanSection,
     pub wakeup_latency: LatencySection,
     pub schedstat: Option<SchedstatComparison>,
+    /// Why the stream's latest `/proc/schedstat` sample could not be compared.
+    pub schedstat_error: Option<String>,
     pub shadow: Option<crate::shadow::ShadowReport>,
     /// The session per interval (follows the filter).
     pub series: super::series::SeriesSection,
@@ -353,6 +355,8 @@ impl Serialize for Snapshot {
             scan_latency: &'a ScanSection,
             wakeup_latency: &'a LatencySection,
             schedstat: &'a Option<SchedstatComparison>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            schedstat_error: &'a Option<String>,
             shadow: &'a Option<crate::shadow::ShadowReport>,
             series: &'a super::series::SeriesSection,
             matrix: &'a super::matrix::MatrixSection,
@@ -375,6 +379,7 @@ impl Serialize for Snapshot {
             scan_latency: &self.scan_latency,
             wakeup_latency: &self.wakeup_latency,
             schedstat: &self.schedstat,
+            schedstat_error: &self.schedstat_error,
             shadow: &self.shadow,
             series: &self.series,
             matrix: &self.matrix,
@@ -525,7 +530,8 @@ impl Analysis {
                 new_task: empty.clone(),
                 windows: no_windows(),
             },
-            schedstat: self.schedstat.clone(),
+            schedstat: None,
+            schedstat_error: None,
             shadow: None,
             series: super::series::Series::default().section(0),
             matrix: super::matrix::MatrixSection::default(),

@@ -17,12 +17,22 @@ pub(super) fn num(v: f64) -> String {
     }
 }
 
+/// A value of `r`: a whole count (one run's, or a mean that came out whole) as an integer,
+/// as the patch threads print counts.
+fn value(r: &Row, v: f64) -> String {
+    if r.unit == Unit::Count && v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        num(v)
+    }
+}
+
 fn cell(r: &Row, c: &Cell, first: bool) -> String {
     let Some(m) = c.mean else {
         return "n/a".into();
     };
     if first {
-        return num(m);
+        return value(r, m);
     }
     let change = match (r.unit == Unit::Share, c.change, c.change_pct) {
         (true, Some(d), _) => format!("{d:+.2} pt"),
@@ -37,7 +47,7 @@ fn cell(r: &Row, c: &Cell, first: bool) -> String {
         (true, None) => " *",
         _ => "",
     };
-    format!("{} ({change}){mark}", num(m))
+    format!("{} ({change}){mark}", value(r, m))
 }
 
 pub(super) fn clip(s: &str, w: usize) -> String {

@@ -10,7 +10,7 @@ static COUNTER: [Def; 2] = [
         kind: FigureKind::Count,
         better: None,
         topology_bound: true,
-        na_rule: "absent without a schedstat comparison (live runs with CONFIG_SCHEDSTATS)",
+        na_rule: "absent without two /proc/schedstat samples in the stream (CONFIG_SCHEDSTATS, not --no-schedstat)",
         help: "A /proc/schedstat counter's increase over the run, summed over the domain's CPUs",
     },
     Def {
@@ -39,8 +39,22 @@ impl Family for Schedstat {
             return;
         };
         for r in &c.rows {
-            let d = key(&r.domain);
-            let label = format!("{} {}", r.domain, r.counter);
+            // Several domains of one name (the NUMA levels of a multi-node package) are told
+            // apart by the wakeviz levels they add.
+            let shared = c
+                .rows
+                .iter()
+                .filter(|x| x.domain == r.domain && x.counter == r.counter)
+                .count()
+                > 1;
+            let domain = if shared {
+                let levels: Vec<&str> = r.levels.iter().map(|l| l.name()).collect();
+                format!("{} {}", r.domain, levels.join(" "))
+            } else {
+                r.domain.clone()
+            };
+            let d = key(&domain);
+            let label = format!("{domain} {}", r.counter);
             o.count_rate(&COUNTER, &[&d, r.counter], &label, r.kernel);
         }
     }

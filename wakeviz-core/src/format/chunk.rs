@@ -3,7 +3,7 @@
 //! ```text
 //! off size field
 //!  0   4   magic "WVZC"
-//!  4   1   kind (TASKS=1, EVENTS=2, STATS=3, END=4)
+//!  4   1   kind (TASKS=1, EVENTS=2, STATS=3, END=4, SCHEDSTAT=5 from format 3)
 //!  5   1   codec (0 = raw, 1 = zstd)
 //!  6   2   reserved, 0
 //!  8   4   raw_len: payload length before compression
@@ -26,6 +26,8 @@ pub const KIND_TASKS: u8 = 1;
 pub const KIND_EVENTS: u8 = 2;
 pub const KIND_STATS: u8 = 3;
 pub const KIND_END: u8 = 4;
+/// One `/proc/schedstat` sample: `ts_ns` (u64, little endian), then the file's text.
+pub const KIND_SCHEDSTAT: u8 = 5;
 
 pub const CODEC_RAW: u8 = 0;
 pub const CODEC_ZSTD: u8 = 1;
@@ -93,7 +95,7 @@ impl ChunkHeader {
             count: u32_at(16),
             crc: u32_at(20),
         };
-        if !(KIND_TASKS..=KIND_END).contains(&h.kind) {
+        if !(KIND_TASKS..=KIND_SCHEDSTAT).contains(&h.kind) {
             return Err(format!("unknown chunk kind {}", h.kind));
         }
         if h.codec > CODEC_ZSTD {

@@ -3,11 +3,14 @@ use serde::{Deserialize, Serialize};
 use crate::{event::Kind, topology::Topology};
 
 pub const MAGIC: &[u8; 8] = b"WVZTRACE";
-/// Bumped on any incompatible change of the layout described in the module docs. Version 2:
-/// `EVENTS` payloads are columns ([`super::columns`]); version 1 files (rows of varints,
-/// [`super::codec`]) are still read. A reader older than 2 refuses a version-2 file by this
-/// number instead of misreading its chunks.
-pub const FORMAT_VERSION: u32 = 2;
+/// Bumped whenever a file of this version could not be read whole by a reader of the previous
+/// one (the rule: docs/reference/recording-format.md, "Compatibility"). Version 3 adds the
+/// `SCHEDSTAT` chunk; version 2 made `EVENTS` payloads columns ([`super::columns`]); version 1
+/// files (rows of varints, [`super::codec`]) are still read. A reader refuses a newer version
+/// by this number instead of misreading its chunks.
+pub const FORMAT_VERSION: u32 = 3;
+/// The first format version with `SCHEDSTAT` chunks.
+pub const SCHEDSTAT_SINCE: u32 = 3;
 
 /// How a probe is attached, best first within its group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

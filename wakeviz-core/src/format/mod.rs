@@ -22,6 +22,9 @@
 //!   ([`codec`]: kind, CPU, zigzag-delta timestamp, the kind's fields), still read;
 //! - `STATS`: cumulative capture counters (events offered per kind, kernel ring-buffer drops,
 //!   userspace channel drops) at that moment, written with every flush;
+//! - `SCHEDSTAT` (format 3 on): one `/proc/schedstat` sample, its time (`ts_ns`, u64) then the
+//!   file's text; written after the events read before it, so a replay meets it where the
+//!   live analysis did;
 //! - `END`: the final counters; its absence means the recording was cut short.
 //!
 //! A recorder flushes at least once per second and whenever the pending chunk is full, so a
@@ -39,7 +42,7 @@ pub use error::FormatError;
 pub(crate) use header::is_zero;
 pub use header::{
     BatchStats, CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC, ProbeClock, ProbeMode,
-    ProbeState, ProbeStatus, RingStats, ScanSource,
+    ProbeState, ProbeStatus, RingStats, SCHEDSTAT_SINCE, ScanSource,
 };
 pub use reader::{ChunkPayload, Reader, read_all};
 pub use writer::{Recorder, RecorderConfig};

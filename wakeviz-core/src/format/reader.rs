@@ -9,9 +9,9 @@ use super::{
     chunk::{self, ChunkHeader},
     codec::{self, Cursor},
     columns,
-    header::{CaptureStats, FORMAT_VERSION, Header, MAGIC},
+    header::{CaptureStats, FORMAT_VERSION, Header, MAGIC, SCHEDSTAT_SINCE},
 };
-use crate::event::{Comm, Event, Select, TaskName};
+use crate::event::{Comm, Event, SchedstatSample, Select, TaskName};
 
 /// Longest JSON header accepted. A header with the largest topology allowed
 /// ([`crate::topology::MAX_CPUS`] CPUs, [`crate::topology::MAX_NODES`] nodes with their distance
@@ -27,6 +27,7 @@ pub enum ChunkPayload {
     Events(Vec<Event>),
     Stats(CaptureStats),
     End(CaptureStats),
+    Schedstat(SchedstatSample),
 }
 
 /// Reads a recording chunk by chunk. Memory is one chunk at a time.
@@ -390,6 +391,7 @@ impl<R: Read> Reader<R> {
                 r.map_err(|m| self.bad(m))?;
                 ChunkPayload::Events(evs)
             }
+            chunk::KIND_SCHEDSTAT => ChunkPayload::Schedstat(self.schedstat(&raw, h.count)?),
             kind => {
                 let s: CaptureStats =
                     serde_json::from_slice(&raw).map_err(|e| self.bad(format!("counters: {e}")))?;
@@ -404,6 +406,32 @@ impl<R: Read> Reader<R> {
         self.offset += (chunk::HEADER_LEN + h.stored_len as usize) as u64;
         self.index += 1;
         Ok(Some(payload))
+    }
+}
+
+impl<R: Read> Reader<R> {
+    /// A `SCHEDSTAT` payload: its time, then the file's text (UTF-8, as the kernel writes it).
+    fn schedstat(&self, raw: &[u8], count: u32) -> Result<SchedstatSample, FormatError> {
+        if self.version < SCHEDSTAT_SINCE {
+            return Err(self.bad(format!(
+                "schedstat chunk in a format-{} recording (they exist from format {SCHEDSTAT_SINCE})",
+                self.version
+            )));
+        }
+        if count != 1 {
+            return Err(self.bad(format!("schedstat chunk claims {count} samples, not 1")));
+        }
+        let (Some(ts), Some(text)) = (raw.get(..8), raw.get(8..)) else {
+            return Err(self.bad("schedstat chunk shorter than its 8-byte time"));
+        };
+        let mut b = [0u8; 8];
+        b.copy_from_slice(ts);
+        let text = std::str::from_utf8(text)
+            .map_err(|e| self.bad(format!("schedstat text is not UTF-8: {e}")))?;
+        Ok(SchedstatSample {
+            ts_ns: u64::from_le_bytes(b),
+            text: text.to_owned(),
+        })
     }
 }
 

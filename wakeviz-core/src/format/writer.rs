@@ -10,7 +10,7 @@ use super::{
     columns::Encoder,
     header::{CaptureStats, FORMAT_VERSION, Header, MAGIC},
 };
-use crate::event::{Event, TaskName, TaskTable};
+use crate::event::{Event, SchedstatSample, TaskName, TaskTable};
 
 #[derive(Clone, Debug)]
 pub struct RecorderConfig {
@@ -106,6 +106,17 @@ impl<W: Write> Recorder<W> {
     /// Records the latest cumulative capture counters (written with the next flush).
     pub fn set_stats(&mut self, s: &CaptureStats) {
         self.stats = s.clone();
+    }
+
+    /// Writes a `/proc/schedstat` sample after everything pushed so far, so a replay delivers
+    /// it where the live stream did.
+    pub fn schedstat(&mut self, s: &SchedstatSample) -> Result<(), FormatError> {
+        self.flush()?;
+        let mut raw = Vec::with_capacity(8 + s.text.len());
+        raw.extend_from_slice(&s.ts_ns.to_le_bytes());
+        raw.extend_from_slice(s.text.as_bytes());
+        self.write_chunk(chunk::KIND_SCHEDSTAT, &raw, 1)?;
+        self.out.flush().map_err(FormatError::Write)
     }
 
     /// Flushes if the flush interval has passed; call this periodically even when idle.

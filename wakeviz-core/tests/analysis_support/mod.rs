@@ -143,9 +143,8 @@ impl W {
 
 pub fn batch(ws: &[W]) -> Batch {
     Batch {
-        tasks: vec![],
         events: ws.iter().flat_map(W::events).collect(),
-        stats: None,
+        ..Batch::default()
     }
 }
 

@@ -350,6 +350,57 @@ pub fn cases() -> Vec<(&'static str, Vec<u8>, bool)> {
         },
         true,
     ));
+    let sample = |ts_ns: u64, text: &[u8]| {
+        let mut raw = ts_ns.to_le_bytes().to_vec();
+        raw.extend_from_slice(text);
+        chunk(chunk::KIND_SCHEDSTAT, &raw, 1, true)
+    };
+    v.push((
+        "schedstat-chunk-in-format-2",
+        file_of(2, t4(), &[sample(1, b"version 17\n")]),
+        true,
+    ));
+    v.push((
+        "schedstat-not-utf8",
+        file_of(3, t4(), &[sample(1, b"version 17\ncpu0 \xff\xfe\n")]),
+        true,
+    ));
+    v.push((
+        "schedstat-two-samples-claiming",
+        file_of(3, t4(), &[chunk(chunk::KIND_SCHEDSTAT, &[0; 8], 2, false)]),
+        true,
+    ));
+    // Two samples near the chunk limit: thousands of domains spanning every CPU a kernel can
+    // have, for one CPU. Each sample is parsed and its spans walked once, not per snapshot.
+    let wide = |ts: u64, remote: u64| {
+        let mask = vec!["ffffffff"; 256].join(",");
+        let zeros = vec!["0"; 42].join(" ");
+        let mut t = format!("version 17\ntimestamp {ts}\ncpu0 0 0 0 0 0 0 0 0 0\n");
+        for i in 0..6000 {
+            t.push_str(&format!("domain{i} NUMA {mask} {zeros} {remote} 0 0\n"));
+        }
+        sample(ts, t.as_bytes())
+    };
+    v.push((
+        "schedstat-6000-full-domains",
+        file_of(3, t4(), &[wide(1, 0), wide(2, 5), wide(3, 9)]),
+        false,
+    ));
+    v.push((
+        "schedstat-escape-in-domain-name",
+        file_of(
+            3,
+            t4(),
+            &[
+                sample(1, b"version 17\ncpu0 0 0 0 0 0 0 0 0 0\n"),
+                sample(
+                    2,
+                    b"version 17\ncpu0 0 0 0 0 1 1 0 0 0\ndomain0 \x1b[2J 1 0\n",
+                ),
+            ],
+        ),
+        false,
+    ));
     v.push((
         "data-after-end",
         {

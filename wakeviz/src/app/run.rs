@@ -43,6 +43,12 @@ impl Sink for App {
                     .filter(|e| self.in_range(e.ts_ns()))
                     .cloned()
                     .collect(),
+                schedstat: b
+                    .schedstat
+                    .iter()
+                    .filter(|s| self.in_range(s.ts_ns))
+                    .cloned()
+                    .collect(),
                 stats: b.stats.clone(),
             };
             self.data.on_batch(&inside);

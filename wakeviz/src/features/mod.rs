@@ -34,6 +34,11 @@ pub fn not_restored() -> bool {
     NOT_RESTORED.load(Ordering::SeqCst)
 }
 
+/// Something else this process changed (a sysctl) could not be put back.
+pub fn mark_not_restored() {
+    NOT_RESTORED.store(true, Ordering::SeqCst);
+}
+
 /// Where the kernel has it, with debugfs on its usual mount point.
 pub const DEBUGFS: &str = "/sys/kernel/debug";
 pub const FEATURES: &str = "/sys/kernel/debug/sched/features";

@@ -23,6 +23,7 @@ pub mod delta;
 pub mod fmt;
 mod footer;
 mod help;
+mod kernel_counters;
 mod latency;
 pub mod legend;
 mod matrix;

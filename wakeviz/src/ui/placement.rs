@@ -12,7 +12,7 @@ use wakeviz_core::{
     topology::Level,
 };
 
-use super::{fmt, topomap};
+use super::{fmt, kernel_counters, topomap};
 use crate::app::{App, View, Window, map::Map};
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
@@ -32,7 +32,18 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Min(0)]).areas(rest);
     topomap::render_map(f, left, app, &map, sel);
-    topomap::render_detail(f, right, app, &map, sel);
+    let snap = &app.data.snap;
+    let kernel = kernel_counters::lines(
+        snap.schedstat.as_ref(),
+        snap.schedstat_error.as_deref(),
+        usize::from(right.width),
+    );
+    // The detail first: the kernel's counters take what it leaves, at most their rows.
+    let [detail, counters] =
+        Layout::vertical([Constraint::Min(12), Constraint::Length(kernel.len() as u16)])
+            .areas(right);
+    topomap::render_detail(f, detail, app, &map, sel);
+    f.render_widget(Paragraph::new(kernel), counters);
 }
 
 fn level_bars(c: &PlacementCounts, width: usize, app: &App) -> Vec<Line<'static>> {

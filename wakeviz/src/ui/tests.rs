@@ -229,11 +229,7 @@ fn tracepoint_only_mode_is_labelled() {
     let mut app = App::new(&h, SourceKind::Live { recording: None });
     while let Ok(Poll::Batch(mut b)) = src.poll(std::time::Duration::ZERO) {
         b.events.retain(|e| !matches!(e, Event::Select(_)));
-        app.data.on_batch(&Batch {
-            tasks: b.tasks,
-            events: b.events,
-            stats: b.stats,
-        });
+        app.data.on_batch(&b);
     }
     app.refresh();
     let s = screen(&app, 160, 24);
@@ -562,7 +558,7 @@ fn fold_to_cursor(app: &mut App, path: &std::path::Path) {
         app.on_batch(&Batch {
             tasks: b.tasks,
             events,
-            stats: b.stats,
+            ..b
         })
         .expect("fold");
         if let Some(next) = held {
@@ -789,4 +785,21 @@ fn the_overview_scrolls_to_every_line() {
         crate::app::tests::press(&mut app, ratatui::crossterm::event::KeyCode::Up);
     }
     assert_eq!(screen(&app, 80, 24), first);
+}
+
+/// A recording with `/proc/schedstat` samples (a VM capture, format 3): the Placement view
+/// shows the kernel's counters beside wakeviz's on replay.
+#[test]
+fn the_kernel_counters_show_on_replay() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wakeviz-core/tests/fixtures/recordings/vm-nps1-smt-pingpong.wvz");
+    let mut app = replayed(&path);
+    app.update(Msg::Show(View::Placement));
+    let s = screen(&app, 120, 40);
+    assert!(
+        s.contains("Kernel counters · schedstat v16 · 2 disagree")
+            && s.contains("SMT       remote       1006      1006"),
+        "{s}"
+    );
+    insta::assert_snapshot!("placement_kernel_counters_120x40", s);
 }

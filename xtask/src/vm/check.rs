@@ -753,6 +753,7 @@ pub fn diff_gate(f: &mut Findings, wakeviz: &Path, results: &Path) {
         }
         Err(e) => f.fail(format!("running wakeviz diff: {e}")),
     }
+    diff_schedstat(f, wakeviz, &smt1, &xpkg);
     match run(&smt1, &smt2) {
         Ok(o) if o.status.code() == Some(0) => {
             f.line("  diff gate, SMT pair run 1 -> run 2: exit 0 (nothing moved)");
@@ -763,6 +764,42 @@ pub fn diff_gate(f: &mut Findings, wakeviz: &Path, results: &Path) {
             String::from_utf8_lossy(&o.stderr)
         )),
         Err(e) => f.fail(format!("running wakeviz diff: {e}")),
+    }
+}
+
+/// The kernel's own counters travel in the recordings: `wakeviz diff` of two of them prints
+/// the schedstat rows with values (the guest kernel has CONFIG_SCHEDSTATS; wakeviz switches
+/// the sysctl on for each run).
+fn diff_schedstat(f: &mut Findings, wakeviz: &Path, a: &Path, b: &Path) {
+    let out = std::process::Command::new(wakeviz)
+        .arg("diff")
+        .arg(a)
+        .arg(b)
+        .args(["--only", "schedstat"])
+        .output();
+    let o = match out {
+        Ok(o) => o,
+        Err(e) => return f.fail(format!("running wakeviz diff --only schedstat: {e}")),
+    };
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("ttwu_")).collect();
+    f.line("  wakeviz diff diff-smt-1.wvz diff-xpkg-1.wvz --only schedstat:");
+    for l in &rows {
+        f.line(format!("    {l}"));
+    }
+    let counted = rows.iter().any(|l| {
+        l.contains("ttwu_count")
+            && l.split_whitespace()
+                .filter_map(|w| w.replace(',', "").parse::<f64>().ok())
+                .any(|v| v > 0.0)
+    });
+    if !counted {
+        f.fail(format!(
+            "wakeviz diff of two recordings printed no schedstat ttwu_count row with a value \
+             (exit {:?}):\n{text}{}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        ));
     }
 }
 

@@ -417,9 +417,12 @@ pub fn text(s: &Snapshot) -> String {
         None => {
             let _ = writeln!(
                 o,
-                "  not compared (needs a live run with CONFIG_SCHEDSTATS and kernel.sched_schedstats=1)"
+                "  not compared (needs two /proc/schedstat samples in the stream: a live run or a recording of format 3 or later, on a kernel with CONFIG_SCHEDSTATS, without --no-schedstat)"
             );
         }
+    }
+    if let Some(e) = &s.schedstat_error {
+        let _ = writeln!(o, "  latest sample not compared: {e}");
     }
     let _ = writeln!(o, "\n== shadow policies");
     match &s.shadow {

@@ -190,6 +190,11 @@ impl Exporter {
             let sub = Batch {
                 tasks: if i == 0 { b.tasks.clone() } else { Vec::new() },
                 events: events.to_vec(),
+                schedstat: if i == 0 {
+                    b.schedstat.clone()
+                } else {
+                    Vec::new()
+                },
                 stats: if i == last { b.stats.clone() } else { None },
             };
             self.on_slice(&sub)?;

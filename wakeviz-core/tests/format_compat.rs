@@ -1,0 +1,112 @@
+//! The format's compatibility rule (docs/reference/recording-format.md, "Compatibility"):
+//! recordings written by earlier builds, of every format version still read, replay with
+//! unchanged figures. Each committed recording below is replayed into the analysis with every
+//! shadow policy and its whole `--report json` value compared with a golden written when the
+//! rule was set; a format change that alters one figure of an old file fails here.
+//! `WAKEVIZ_BLESS=1` rewrites the goldens: only for an intended change of the figures
+//! themselves, never for a format change (review the diff).
+use std::path::{Path, PathBuf};
+
+use wakeviz_core::{
+    analysis::Analysis,
+    source::{EventSource, Poll, ReplaySource},
+};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+/// `wakeviz --replay FILE --report json`, minus the binary's own wrapping, and the file's
+/// format version.
+fn report(path: &Path) -> (u32, serde_json::Value) {
+    let mut src = ReplaySource::open(path).expect("open");
+    let version = src.header().format_version;
+    let mut an = Analysis::new(src.header());
+    loop {
+        match src.poll(std::time::Duration::ZERO).expect("poll") {
+            Poll::Batch(b) => an.on_batch(&b),
+            Poll::End => break,
+            Poll::Pending => unreachable!("a replay never waits"),
+        }
+    }
+    assert!(src.warnings().is_empty(), "{:?}", src.warnings());
+    (version, an.report_json())
+}
+
+fn check(rel: &str, version: u32) {
+    let path = repo(rel);
+    let (found, got) = report(&path);
+    assert_eq!(found, version, "{rel}: format version");
+    let got = serde_json::to_string_pretty(&got).expect("json") + "\n";
+    let name = Path::new(rel)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("name");
+    let gp = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/golden")
+        .join(format!("compat-{name}.json"));
+    if std::env::var_os("WAKEVIZ_BLESS").is_some() {
+        std::fs::write(&gp, &got).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&gp)
+        .unwrap_or_else(|e| panic!("{}: {e} (WAKEVIZ_BLESS=1 writes it)", gp.display()));
+    if got != want {
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        let (g, w): (Vec<_>, Vec<_>) = (got.lines().collect(), want.lines().collect());
+        panic!(
+            "{rel}: figures differ from {} from line {}:\n  golden: {}\n  now:    {}",
+            gp.display(),
+            line + 1,
+            w.get(line).unwrap_or(&""),
+            g.get(line).unwrap_or(&"")
+        );
+    }
+}
+
+/// The demo: a live capture in the NPS2-like VM guest, format 1, probe ABI 3.
+#[test]
+fn the_format_1_demo_replays_with_its_figures() {
+    check("wakeviz/assets/demo.wvz", 1);
+}
+
+/// A live tracepoint-only capture, format 1.
+#[test]
+fn a_format_1_live_tracepoint_only_recording_replays_with_its_figures() {
+    check("fuzz/seeds/recording/seed-live-tp-only.wvz", 1);
+}
+
+/// Synthetic recordings with select records and their inputs, format 2 (columns).
+#[test]
+fn format_2_columns_recordings_replay_with_their_figures() {
+    check("fuzz/seeds/recording/seed-synth-vm2-columns.wvz", 2);
+    check("fuzz/seeds/recording/seed-select-inputs-columns.wvz", 2);
+}
+
+/// A live `-- CMD` capture in the NPS1-like VM guest (a ping-pong pair on SMT siblings),
+/// format 3 with `/proc/schedstat` samples: the kernel's counters replay with it.
+#[test]
+fn a_format_3_recording_replays_with_its_kernel_counters() {
+    let rel = "wakeviz-core/tests/fixtures/recordings/vm-nps1-smt-pingpong.wvz";
+    check(rel, 3);
+    let (_, r) = report(&repo(rel));
+    let row = |domain: &str, counter: &str| {
+        r["schedstat"]["rows"]
+            .as_array()
+            .and_then(|rows| {
+                rows.iter()
+                    .find(|x| x["domain"] == domain && x["counter"] == counter)
+            })
+            .map(|x| (x["kernel"].as_u64(), x["wakeviz"].as_u64()))
+    };
+    // The pair's wakeups cross the SMT domain: the kernel's count and wakeviz's agree.
+    assert_eq!(
+        row("SMT", "ttwu_wake_remote"),
+        Some((Some(1006), Some(1006)))
+    );
+    assert_eq!(row("cpu", "ttwu_count"), Some((Some(1123), Some(1126))));
+}
