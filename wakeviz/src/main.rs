@@ -222,7 +222,7 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
             },
         );
         app.baseline = baseline;
-        let mut dash = app::run::Dashboard::new(app)?;
+        let mut dash = ui::run::Dashboard::new(app)?;
         let out = driver::run(src.as_mut(), &mut [&mut dash], &opts, Some(open));
         drop(dash);
         return out.error.map_or(Ok(ExitCode::SUCCESS), Err);
@@ -427,7 +427,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
                 recording: cli.record.clone(),
             },
         );
-        Some(app::run::Dashboard::new(app)?)
+        Some(ui::run::Dashboard::new(app)?)
     } else {
         None
     };

@@ -98,6 +98,22 @@ pub fn before_forced_exit(f: fn() -> bool) {
 /// schedstat sampler the `kernel.sched_schedstats` sysctl.
 static BEFORE_FORCED_EXIT: std::sync::Mutex<Vec<fn() -> bool>> = std::sync::Mutex::new(Vec::new());
 
+/// Puts the terminal back (the dashboard's, registered when it takes the terminal): first
+/// thing on a forced exit, so whatever is said after it is readable.
+static TERMINAL: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Registers the dashboard's terminal restore for the watchdog's forced exit and a panic.
+#[allow(dead_code)] // The benches compile this module without the dashboard's terminal.
+pub fn on_forced_exit_terminal(f: fn()) {
+    let _ = TERMINAL.set(f);
+}
+
+fn restore_terminal() {
+    if let Some(f) = TERMINAL.get() {
+        f();
+    }
+}
+
 /// Runs every registered restore; whether all of them restored everything.
 fn restore_all() -> bool {
     let fs = BEFORE_FORCED_EXIT
@@ -215,7 +231,7 @@ fn install_panic_hook() {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if std::thread::current().name() == Some("main") {
-                crate::app::terminal::restore();
+                restore_terminal();
                 kill_child_group();
                 restore_all();
             }
@@ -241,7 +257,7 @@ fn spawn_watchdog() {
                 }
                 let t = *since.get_or_insert_with(Instant::now);
                 if t.elapsed() >= GRACE {
-                    crate::app::terminal::restore();
+                    restore_terminal();
                     // Exiting does not unwind: what a guard would undo is undone here.
                     kill_child_group();
                     let restored = restore_all();

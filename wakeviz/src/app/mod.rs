@@ -1,13 +1,13 @@
 //! The dashboard, in The Elm Architecture: [`App`] is the model, [`Msg`] the messages (key
 //! presses become messages through the [`keymap`] table), [`App::update`] the only place the
-//! model changes, and `crate::ui::draw` a pure function of the model. Kernel events never turn
-//! into messages: they are folded into [`data::Data`] by the run loops in [`run`].
+//! model changes; the views (`crate::ui`) draw it and its run loop (`crate::ui::run`) feeds it.
+//! Kernel events never turn into messages: they are folded into [`data::Data`] by the run loop.
+//! The model imports nothing of the views.
 pub mod busy;
 pub mod data;
 pub mod keymap;
 pub mod map;
 pub mod replay;
-pub mod run;
 pub mod save;
 pub mod terminal;
 
@@ -520,3 +520,11 @@ fn filter_text(f: &Filter) -> String {
 pub(crate) mod tests;
 #[cfg(test)]
 mod tests_views;
+
+/// The last component of a path, for titles and messages (the whole path when it has none).
+pub fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

@@ -172,8 +172,7 @@ impl App {
                 [text.as_bytes(), json.as_bytes(), screen.as_bytes()],
             ) {
                 Ok(paths) => {
-                    let names: Vec<String> =
-                        paths.iter().map(|p| crate::ui::file_name(p)).collect();
+                    let names: Vec<String> = paths.iter().map(|p| super::file_name(p)).collect();
                     // The directory in full: "." says nothing once the dashboard is gone.
                     let shown = std::path::absolute(&dir).unwrap_or_else(|_| dir.clone());
                     format!(

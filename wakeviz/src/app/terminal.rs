@@ -35,6 +35,7 @@ pub struct TerminalGuard {
 impl TerminalGuard {
     pub fn enter() -> io::Result<Self> {
         install_panic_hook();
+        crate::signals::on_forced_exit_terminal(restore);
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         if let Err(e) = execute!(stdout(), EnterAlternateScreen, Hide) {

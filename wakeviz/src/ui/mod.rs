@@ -1,16 +1,18 @@
-//! Rendering: pure functions of [`App`], one file per panel, no I/O.
+//! The dashboard's views, pure functions of [`App`] (one file per panel, no I/O), and its run
+//! loop ([`run`]: the dashboard as a sink of the driver, drawing these views).
 //!
 //! ```text
 //! ┌──────────────────────────────────────────────────────────────────────────────┐
-//! │ wakeviz  1 Overview  2 Scan  3 Placement  4 Shadow  5 Latency   REPLAY file  │ tabs
-//! │ +1.200 / 9.870 s 1x │ events 1.2M 45k/s │ drops 0 │ filter: - │ recorded …   │ status
+//! │ wakeviz  1 Overview  2 Scan  3 Placement ... 8 Tasks       REPLAY file       │ tabs: mod.rs
+//! │ +1.200 / 9.870 s 1x │ events 1.2M 45k/s │ drops 0 │ filter: - │ recorded …   │ status.rs
 //! ├ <view title> ────────────────────────────────────────────────────────────────┤
 //! │                                                                              │
-//! │   body: overview.rs | scan.rs | placement.rs (+ topomap.rs) | shadow.rs |    │
-//! │         latency.rs                                                           │
+//! │   body: overview.rs | scan.rs | placement.rs (+ topomap.rs, kernel_counters  │
+//! │         .rs) | shadow.rs | latency.rs | timeline.rs | matrix.rs | tasks.rs;  │
+//! │         with --compare: compare/                                             │
 //! │                                                                              │
 //! │ legend (l): one or more lines of what the view's columns and marks mean       │ legend.rs
-//! │ q quit  ? help  space pause  1-5 views  Tab next  / filter  ...              │ footer.rs
+//! │ q quit  ? help  space pause  1-8 views  Tab next  / filter  ...              │ footer.rs
 //! └──────────────────────────────────────────────────────────────────────────────┘
 //!   `?` draws help.rs over the body; `/` turns the footer into the filter prompt.
 //! ```
@@ -29,6 +31,7 @@ pub mod legend;
 mod matrix;
 mod overview;
 mod placement;
+pub mod run;
 mod scan;
 mod shadow;
 pub mod status;
@@ -44,7 +47,7 @@ use ratatui::{
     widgets::{Block, Borders, Paragraph, Wrap},
 };
 
-use crate::app::{App, View, Window};
+use crate::app::{App, View, Window, file_name};
 
 /// Below this, one line says the terminal is too small: no view shows its main figure there.
 pub const TINY_W: u16 = 40;
@@ -229,13 +232,6 @@ fn tab_line(app: &App, width: u16) -> Line<'static> {
         ));
     }
     Line::from(spans)
-}
-
-pub fn file_name(p: &std::path::Path) -> String {
-    p.file_name().map_or_else(
-        || p.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }
 
 #[cfg(test)]

@@ -1,3 +1,11 @@
+//! The command line: every flag and subcommand, as clap parses them. The commands read their
+//! arguments from here; nothing here calls a command.
+mod diff;
+mod experiment;
+
+pub use diff::DiffArgs;
+pub use experiment::ExperimentArgs;
+
 use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
@@ -167,7 +175,7 @@ pub struct Cli {
     /// Print the man page, a shell completion script or the Markdown CLI reference, and exit
     /// (for packagers and `scripts/install.sh`).
     #[arg(long, value_enum, value_name = "WHAT", hide = true, exclusive = true)]
-    pub generate: Option<crate::generate::Generate>,
+    pub generate: Option<Generate>,
     #[command(subcommand)]
     pub workload: Option<Sub>,
 }
@@ -178,11 +186,11 @@ pub enum Sub {
     #[command(subcommand, hide = true)]
     Workload(Workload),
     /// Compare recordings (kernels, patches, repeated runs) side by side; gate CI with --fail-if.
-    Diff(crate::diff::DiffArgs),
+    Diff(DiffArgs),
     /// Export recordings to Perfetto or Parquet.
     Export(crate::export::ExportArgs),
     /// Run a workload under scheduler-feature settings in alternation and compare the runs.
-    Experiment(crate::experiment::ExperimentArgs),
+    Experiment(ExperimentArgs),
     /// List every figure: the names reports, `diff`, `--fail-if` and /metrics use, with units.
     Figures,
 }
@@ -307,4 +315,17 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{args:?}: usage errors exit 2");
         }
     }
+}
+
+/// What `--generate` prints.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Generate {
+    /// The man page `wakeviz.1` (roff), subcommands included.
+    Man,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    /// The Markdown CLI reference (`docs/reference/cli.md`).
+    Markdown,
 }

@@ -11,13 +11,13 @@ use anyhow::Context as _;
 use ratatui::crossterm::event::{self, Event as TermEvent};
 use wakeviz_core::source::{Batch, EventSource};
 
-use super::{
-    App, keymap,
-    terminal::{self, Input, TerminalGuard},
-};
 use crate::{
+    app::{
+        App, keymap, save,
+        terminal::{self, Input, TerminalGuard},
+    },
     driver::{Flow, Sink, Turn},
-    signals, ui,
+    signals,
 };
 
 /// Frame period: 12.5 Hz at most.
@@ -133,12 +133,12 @@ impl Dashboard {
         let frame = self
             .guard
             .term
-            .draw(|f| ui::draw(f, app))
+            .draw(|f| super::draw(f, app))
             .context("drawing on the terminal")?;
         let screen = self
             .app
             .save_wanted
-            .then(|| super::save::buffer_text(frame.buffer));
+            .then(|| save::buffer_text(frame.buffer));
         self.last_draw = Some(Instant::now());
         if let Some(screen) = screen {
             self.app.save(&screen);
@@ -146,7 +146,7 @@ impl Dashboard {
             let app = &self.app;
             self.guard
                 .term
-                .draw(|f| ui::draw(f, app))
+                .draw(|f| super::draw(f, app))
                 .context("drawing on the terminal")?;
         }
         Ok(())
