@@ -24,7 +24,7 @@ use crate::{
         self, Probes,
         aggregate::{AggregateProbes, Reader},
     },
-    signals,
+    session::Session,
 };
 
 /// How often a running aggregate publishes a fresh snapshot.
@@ -113,21 +113,8 @@ impl driver::Sink for Publisher<'_> {
 /// Runs the aggregate mode to its end (Ctrl-C, `--duration`, CMD's exit), handing `publish`
 /// a snapshot every second and at the end; with `--report`, prints the final one.
 pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<ExitCode> {
-    if !cli.command.is_empty() {
-        command::check(&cli.command)?;
-    }
-    signals::install();
-    let topo = meta::topology(cli.topology.as_deref())?;
-    // As in a streaming run: set before the probes load, restored when the guard drops.
-    let _features = if cli.sched_features.is_empty() {
-        None
-    } else {
-        Some(crate::features::apply(
-            crate::features::Store::new(cli.sched_features_file.as_deref()),
-            &cli.sched_features,
-            cli.restore_leftovers,
-        )?)
-    };
+    let (mut session, topo) = Session::begin(cli)?;
+    session.set_features(cli)?;
     let probes = AggregateProbes::load(&topo, cli.bpf_stats)?;
     say!(
         "wakeviz: probes (in-kernel aggregate mode)\n{}",
@@ -136,12 +123,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
     let mut notes = probes.notes.clone();
     notes.push(aggregate::NOTE.into());
     let mut header = meta::header(topo, probes.status.clone(), ScanSource::None, 0, notes);
-    let argv: Vec<String> = cli
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    header.run = meta::run_meta(cli.label.clone(), (!argv.is_empty()).then(|| argv.clone()));
+    header.run = session.run_meta(cli, None);
     let mut src = Quiet {
         header: header.clone(),
         stopped: false,
@@ -153,16 +135,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
         cli.duration
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );
-    let mut workload = if cli.command.is_empty() {
-        None
-    } else {
-        Some(command::Workload::spawn(
-            &cli.command,
-            true,
-            cli.report.is_some(),
-            cli.keep_command_on_exit,
-        )?)
-    };
+    let mut workload = session.workload(cli, true)?;
     let opts = driver::Options {
         deadline: cli.duration,
         redact: false,

@@ -20,6 +20,7 @@ mod record;
 mod replay;
 mod schedstat;
 mod serve;
+mod session;
 mod ui;
 mod workload;
 
@@ -293,11 +294,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if cli.dump.is_some() {
         anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
     }
-    if !cli.command.is_empty() {
-        // Before anything is attached or created: a command that cannot start leaves nothing.
-        command::check(&cli.command)?;
-    }
-    signals::install();
+    let (mut session, topo) = session::Session::begin(cli)?;
     let mb = cli
         .ringbuf_mb
         .unwrap_or(16)
@@ -306,7 +303,6 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     let ringbuf_bytes = cli
         .ringbuf_bytes
         .map_or(mb << 20, |b| b.clamp(4096, 1 << 30).next_power_of_two());
-    let topo = meta::topology(cli.topology.as_deref())?;
     let cfg = probes::ProbeConfig {
         ringbuf_bytes,
         function_probes: !cli.no_function_probes,
@@ -325,19 +321,7 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         .serve
         .map(|a| serve::Server::bind(a, cli.serve_public))
         .transpose()?;
-    // After every check that needs no change, before the probes load (a bad name or no debugfs
-    // leaves nothing attached or run); the guard lives to the end of the run and restores on
-    // every way out of it.
-    let features_store = features::Store::new(cli.sched_features_file.as_deref());
-    let features = if cli.sched_features.is_empty() {
-        None
-    } else {
-        Some(features::apply(
-            features_store.clone(),
-            &cli.sched_features,
-            cli.restore_leftovers,
-        )?)
-    };
+    session.set_features(cli)?;
     let (sizes, beside_btf) = match cli.aggregate_beside {
         Some(_) => (
             probes::aggregate::map_sizes(&topo),
@@ -378,24 +362,8 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if cli.redact_comm {
         header.hostname = meta::redact_host(&header.hostname);
     }
-    let argv: Vec<String> = cli
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    header.run = meta::run_meta(
-        cli.label
-            .clone()
-            .or_else(|| command::default_label(cli.record.as_deref())),
-        (!argv.is_empty()).then(|| argv.clone()),
-    );
-    if features.is_some() || cli.sched_features_file.is_some() {
-        // As read after the set: what the kernel ran with.
-        header.run.sched_features = features::state(&features_store).ok();
-    }
-    if let Some(guard) = &features {
-        header.run.sched_feature_overrides = guard.requested().to_vec();
-    }
+    header.run = session.run_meta(cli, command::default_label(cli.record.as_deref()));
+    let argv = session.argv().to_vec();
     let mut src = capture::LiveSource::start(probes, header)?;
     let mut rec = match (file, &cli.record) {
         (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),
@@ -432,24 +400,15 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         None
     };
     // The workload starts once the capture runs (its first wakeups are seen).
-    let mut workload = if cli.command.is_empty() {
-        None
-    } else {
-        match command::Workload::spawn(
-            &cli.command,
-            dash.is_none(),
-            cli.report.is_some(),
-            cli.keep_command_on_exit,
-        ) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                drop(dash);
-                drop(rec);
-                if let Some(p) = &cli.record {
-                    command::discard(p)?;
-                }
-                return Err(e.into());
+    let mut workload = match session.workload(cli, dash.is_none()) {
+        Ok(w) => w,
+        Err(e) => {
+            drop(dash);
+            drop(rec);
+            if let Some(p) = &cli.record {
+                command::discard(p)?;
             }
+            return Err(e.into());
         }
     };
     // The process folds the stream once: the dashboard's fold, else the report's (printed at

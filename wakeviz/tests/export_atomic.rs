@@ -184,3 +184,40 @@ fn split_parts_carry_only_the_names_they_use() {
         );
     }
 }
+
+/// Ctrl-C during an export ends it through the driver: exit 1 with one line saying so, and
+/// neither the trace nor its temporary file is left.
+#[test]
+fn an_export_stopped_by_a_signal_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("t.pftrace");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wakeviz"))
+        .arg("export")
+        .arg("--perfetto")
+        .arg(&out)
+        .arg(recording())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run wakeviz");
+    // Once the temporary file exists the export is under way.
+    let start = std::time::Instant::now();
+    while names(dir.path()).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "no temporary file"
+        );
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the export ended before it wrote anything"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill has no memory preconditions; pid is our child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().expect("wait");
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("stopped by a signal"), "{e}");
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+}

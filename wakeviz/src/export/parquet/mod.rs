@@ -18,13 +18,12 @@ use std::{
     os::unix::fs::DirBuilderExt as _,
     path::{Path, PathBuf},
     process::ExitCode,
-    time::Duration,
 };
 
 use anyhow::{Context as _, bail};
 use wakeviz_core::{
     analysis::Analysis,
-    source::{EventSource as _, Poll, ReplaySource},
+    source::{EventSource as _, ReplaySource},
 };
 
 use self::table::Table;
@@ -187,6 +186,39 @@ fn create(dir: &Path, name: &str, pending: &mut Vec<Pending>) -> anyhow::Result<
     Ok((f, p))
 }
 
+/// The events and placements tables, filled batch by batch as a sink of the driver.
+struct Rows {
+    a: Analysis,
+    ev: Table<events::Events>,
+    pl: Table<placements::Placements>,
+    recs: Vec<wakeviz_core::analysis::PlacementRecord>,
+}
+
+/// Writes the placement records the analysis finished.
+fn drain(
+    a: &mut Analysis,
+    pl: &mut Table<placements::Placements>,
+    recs: &mut Vec<wakeviz_core::analysis::PlacementRecord>,
+) -> anyhow::Result<()> {
+    recs.extend(a.drain_records());
+    for r in recs.drain(..) {
+        pl.rows.push(&r, a.tasks());
+        pl.flush_if_full()?;
+    }
+    Ok(())
+}
+
+impl crate::driver::Sink for Rows {
+    fn on_batch(&mut self, b: &wakeviz_core::source::Batch) -> anyhow::Result<()> {
+        self.a.on_batch(b);
+        for e in &b.events {
+            self.ev.rows.push(e, self.a.tasks());
+            self.ev.flush_if_full()?;
+        }
+        drain(&mut self.a, &mut self.pl, &mut self.recs)
+    }
+}
+
 fn export_one(
     input: &Path,
     id: &str,
@@ -206,7 +238,7 @@ fn export_one(
         ]
     };
     let (f, p) = create(dir, TABLES[0], pending)?;
-    let mut pl = Table::new(
+    let pl = Table::new(
         f,
         p,
         placements::schema(&policies),
@@ -214,38 +246,28 @@ fn export_one(
         &kv("placements"),
     )?;
     let (f, p) = create(dir, TABLES[1], pending)?;
-    let mut ev = Table::new(
+    let ev = Table::new(
         f,
         p,
         events::schema(),
         events::Events::new(id),
         &kv("events"),
     )?;
-    let mut recs = Vec::new();
-    let mut drain = |a: &mut Analysis, pl: &mut Table<placements::Placements>| {
-        recs.extend(a.drain_records());
-        for r in recs.drain(..) {
-            pl.rows.push(&r, a.tasks());
-            pl.flush_if_full()?;
-        }
-        anyhow::Ok(())
+    let mut rows = Rows {
+        a,
+        ev,
+        pl,
+        recs: Vec::new(),
     };
-    loop {
-        match src.poll(Duration::ZERO)? {
-            Poll::Batch(b) => {
-                a.on_batch(&b);
-                for e in &b.events {
-                    ev.rows.push(e, a.tasks());
-                    ev.flush_if_full()?;
-                }
-                drain(&mut a, &mut pl)?;
-            }
-            Poll::Pending => {}
-            Poll::End => break,
-        }
-    }
+    super::drive(&mut src, &mut rows)?;
+    let Rows {
+        mut a,
+        ev,
+        mut pl,
+        mut recs,
+    } = rows;
     a.flush_records();
-    drain(&mut a, &mut pl)?;
+    drain(&mut a, &mut pl, &mut recs)?;
     let placements = pl.close()?;
     let events = ev.close()?;
     let warnings = src.warnings().to_vec();

@@ -10,14 +10,14 @@ mod names;
 mod out;
 mod track;
 
-use std::{collections::HashSet, path::Path, process::ExitCode, time::Duration};
+use std::{collections::HashSet, path::Path, process::ExitCode};
 
 use anyhow::{Context as _, bail};
 use perfetto_protos::trace_packet::TracePacket;
 use wakeviz_core::{
     analysis::Analysis,
     event::{Event, Kind, PerKind, TaskName, TaskTable},
-    source::{Batch, EventSource as _, Poll, ReplaySource},
+    source::{Batch, EventSource as _, ReplaySource},
 };
 
 use self::{clock::TimeBase, ftrace::Bundles, out::Output, track::Tracks};
@@ -25,7 +25,7 @@ use self::{clock::TimeBase, ftrace::Bundles, out::Output, track::Tracks};
 /// Packet sequence of everything wakeviz writes from the kernel's events.
 const SEQ_KERNEL: u32 = 1;
 
-/// Events per slice of a chunk (see [`Exporter::on_batch`]): bundles of a few thousand events
+/// Events per slice of a chunk (see [`Exporter::write_batch`]): bundles of a few thousand events
 /// keep CompactSched's interning effective.
 const SLICE_EVENTS: usize = 4096;
 
@@ -65,13 +65,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     };
     ex.now = ex.tb.start_boot();
     ex.preamble()?;
-    loop {
-        match src.poll(Duration::ZERO)? {
-            Poll::Batch(b) => ex.on_batch(&b)?,
-            Poll::Pending => {}
-            Poll::End => break,
-        }
-    }
+    super::drive(&mut src, &mut ex)?;
     ex.finish()?;
     let (per_kind, packets, instants) = (ex.per_kind, ex.packets, ex.tracks.instants);
     let files = ex.out.finish()?;
@@ -94,6 +88,12 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(EXIT_DAMAGED)
     })
+}
+
+impl crate::driver::Sink for Exporter {
+    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        self.write_batch(b)
+    }
 }
 
 struct Exporter {
@@ -171,7 +171,7 @@ impl Exporter {
 
     /// One recording chunk, in slices of [`SLICE_EVENTS`]: the kernel data and the wakeviz
     /// tracks of the same moment land close together in the file, so in the same part.
-    fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+    fn write_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         for t in &b.tasks {
             if self.tasks.learn(*t) {
                 // Named again, with the new name, where it is next used.
