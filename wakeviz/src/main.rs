@@ -445,6 +445,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     let sysctl = (!cli.no_schedstat).then(schedstat::Sysctl::enable);
     let mut live = schedstat::Sampler::new(&mut src, sysctl.as_ref().is_some_and(|s| s.counting));
     let out = driver::run(&mut live, &mut sinks, &opts, None);
+    // What went wrong on the way without ending the capture (the schedstat samples'), said
+    // after the summary.
+    let source_warnings = live.warnings().to_vec();
     drop(live);
     drop(sysctl);
     drop(sinks);
@@ -497,6 +500,9 @@ fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         written,
     };
     say!("wakeviz: {}", summary.text());
+    for w in &source_warnings {
+        say!("wakeviz: warning: {w}");
+    }
     if let Some(w) = budget_warning(analysis.as_ref().map_or(0, Analysis::evicted)) {
         say!("wakeviz: warning: {w}");
     }

@@ -151,6 +151,16 @@ impl<'a> Sampler<'a> {
 
     fn sample(&mut self) {
         match read() {
+            // Another process (another wakeviz that switched it on for its own run, and now
+            // restored it) may switch the counters off under us: a sample taken then would
+            // compare counters that stopped with wakeviz's that did not.
+            Ok(_) if std::fs::read_to_string(SYSCTL).is_ok_and(|v| v.trim() == "0") => {
+                self.due = None;
+                self.own.push(
+                    "kernel.sched_schedstats was switched off during the run (by another process): the kernel's counters stopped, the schedstat comparison ends at the sample before"
+                        .into(),
+                );
+            }
             Ok(s) => self.pending.push(s),
             Err(e) => {
                 self.due = None;
