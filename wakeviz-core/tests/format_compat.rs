@@ -5,32 +5,21 @@
 //! rule was set; a format change that alters one figure of an old file fails here.
 //! `WAKEVIZ_BLESS=1` rewrites the goldens: only for an intended change of the figures
 //! themselves, never for a format change (review the diff).
-use std::path::{Path, PathBuf};
+mod analysis_support;
 
-use wakeviz_core::{
-    analysis::Analysis,
-    source::{EventSource, Poll, ReplaySource},
-};
+use std::path::{Path, PathBuf};
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
 }
 
-/// `wakeviz --replay FILE --report json`, minus the binary's own wrapping, and the file's
-/// format version.
+/// The file's format version and its whole `--report json`.
 fn report(path: &Path) -> (u32, serde_json::Value) {
-    let mut src = ReplaySource::open(path).expect("open");
-    let version = src.header().format_version;
-    let mut an = Analysis::new(src.header());
-    loop {
-        match src.poll(std::time::Duration::ZERO).expect("poll") {
-            Poll::Batch(b) => an.on_batch(&b),
-            Poll::End => break,
-            Poll::Pending => unreachable!("a replay never waits"),
-        }
-    }
-    assert!(src.warnings().is_empty(), "{:?}", src.warnings());
-    (version, an.report_json())
+    let version = wakeviz_core::format::Reader::open(path)
+        .expect("open")
+        .header()
+        .format_version;
+    (version, analysis_support::replay_report(path))
 }
 
 fn check(rel: &str, version: u32) {

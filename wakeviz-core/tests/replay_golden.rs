@@ -6,13 +6,13 @@
 //! NPS4 (256 CPUs) and the Xeon with select records, and the Zen3 NPS1 tracepoint-only (no
 //! select records, so decisions happen at `sched_waking`). `WAKEVIZ_BLESS=1` rewrites the
 //! goldens after an intended change of the figures (review the diff).
+mod analysis_support;
+
 use std::path::{Path, PathBuf};
 
 use wakeviz_core::{
-    analysis::Analysis,
     event::Event,
     format::{ChunkPayload, ProbeState, Reader, Recorder, RecorderConfig},
-    source::{EventSource, Poll, ReplaySource},
     synth::{self, SynthConfig},
     topology::fixture,
 };
@@ -70,21 +70,6 @@ fn record(
     (path, evs)
 }
 
-/// `wakeviz --replay FILE --report json`, minus the binary's own wrapping.
-fn report(path: &Path) -> serde_json::Value {
-    let mut src = ReplaySource::open(path).expect("open");
-    let mut an = Analysis::new(src.header());
-    loop {
-        match src.poll(std::time::Duration::ZERO).expect("poll") {
-            Poll::Batch(b) => an.on_batch(&b),
-            Poll::End => break,
-            Poll::Pending => unreachable!("a replay never waits"),
-        }
-    }
-    assert!(src.warnings().is_empty(), "{:?}", src.warnings());
-    an.report_json()
-}
-
 fn check(topo_name: &str, events: u64, tracepoint_only: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, expected) = record(dir.path(), topo_name, events, tracepoint_only);
@@ -99,7 +84,8 @@ fn check(topo_name: &str, events: u64, tracepoint_only: bool) {
     assert_eq!(decoded.len(), expected.len());
     assert!(decoded == expected, "{topo_name}: decoded events differ");
 
-    let got = serde_json::to_string_pretty(&report(&path)).expect("json") + "\n";
+    let got =
+        serde_json::to_string_pretty(&analysis_support::replay_report(&path)).expect("json") + "\n";
     let name = format!(
         "replay_{}{}",
         topo_name.replace('-', "_"),

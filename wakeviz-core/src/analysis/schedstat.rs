@@ -298,6 +298,18 @@ pub struct SchedstatComparison {
     pub notes: Vec<&'static str>,
 }
 
+impl SchedstatComparison {
+    /// Whether another row counts the same counter in a domain of the same name (the NUMA
+    /// levels of a multi-node package): such a row is named with the wakeviz levels it adds.
+    pub fn name_shared(&self, r: &ComparisonRow) -> bool {
+        self.rows
+            .iter()
+            .filter(|x| x.domain == r.domain && x.counter == r.counter)
+            .count()
+            > 1
+    }
+}
+
 fn derived_name(t: &Topology, lowest: Level) -> &'static str {
     match lowest {
         Level::SameCpu | Level::SmtSibling => "SMT",

@@ -39,15 +39,7 @@ impl Family for Schedstat {
             return;
         };
         for r in &c.rows {
-            // Several domains of one name (the NUMA levels of a multi-node package) are told
-            // apart by the wakeviz levels they add.
-            let shared = c
-                .rows
-                .iter()
-                .filter(|x| x.domain == r.domain && x.counter == r.counter)
-                .count()
-                > 1;
-            let domain = if shared {
+            let domain = if c.name_shared(r) {
                 let levels: Vec<&str> = r.levels.iter().map(|l| l.name()).collect();
                 format!("{} {}", r.domain, levels.join(" "))
             } else {

@@ -156,3 +156,21 @@ pub fn names(list: &[(u32, &str)]) -> Vec<TaskName> {
         })
         .collect()
 }
+
+/// `wakeviz --replay FILE --report json`, minus the binary's own wrapping: the whole recording
+/// through `ReplaySource` into `Analysis` with every shadow policy. Panics on a warning (the
+/// recordings the goldens pin are intact).
+pub fn replay_report(path: &std::path::Path) -> serde_json::Value {
+    use wakeviz_core::source::{EventSource as _, Poll, ReplaySource};
+    let mut src = ReplaySource::open(path).expect("open");
+    let mut an = wakeviz_core::analysis::Analysis::new(src.header());
+    loop {
+        match src.poll(std::time::Duration::ZERO).expect("poll") {
+            Poll::Batch(b) => an.on_batch(&b),
+            Poll::End => break,
+            Poll::Pending => unreachable!("a replay never waits"),
+        }
+    }
+    assert!(src.warnings().is_empty(), "{:?}", src.warnings());
+    an.report_json()
+}

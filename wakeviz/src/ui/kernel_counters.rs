@@ -46,16 +46,9 @@ pub fn lines(
         )),
     ];
     for r in &c.rows {
-        // Several domains of one name (the NUMA levels of a multi-node package) are told
-        // apart by the first wakeviz level they add.
-        let shared = c
-            .rows
-            .iter()
-            .filter(|x| x.domain == r.domain && x.counter == r.counter)
-            .count()
-            > 1;
+        // A shared name takes the first wakeviz level its domain adds, short for the column.
         let domain = match r.levels.first() {
-            Some(l) if shared => format!("{}/{}", r.domain, short(*l)),
+            Some(l) if c.name_shared(r) => format!("{}/{}", r.domain, short(*l)),
             _ => r.domain.clone(),
         };
         let counter = r
