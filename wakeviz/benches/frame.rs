@@ -7,23 +7,6 @@
 //! view, per-LLC map (the default at 256 CPUs) and per-CPU map, two terminal sizes. Prints the
 //! median per case and the worst median, in wall time and in thread CPU time.
 //!
-//! wakeviz is a binary crate, so the UI modules are compiled into this bench by path.
-#![allow(dead_code, unused_imports)]
-
-// First, so that its `say!` is in scope in the modules below.
-#[macro_use]
-#[path = "../src/signals.rs"]
-mod signals;
-
-#[path = "../src/app/mod.rs"]
-mod app;
-#[path = "../src/driver.rs"]
-mod driver;
-#[path = "../src/serve/mod.rs"]
-mod serve;
-#[path = "../src/ui/mod.rs"]
-mod ui;
-
 use std::time::{Duration, Instant};
 
 use ratatui::{Terminal, backend::TestBackend};
@@ -34,7 +17,10 @@ use wakeviz_core::{
     topology,
 };
 
-use crate::app::{App, Msg, SourceKind, View};
+use wakeviz::{
+    app::{App, Msg, SourceKind, View},
+    ui,
+};
 
 fn thread_cpu() -> Duration {
     let mut ts = libc::timespec {

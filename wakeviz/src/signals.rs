@@ -83,7 +83,6 @@ pub const EXIT_NOT_RESTORED: u8 = 4;
 
 /// Registers `f` for the watchdog's forced exit and for a panic (once per function); `f`
 /// returns whether everything was restored.
-#[allow(dead_code)] // The benches compile this module without the features.
 pub fn before_forced_exit(f: fn() -> bool) {
     let mut fs = BEFORE_FORCED_EXIT
         .lock()
@@ -103,7 +102,6 @@ static BEFORE_FORCED_EXIT: std::sync::Mutex<Vec<fn() -> bool>> = std::sync::Mute
 static TERMINAL: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 
 /// Registers the dashboard's terminal restore for the watchdog's forced exit and a panic.
-#[allow(dead_code)] // The benches compile this module without the dashboard's terminal.
 pub fn on_forced_exit_terminal(f: fn()) {
     let _ = TERMINAL.set(f);
 }
@@ -168,7 +166,6 @@ pub fn last() -> Option<i32> {
 /// The signal to pass on to CMD for the stop signal we got: Ctrl-C, SIGTERM and SIGHUP as they
 /// are (CMD may handle them), SIGTERM for the others (SIGXFSZ or SIGQUIT would make CMD dump
 /// core, SIGUSR1 means something else to every program).
-#[allow(dead_code)] // The benches compile this module without `-- CMD`.
 pub fn for_child() -> i32 {
     match last() {
         Some(s @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP)) => s,

@@ -16,6 +16,12 @@ pub struct Busy {
     pct: Vec<Option<f32>>,
 }
 
+impl Default for Busy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Busy {
     pub fn new() -> Self {
         let sys = System::new_with_specifics(
