@@ -422,7 +422,7 @@ fn models_are_exclusive_and_cover_the_documented_pairs() {
             .iter()
             .filter(|m| {
                 m.when.iter().all(|&(x, w)| {
-                    let st = match s.get(x) {
+                    let st = match s.get(x.name()) {
                         Some(true) => predict::State::On,
                         Some(false) => predict::State::Off,
                         None => predict::State::Absent,

@@ -3,6 +3,7 @@
 //! evaluator applies before any policy runs.
 use super::policy::{FlavourSource, KernelFlavour};
 use crate::format::Header;
+use crate::sched_feature::SchedFeature;
 
 /// The policy the running kernel uses, from its release: SIS_PROP before 6.0, else SIS_UTIL.
 /// (The features file is not in the header; 6.0-6.6 kernels with `SIS_PROP` switched back on
@@ -24,10 +25,9 @@ fn flavour_of(features: Option<&[String]>, release: &str) -> (KernelFlavour, Fla
 
 /// `features`: the names as the debugfs file lists them (`NO_X` = X off).
 pub fn flavour_of_features(features: &[String]) -> KernelFlavour {
-    let on = |name: &str| features.iter().any(|f| f == name);
-    if on("SIS_UTIL") {
+    if SchedFeature::SisUtil.is_on(features) {
         KernelFlavour::SisUtil
-    } else if on("SIS_PROP") {
+    } else if SchedFeature::SisProp.is_on(features) {
         KernelFlavour::SisProp
     } else {
         KernelFlavour::FullScan

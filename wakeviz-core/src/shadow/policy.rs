@@ -59,11 +59,11 @@ impl KernelRules {
         let Some(f) = features.filter(|f| !f.is_empty()) else {
             return Self::default();
         };
-        let on = |name: &str| f.iter().any(|x| x == name);
+        use crate::sched_feature::SchedFeature;
         Self {
-            wa_weight: on("WA_WEIGHT"),
-            wa_bias: on("WA_BIAS"),
-            delayed_sync: on("DELAY_DEQUEUE"),
+            wa_weight: SchedFeature::WaWeight.is_on(f),
+            wa_bias: SchedFeature::WaBias.is_on(f),
+            delayed_sync: SchedFeature::DelayDequeue.is_on(f),
         }
     }
 }

@@ -27,6 +27,8 @@ pub use figures::{Cause, Evidence, MeasuredSource, PredictedFigure};
 
 use super::Group;
 use crate::analysis::Snapshot;
+use crate::sched_feature::SchedFeature::{self, SisNode, SisProp, SisUtil, WaIdle};
+pub use crate::sched_feature::State;
 
 /// What a model needs of one feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,14 +42,6 @@ pub enum Want {
     /// On or not in this kernel's features file.
     NotOff,
     /// Not in the features file (the kernel predates the feature).
-    Absent,
-}
-
-/// A feature's state in one group's runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    On,
-    Off,
     Absent,
 }
 
@@ -70,7 +64,7 @@ use crate::shadow::policies::name as policy_name;
 pub struct Model {
     /// Registry name of the policy (its row in the shadow report).
     pub policy: &'static str,
-    pub when: &'static [(&'static str, Want)],
+    pub when: &'static [(SchedFeature, Want)],
     /// Why this policy is that setting, for the report.
     pub describe: &'static str,
 }
@@ -81,62 +75,63 @@ pub const MODELS: &[Model] = &[
     Model {
         policy: policy_name::SIS_UTIL,
         when: &[
-            ("SIS_UTIL", Want::On),
-            ("SIS_PROP", Want::NotOn),
-            ("SIS_NODE", Want::NotOn),
-            ("WA_IDLE", Want::NotOff),
+            (SisUtil, Want::On),
+            (SisProp, Want::NotOn),
+            (SisNode, Want::NotOn),
+            (WaIdle, Want::NotOff),
         ],
         describe: "SIS_UTIL limits the LLC scan to nr_idle_scan",
     },
     Model {
         policy: policy_name::FULL_SCAN,
         when: &[
-            ("SIS_UTIL", Want::Off),
-            ("SIS_PROP", Want::NotOn),
-            ("SIS_NODE", Want::NotOn),
-            ("WA_IDLE", Want::NotOff),
+            (SisUtil, Want::Off),
+            (SisProp, Want::NotOn),
+            (SisNode, Want::NotOn),
+            (WaIdle, Want::NotOff),
         ],
         describe: "neither SIS_UTIL nor SIS_PROP: select_idle_cpu scans the whole LLC",
     },
     Model {
         policy: policy_name::FULL_SCAN,
         when: &[
-            ("SIS_UTIL", Want::Absent),
-            ("SIS_PROP", Want::Off),
-            ("SIS_NODE", Want::NotOn),
-            ("WA_IDLE", Want::NotOff),
+            (SisUtil, Want::Absent),
+            (SisProp, Want::Off),
+            (SisNode, Want::NotOn),
+            (WaIdle, Want::NotOff),
         ],
         describe: "pre-6.0 kernel with NO_SIS_PROP: select_idle_cpu scans the whole LLC",
     },
     Model {
         policy: policy_name::SIS_PROP,
         when: &[
-            ("SIS_PROP", Want::On),
-            ("SIS_UTIL", Want::NotOn),
-            ("SIS_NODE", Want::NotOn),
-            ("WA_IDLE", Want::NotOff),
+            (SisProp, Want::On),
+            (SisUtil, Want::NotOn),
+            (SisNode, Want::NotOn),
+            (WaIdle, Want::NotOff),
         ],
         describe: "SIS_PROP limits the LLC scan by the waker's average idle time",
     },
     Model {
         policy: policy_name::SIS_NODE,
         when: &[
-            ("SIS_NODE", Want::On),
-            ("SIS_UTIL", Want::On),
-            ("SIS_PROP", Want::NotOn),
-            ("WA_IDLE", Want::NotOff),
+            (SisNode, Want::On),
+            (SisUtil, Want::On),
+            (SisProp, Want::NotOn),
+            (WaIdle, Want::NotOff),
         ],
         describe: "SIS_NODE (tip, 2023): SIS_UTIL, then the node's other LLCs",
     },
 ];
 
 /// The features [`MODELS`] look at: a pair of groups is predicted only when these differ.
-pub fn modelled_features() -> Vec<&'static str> {
-    let mut v: Vec<&str> = MODELS
+pub fn modelled_features() -> Vec<SchedFeature> {
+    let mut v: Vec<SchedFeature> = MODELS
         .iter()
         .flat_map(|m| m.when.iter().map(|w| w.0))
         .collect();
-    v.sort_unstable();
+    // In the kernel's spelling's order, which is the order the report lists them in.
+    v.sort_unstable_by_key(|f| f.name());
     v.dedup();
     v
 }
@@ -157,20 +152,16 @@ fn setting_of(s: &Snapshot) -> Option<Setting> {
     )
 }
 
-fn state(s: &Setting, f: &str) -> State {
-    match s.get(f) {
+fn state(s: &Setting, f: SchedFeature) -> State {
+    match s.get(f.name()) {
         Some(true) => State::On,
         Some(false) => State::Off,
         None => State::Absent,
     }
 }
 
-fn spell(s: &Setting, f: &str) -> String {
-    match state(s, f) {
-        State::On => f.to_string(),
-        State::Off => format!("NO_{f}"),
-        State::Absent => format!("{f} absent"),
-    }
+fn spell(s: &Setting, f: SchedFeature) -> String {
+    f.spell(state(s, f))
 }
 
 /// The model that fits `s`, if any.
@@ -240,15 +231,15 @@ pub fn predict(groups: &[Group]) -> (Vec<Prediction>, Vec<String>) {
             if ai == bi {
                 continue;
             }
-            let differ: Vec<&str> = feats
+            let differ: Vec<SchedFeature> = feats
                 .iter()
                 .copied()
-                .filter(|f| state(sa, f) != state(sb, f))
+                .filter(|&f| state(sa, f) != state(sb, f))
                 .collect();
             if differ.is_empty() {
                 continue;
             }
-            let tset: Vec<String> = differ.iter().map(|f| spell(sb, f)).collect();
+            let tset: Vec<String> = differ.iter().map(|&f| spell(sb, f)).collect();
             let Some(m) = model_for(sb) else {
                 notes.push(format!(
                     "prediction {} -> {}: no shadow policy models {}'s setting ({})",
@@ -277,7 +268,7 @@ pub fn predict(groups: &[Group]) -> (Vec<Prediction>, Vec<String>) {
             out.push(Prediction {
                 baseline: a.name.clone(),
                 target: b.name.clone(),
-                baseline_setting: differ.iter().map(|f| spell(sa, f)).collect(),
+                baseline_setting: differ.iter().map(|&f| spell(sa, f)).collect(),
                 target_setting: tset,
                 policy: m.policy.into(),
                 model: m.describe.into(),
