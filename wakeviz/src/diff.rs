@@ -76,7 +76,8 @@ fn plan(a: &DiffArgs) -> anyhow::Result<Vec<Planned>> {
     Ok(g)
 }
 
-/// One recording through the replay report's fold (also `wakeviz experiment`'s).
+/// One recording through the replay report's fold (also `wakeviz experiment`'s), kept as
+/// much of its snapshot as a comparison reads.
 pub(crate) fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<String>)> {
     // The reader's error names the file already.
     let mut src = ReplaySource::open(path)?;
@@ -93,7 +94,21 @@ pub(crate) fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<S
         .iter()
         .map(|w| format!("{}: {w}", path.display()))
         .collect();
-    Ok((a.snapshot(), warnings))
+    Ok((a.snapshot().for_comparison(), warnings))
+}
+
+/// The LLC tables of the runs folded so far, each kept once: runs of one machine share it, so
+/// an extra run costs its figures, not another copy of an 8192-LLC table.
+#[derive(Default)]
+pub(crate) struct Llcs(Vec<std::sync::Arc<[wakeviz_core::topology::Group]>>);
+
+impl Llcs {
+    pub(crate) fn share(&mut self, s: &mut Snapshot) {
+        match self.0.iter().find(|x| x[..] == s.topology.llcs[..]) {
+            Some(x) => s.topology.llcs = x.clone(),
+            None => self.0.push(s.topology.llcs.clone()),
+        }
+    }
 }
 
 /// The groups' name: the `--group` name, else the label all its runs share, else the default.
@@ -144,10 +159,12 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     };
     let mut groups: Vec<Group> = Vec::new();
     let mut warnings = Vec::new();
+    let mut llcs = Llcs::default();
     for p in &planned {
         let mut runs = Vec::new();
         for f in &p.files {
-            let (s, w) = fold(f, !a.no_shadow)?;
+            let (mut s, w) = fold(f, !a.no_shadow)?;
+            llcs.share(&mut s);
             runs.push(s);
             warnings.extend(w);
         }

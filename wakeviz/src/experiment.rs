@@ -203,11 +203,13 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
     }
     let mut groups = Vec::new();
     let mut warnings = Vec::new();
+    let mut llcs = diff::Llcs::default();
     for s in &settings {
         let files: Vec<&Run> = order.iter().filter(|r| r.setting == s.name).collect();
         let mut runs = Vec::new();
         for r in &files {
-            let (snap, w) = diff::fold(&r.file, !a.no_shadow)?;
+            let (mut snap, w) = diff::fold(&r.file, !a.no_shadow)?;
+            llcs.share(&mut snap);
             runs.push(snap);
             warnings.extend(w);
         }

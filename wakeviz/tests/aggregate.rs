@@ -87,13 +87,16 @@ fn run_json(args: &[&str], aggregate_out: &Path) -> (Value, Value, String) {
     (streaming, aggregate, stderr)
 }
 
-fn close(what: &str, s: u64, a: u64, scale: u64) {
+/// `scale`: the run's wakeups and the events the stream reported dropped (ring buffer full on
+/// a loaded machine), which the in-kernel aggregate counts and the stream cannot.
+fn close(what: &str, s: u64, a: u64, scale: (u64, u64)) {
     // 1 % of the figure, or of the run's wakeups for small figures (a handful of background
     // wakeups fall into the few milliseconds between the two attaches).
-    let tol = (s.max(a) / 100).max(scale / 100).max(2);
+    let (wakeups, dropped) = scale;
+    let tol = (s.max(a) / 100).max(wakeups / 100).max(2) + dropped;
     assert!(
         s.abs_diff(a) <= tol,
-        "{what}: streaming {s}, aggregate {a} (tolerance {tol})"
+        "{what}: streaming {s}, aggregate {a} (tolerance {tol}, {dropped} dropped by the stream)"
     );
 }
 
@@ -153,6 +156,7 @@ fn aggregate_counts_equal_the_streaming_analysis() {
         );
         let wakeups = n(&s["placement"]["wakeups"]["count"]);
         assert!(wakeups >= 100_000, "{kind}: {wakeups} wakeups");
+        let scale = (wakeups, n(&s["drops"]["total"]));
         for k in [
             "sched_waking",
             "sched_wakeup",
@@ -164,14 +168,14 @@ fn aggregate_counts_equal_the_streaming_analysis() {
                 &format!("{kind} {k}"),
                 n(&s["events"][k]),
                 n(&a["events"][k]),
-                wakeups,
+                scale,
             );
         }
         close(
             &format!("{kind} wakeups"),
             wakeups,
             n(&a["placement"]["wakeups"]["count"]),
-            wakeups,
+            scale,
         );
         for rel in ["vs_waker", "vs_prev"] {
             for l in Level::ALL {
@@ -185,7 +189,7 @@ fn aggregate_counts_equal_the_streaming_analysis() {
                     continue;
                 }
                 let (x, y) = (n(sv), n(av));
-                close(&format!("{kind} {rel} {}", l.name()), x, y, wakeups);
+                close(&format!("{kind} {rel} {}", l.name()), x, y, scale);
             }
         }
         // The ping-pong's cross-CPU wakeups land at the fixture's level for both.
@@ -200,13 +204,13 @@ fn aggregate_counts_equal_the_streaming_analysis() {
             &format!("{kind} affine"),
             n(&s["placement"]["wakeups"]["affine"]),
             n(&a["placement"]["wakeups"]["affine"]),
-            wakeups,
+            scale,
         );
         close(
             &format!("{kind} wakeup-to-run samples"),
             n(&s["wakeup_latency"]["overall"]["count"]),
             n(&a["wakeup_latency"]["overall"]["count"]),
-            wakeups,
+            scale,
         );
         assert_eq!(a["scan_latency"]["available"], false);
         assert_eq!(a["drops"]["offered"]["total"], 0, "no ring-buffer traffic");

@@ -7,7 +7,11 @@
 #   2. --sched-feature NO_SIS_UTIL: the features file before, during (read by CMD itself) and
 #      after; a bad feature name;
 #   3. wakeviz experiment, default vs NO_SIS_UTIL, 3 runs each, on a loaded fan-out; each run's
-#      CMD notes which SIS_UTIL setting the kernel had while it ran.
+#      CMD notes which SIS_UTIL setting the kernel had while it ran;
+#   4. signals on the real debugfs: a --sched-feature run stopped by USR1, ALRM, QUIT, XFSZ
+#      and TERM (the features file after, CMD alive or not, the recording's replay status),
+#      then one killed by KILL (left changed; the next run refuses with 5;
+#      --restore-leftovers puts it back).
 # Settings: WVZ_EXP_FANOUT "groups:receivers:loops" of the experiment's workload.
 EXP=/out/exp
 FEAT=/sys/kernel/debug/sched/features
@@ -51,6 +55,60 @@ EOF
     log "experiment ($g groups x $r receivers x $l loops, 6 runs): $t0 .. $(now)"
 }
 
+# Starts `--sched-feature NO_SIS_UTIL -- CMD` in the background (CMD writes its pid to $1.cmd
+# and sleeps) and waits until CMD runs; sets WPID.
+exp_sig_start() {
+    rm -f "$1.cmd"
+    "$WVZ" --record "$1.wvz" --headless --sched-feature NO_SIS_UTIL -- \
+        sh -c "echo \$\$ >$1.cmd.tmp; mv $1.cmd.tmp $1.cmd; while :; do sleep 0.1; done" \
+        >/dev/null 2>"$1.stderr" &
+    WPID=$!
+    i=0
+    while [ ! -s "$1.cmd" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    cat $FEAT >"$1.during"
+}
+
+# Whether pid $1 is alive (not a zombie), after up to 3 s.
+exp_alive() {
+    i=0
+    while [ $i -lt 30 ]; do
+        st=$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -c1)
+        case "$st" in "" | Z | X) echo dead; return ;; esac
+        sleep 0.1
+        i=$((i + 1))
+    done
+    echo alive
+}
+
+exp_signals() {
+    S=$EXP/sig
+    mkdir -p $S
+    for sig in USR1 ALRM QUIT XFSZ TERM; do
+        exp_sig_start $S/$sig
+        kill -$sig $WPID
+        wait $WPID
+        echo $? >$S/$sig.rc
+        cat $FEAT >$S/$sig.after
+        exp_alive "$(cat $S/$sig.cmd 2>/dev/null || echo 0)" >$S/$sig.cmd_state
+        "$WVZ" --replay $S/$sig.wvz --report json >/dev/null 2>$S/$sig.replay.stderr
+        echo $? >$S/$sig.replay.rc
+    done
+    exp_sig_start $S/KILL
+    kill -KILL $WPID
+    wait $WPID
+    echo $? >$S/KILL.rc
+    cat $FEAT >$S/KILL.after
+    exp_alive "$(cat $S/KILL.cmd 2>/dev/null || echo 0)" >$S/KILL.cmd_state
+    "$WVZ" --record $S/next.wvz --headless --sched-feature NO_WA_BIAS -- true \
+        >/dev/null 2>$S/next.stderr
+    echo $? >$S/next.rc
+    cat $FEAT >$S/next.after
+    "$WVZ" --restore-leftovers >/dev/null 2>$S/restore.stderr
+    echo $? >$S/restore.rc
+    cat $FEAT >$S/restore.after
+    log "signal runs done at $(now)"
+}
+
 mkdir -p $EXP
 cat $SSCTL >$EXP/schedstats_after_main.txt 2>/dev/null || echo missing >$EXP/schedstats_after_main.txt
 if [ ! -r $FEAT ]; then
@@ -60,4 +118,5 @@ elif ! "$WVZ" --help 2>/dev/null | grep -q -- --sched-feature; then
 else
     exp_features
     exp_experiment
+    exp_signals
 fi

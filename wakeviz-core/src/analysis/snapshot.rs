@@ -28,7 +28,9 @@ use crate::{
 /// 5: `figures`: every registered figure by name, with its unit, kind and why it is n/a.
 /// 6: `shadow.model`, `shadow.model_error`, each policy's `vs_model` (deltas against the
 ///    kernel's model) and `cannot_differ`.
-pub const SCHEMA_VERSION: u32 = 6;
+/// 7: `placement.per_llc`, `placement.per_cpu` and `scan_latency.per_llc` list only the rows
+///    where something was counted (`topology.llcs` lists every LLC).
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.
@@ -103,7 +105,8 @@ pub struct TopologySection {
     pub offline: String,
     pub nodes: Vec<Group>,
     pub memory_only_nodes: Vec<u32>,
-    pub llcs: Vec<Group>,
+    /// Shared: `wakeviz diff` keeps one copy for runs with the same LLCs.
+    pub llcs: std::sync::Arc<[Group]>,
     pub distances: Vec<Vec<u32>>,
     pub domain_rows: Vec<DomainRow>,
     /// Whether two CPUs can stand in each relation on this machine: a level that cannot is
@@ -155,6 +158,34 @@ pub struct RecordingSection {
     pub workload: Option<crate::run::WorkloadOutcome>,
     /// Wall time of the whole capture, once it ended (null in older recordings and while live).
     pub capture_duration_ns: Option<u64>,
+}
+
+/// A per-CPU or per-LLC row that may be left out of the JSON when nothing happened there.
+trait Row {
+    fn is_empty(&self) -> bool;
+}
+
+impl Row for CpuRow {
+    fn is_empty(&self) -> bool {
+        self.counts.landed == 0 && self.counts.woke == 0
+    }
+}
+
+impl Row for GroupCounts {
+    fn is_empty(&self) -> bool {
+        let c = &self.counts;
+        c.count == 0 && c.unclassified == 0 && c.migrations == 0 && c.affine == 0
+    }
+}
+
+impl Row for LlcLatency {
+    fn is_empty(&self) -> bool {
+        self.latency.quantiles.count == 0
+    }
+}
+
+fn nonempty_rows<S: Serializer, R: Row + Serialize>(rows: &[R], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(rows.iter().filter(|r| !r.is_empty()))
 }
 
 /// Wakeups landed on and woken from one CPU.
@@ -213,8 +244,13 @@ pub struct PlacementSection {
     pub wakeups: PlacementCounts,
     pub new_tasks: PlacementCounts,
     pub per_node: Vec<GroupCounts>,
+    /// Every LLC of the topology; the JSON lists those with a placement (`topology.llcs` lists
+    /// them all), so an 8192-LLC header costs the report what its events justify.
+    #[serde(serialize_with = "nonempty_rows")]
     pub per_llc: Vec<GroupCounts>,
-    /// Every CPU of the topology, in CPU order.
+    /// Every CPU of the topology, in CPU order; the JSON lists those a wakeup landed on or
+    /// was woken from.
+    #[serde(serialize_with = "nonempty_rows")]
     pub per_cpu: Vec<CpuRow>,
     pub domain_table: Vec<DomainTableRow>,
     pub windows: Windows<WindowSection>,
@@ -293,6 +329,8 @@ pub struct ScanSection {
     /// Unit of the `log2` bucket bounds; percentiles are in ns.
     pub log2_unit: &'static str,
     pub overall: LatencySummary,
+    /// Every LLC; the JSON lists those with a measured scan.
+    #[serde(serialize_with = "nonempty_rows")]
     pub per_llc: Vec<LlcLatency>,
     pub windows: Windows<LatencySummary>,
 }
@@ -391,6 +429,21 @@ impl Serialize for Snapshot {
 }
 
 impl Snapshot {
+    /// This snapshot without its per-CPU, per-LLC, per-task and per-interval rows, which a
+    /// comparison never reads: what `wakeviz diff` keeps of each run, so that an extra run costs
+    /// its figures rather than its topology. The figures are evaluated before the rows go.
+    pub fn for_comparison(mut self) -> Self {
+        self.placement.per_llc = Vec::new();
+        self.placement.per_cpu = Vec::new();
+        self.scan_latency.per_llc = Vec::new();
+        self.matrix.labels = Vec::new();
+        self.matrix.counts = Vec::new();
+        self.tasks.rows = Vec::new();
+        self.tasks.by_comm = Vec::new();
+        self.series.points = Vec::new();
+        self
+    }
+
     /// Recomputes [`Snapshot::figures`] from the sections, after one was replaced (the
     /// in-kernel aggregate fills the latency sections from its own histograms).
     pub fn refresh_figures(&mut self) {
@@ -491,7 +544,7 @@ impl Analysis {
                 offline: t.offline.to_list(),
                 nodes: t.nodes.clone(),
                 memory_only_nodes: t.memory_only_nodes.clone(),
-                llcs: t.llcs.clone(),
+                llcs: t.llcs.as_slice().into(),
                 distances: t.distances.clone(),
                 domain_rows: t.domain_rows(),
                 levels: ByLevel(Level::ALL.iter().map(|&l| (l, t.level_exists(l))).collect()),

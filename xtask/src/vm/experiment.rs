@@ -224,6 +224,88 @@ pub fn features(f: &mut Findings, wakeviz: &Path, results: &Path) -> bool {
     true
 }
 
+/// Signals on the real debugfs: every catchable one restores the features file, ends CMD and
+/// finalises the recording; after SIGKILL the next run refuses (5) naming the leftover, and
+/// `--restore-leftovers` puts the file back.
+pub fn signals(f: &mut Findings, results: &Path) {
+    let s = results.join("exp").join("sig");
+    let before = read(&results.join("exp").join("features_before.txt")).unwrap_or_default();
+    if !s.is_dir() {
+        f.fail("the guest ran no signal cases (no exp/sig)");
+        return;
+    }
+    for sig in ["USR1", "ALRM", "QUIT", "XFSZ", "TERM"] {
+        let at = |ext: &str| s.join(format!("{sig}.{ext}"));
+        let (rc, replay) = (trimmed(&at("rc")), trimmed(&at("replay.rc")));
+        let cmd = trimmed(&at("cmd_state"));
+        let during = read(&at("during")).unwrap_or_default();
+        let after = read(&at("after")).unwrap_or_default();
+        let stderr = trimmed(&at("stderr"));
+        f.line(format!(
+            "  SIG{sig} mid-run: wakeviz exit {rc}, features during {} after {}, CMD {cmd}, replay exit {replay}",
+            sis_util(&during).unwrap_or("?"),
+            sis_util(&after).unwrap_or("?")
+        ));
+        if sis_util(&during) != Some("NO_SIS_UTIL") {
+            f.fail(format!("SIG{sig}: the run never set NO_SIS_UTIL: {stderr}"));
+        }
+        if before.trim().is_empty() || after != before {
+            f.fail(format!("SIG{sig}: features file not restored: {stderr}"));
+        }
+        if cmd != "dead" {
+            f.fail(format!("SIG{sig}: CMD outlived wakeviz ({cmd})"));
+        }
+        if replay != "0" {
+            f.fail(format!(
+                "SIG{sig}: the recording does not replay cleanly (exit {replay}): {}",
+                trimmed(&at("replay.stderr"))
+            ));
+        }
+        // TERM is passed on to CMD, whose end then stops the run; the others stop it directly.
+        let says = if sig == "TERM" {
+            "killed by signal 15".to_string()
+        } else {
+            format!("stopped by SIG{sig}")
+        };
+        if !stderr.contains(&says) || !stderr.contains("scheduler features restored") {
+            f.fail(format!(
+                "SIG{sig}: no '{says}' and 'scheduler features restored' lines: {stderr}"
+            ));
+        }
+    }
+    let killed_after = read(&s.join("KILL.after")).unwrap_or_default();
+    let next_rc = trimmed(&s.join("next.rc"));
+    let next_err = trimmed(&s.join("next.stderr"));
+    let restore_rc = trimmed(&s.join("restore.rc"));
+    let restored = read(&s.join("restore.after")).unwrap_or_default();
+    f.line(format!(
+        "  SIGKILL mid-run: features left {}, CMD {}; next run exit {next_rc}; --restore-leftovers exit {restore_rc}, features {}",
+        sis_util(&killed_after).unwrap_or("?"),
+        trimmed(&s.join("KILL.cmd_state")),
+        sis_util(&restored).unwrap_or("?")
+    ));
+    if sis_util(&killed_after) != Some("NO_SIS_UTIL") {
+        f.fail("SIGKILL: the feature was not left changed, so the case tested nothing");
+    }
+    if trimmed(&s.join("KILL.cmd_state")) != "dead" {
+        f.fail("SIGKILL: CMD outlived wakeviz (no parent-death signal)");
+    }
+    if next_rc != "5" || !next_err.contains("NO_SIS_UTIL (was SIS_UTIL)") {
+        f.fail(format!(
+            "after SIGKILL the next run must refuse with 5 naming the leftover: exit {next_rc}: {next_err}"
+        ));
+    }
+    if read(&s.join("next.after")).unwrap_or_default() != killed_after {
+        f.fail("the refused run changed the features file");
+    }
+    if restore_rc != "0" || restored != before {
+        f.fail(format!(
+            "--restore-leftovers did not put the features file back (exit {restore_rc}): {}",
+            trimmed(&s.join("restore.stderr"))
+        ));
+    }
+}
+
 /// The settings in the order the guest's CMD saw them, one line per run.
 const ORDER: [&str; 6] = [
     "SIS_UTIL",

@@ -491,11 +491,12 @@ fn run_topology(
     check::diff_gate(&mut f, wakeviz, &results);
 
     // 6. The experiment checks (the topology that runs them): live schedstat, --sched-feature,
-    // experiment.
+    // experiment, and the signals that must leave the real features file as it was.
     if spec.experiment.is_some() {
         experiment::schedstat(&mut f, guest_report.as_ref(), &results);
         if experiment::features(&mut f, wakeviz, &results) {
             experiment::experiment(&mut f, wakeviz, &results);
+            experiment::signals(&mut f, &results);
         }
     }
 
