@@ -121,6 +121,48 @@ pub fn figures_md() -> anyhow::Result<String> {
 mod tests {
     use super::*;
 
+    /// Every `file.rs::name` and `::name` that the exit-status reference cites as the test of a
+    /// promise is a function in that file, so the table cannot name a test that was renamed
+    /// or removed.
+    #[test]
+    fn the_promises_name_tests_that_exist() {
+        let doc = std::fs::read_to_string(root().join("docs/reference/exit-codes.md"))
+            .expect("exit-codes.md");
+        let table = doc
+            .split_once("## What the tests show")
+            .expect("the section")
+            .1;
+        let mut checked = 0;
+        for line in table.lines().filter(|l| l.starts_with("| ")) {
+            let mut file: Option<std::path::PathBuf> = None;
+            for cite in line.split('`').skip(1).step_by(2) {
+                let (f, name) = cite.split_once("::").unwrap_or((cite, ""));
+                if f.ends_with(".rs") {
+                    let p = if f.contains('/') {
+                        root().join(f)
+                    } else {
+                        root().join("wakeviz/tests").join(f)
+                    };
+                    assert!(p.is_file(), "{line}: no file {}", p.display());
+                    file = Some(p);
+                } else if !f.is_empty() {
+                    continue;
+                }
+                let (Some(p), false) = (&file, name.is_empty()) else {
+                    continue;
+                };
+                let text = std::fs::read_to_string(p).expect("read");
+                assert!(
+                    text.contains(&format!("fn {name}(")),
+                    "{line}: {} has no fn {name}",
+                    p.display()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 15, "only {checked} tests cited");
+    }
+
     #[test]
     fn the_committed_figure_list_is_the_generated_one() {
         let path = root().join(FIGURES_MD);
