@@ -12,7 +12,7 @@ mod support;
 use std::{
     ffi::OsString,
     io::Read as _,
-    os::{fd::FromRawFd as _, unix::process::CommandExt as _},
+    os::unix::process::CommandExt as _,
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Output, Stdio},
     sync::{
@@ -451,36 +451,7 @@ fn a_hung_up_terminal_finalises_and_ends_a_stubborn_cmd() {
     let d = tempfile::tempdir().unwrap();
     let feats = features_file(d.path());
     let (rec, pid) = (d.path().join("t.wvz"), d.path().join("pid"));
-    let (mut master, mut slave) = (-1, -1);
-    let ws = libc::winsize {
-        ws_row: 40,
-        ws_col: 120,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: two out-pointers to c_int; no name buffer; the window size is read only.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &ws,
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    for fd in [master, slave] {
-        // SAFETY: fcntl on a descriptor openpty just returned. Close-on-exec: wakeviz holding
-        // the master would keep the terminal from ever hanging up.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    // SAFETY: openpty returned two open descriptors that nothing else owns.
-    let (master, slave) = unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            std::fs::File::from_raw_fd(slave),
-        )
-    };
+    let (master, slave) = support::pty(120, 40);
     let mut args = run_args(&rec, &feats, "NO_SIS_UTIL", &cmd(&pid, "TERM HUP INT"));
     args.retain(|a| a != "--headless");
     let mut c = Command::new(bin());

@@ -4,7 +4,7 @@
 //! (wait4's rusage).
 use std::{
     io::{Read as _, Write as _},
-    os::{fd::FromRawFd as _, unix::process::CommandExt as _, unix::process::ExitStatusExt as _},
+    os::unix::process::{CommandExt as _, ExitStatusExt as _},
     path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
@@ -12,6 +12,7 @@ use std::{
 
 #[path = "../../wakeviz-core/tests/hostile_craft/mod.rs"]
 mod hostile_craft;
+mod support;
 
 use hostile_craft::names;
 
@@ -230,40 +231,6 @@ fn crafted_topologies_and_name_tables_stay_within_the_bound() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// A pseudo-terminal of 200x60: (master, slave).
-fn pty() -> (std::fs::File, std::fs::File) {
-    let (mut master, mut slave) = (-1, -1);
-    let ws = libc::winsize {
-        ws_row: 60,
-        ws_col: 200,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: two out-pointers to c_int; no name buffer; the window size is read only.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &ws,
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    for fd in [master, slave] {
-        // SAFETY: fcntl on a descriptor openpty just returned; close-on-exec keeps the child
-        // from holding the master.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    // SAFETY: openpty returned two open descriptors that nothing else owns.
-    unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            std::fs::File::from_raw_fd(slave),
-        )
-    }
-}
-
 /// The dashboard on the wide recording, on a 200x60 terminal, through every view (each with
 /// its per-LLC or per-CPU rows drawn and scrolled), the landing map in both modes, then `q`:
 /// the same memory bound as the headless outputs.
@@ -273,7 +240,7 @@ fn the_dashboard_on_a_wide_topology_stays_within_the_bound() {
     let rec = dir.path().join("wide.wvz");
     write_wide(&rec);
     let r = rec.to_str().expect("utf-8");
-    let (master, slave) = pty();
+    let (master, slave) = support::pty(200, 60);
     let mut c = Command::new(BIN);
     c.args(["--replay", r])
         .env("TERM", "xterm")

@@ -29,3 +29,40 @@ pub fn cpus(n: usize) -> bool {
     }
     have >= n
 }
+
+/// A pseudo-terminal of `cols` x `rows`: (master, slave), both close-on-exec so a child holds
+/// only the copies it is given (a child holding the master would keep the terminal from ever
+/// hanging up).
+#[allow(dead_code)]
+pub fn pty(cols: u16, rows: u16) -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd as _;
+    let (mut master, mut slave) = (-1, -1);
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: two out-pointers to c_int; no name buffer; the window size is read only.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &ws,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    for fd in [master, slave] {
+        // SAFETY: fcntl on a descriptor openpty just returned.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // SAFETY: openpty returned two open descriptors that nothing else owns.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    }
+}
