@@ -78,12 +78,6 @@ impl SchedFeature {
     }
 }
 
-impl std::fmt::Display for SchedFeature {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

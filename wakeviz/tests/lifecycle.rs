@@ -12,7 +12,6 @@ mod support;
 use std::{
     ffi::OsString,
     io::Read as _,
-    os::unix::process::CommandExt as _,
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Output, Stdio},
     sync::{
@@ -460,16 +459,7 @@ fn a_hung_up_terminal_finalises_and_ends_a_stubborn_cmd() {
         .stdin(slave.try_clone().unwrap())
         .stdout(slave.try_clone().unwrap())
         .stderr(slave.try_clone().unwrap());
-    // SAFETY: between fork and exec only setsid and ioctl run (async-signal-safe): the pty
-    // becomes the controlling terminal of a new session, as under a terminal emulator.
-    unsafe {
-        c.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    support::controlling_terminal(&mut c);
     let mut w = c.spawn().unwrap();
     drop(slave);
     // Drain the screen so wakeviz never blocks on a full pty, until told to hang up.

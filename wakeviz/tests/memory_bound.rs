@@ -1,10 +1,10 @@
 //! Memory within what a recording's bytes justify: a 1 MB recording whose topology has 8192
-//! CPUs, each its own LLC, in every headless output (reports, diff, exports) must peak under
-//! 256 MB and print under 10 MB, and each extra recording in a diff must cost a few MB. Peak memory is the child's maximum resident set
-//! (wait4's rusage).
+//! CPUs, each its own LLC, in every output (reports, diff, exports, the dashboard) must peak under
+//! 256 MB and print under 10 MB, and each extra recording in a diff must cost a few MB. Peak
+//! memory is the child's maximum resident set (wait4's rusage).
 use std::{
     io::{Read as _, Write as _},
-    os::unix::process::{CommandExt as _, ExitStatusExt as _},
+    os::unix::process::ExitStatusExt as _,
     path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
@@ -247,16 +247,7 @@ fn the_dashboard_on_a_wide_topology_stays_within_the_bound() {
         .stdin(slave.try_clone().expect("dup"))
         .stdout(slave.try_clone().expect("dup"))
         .stderr(slave.try_clone().expect("dup"));
-    // SAFETY: between fork and exec only setsid and ioctl run (async-signal-safe): the pty
-    // becomes the controlling terminal of a new session, as under a terminal emulator.
-    unsafe {
-        c.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    support::controlling_terminal(&mut c);
     let child = c.spawn().expect("spawn wakeviz");
     // The command holds copies of the slave: the master sees the terminal close only when
     // wakeviz's are the last.

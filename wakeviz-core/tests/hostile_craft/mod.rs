@@ -12,7 +12,7 @@ use wakeviz_core::{
     format::{
         CaptureStats, FORMAT_VERSION, MAGIC,
         chunk::{self, ChunkHeader},
-        codec::Encoder,
+        codec::{self, Encoder},
     },
 };
 
@@ -447,23 +447,17 @@ pub fn colliding_pids(n: u32) -> Vec<u8> {
     file(topology(4, 4), &rounds((1..=n).map(|i| i << 12), 4))
 }
 
-/// A TASKS chunk naming `pids` (`t<pid>`, up to 15 bytes), as the recorder writes them.
+/// TASKS chunks naming `pids` (`t<pid>`), as the recorder writes them.
 pub fn names(pids: impl IntoIterator<Item = u32>) -> Vec<Vec<u8>> {
     let pids: Vec<u32> = pids.into_iter().collect();
     pids.chunks(1 << 16)
         .map(|c| {
             let mut raw = Vec::with_capacity(c.len() * 12);
             for &p in c {
-                let mut v = u64::from(p);
-                while v >= 0x80 {
-                    raw.push((v as u8) | 0x80);
-                    v >>= 7;
-                }
-                raw.push(v as u8);
+                codec::put_varint(&mut raw, u64::from(p));
                 let name = format!("t{p}");
-                let name = &name.as_bytes()[..name.len().min(15)];
                 raw.push(name.len() as u8);
-                raw.extend_from_slice(name);
+                raw.extend_from_slice(name.as_bytes());
             }
             chunk(chunk::KIND_TASKS, &raw, c.len() as u32, true)
         })

@@ -66,3 +66,19 @@ pub fn pty(cols: u16, rows: u16) -> (std::fs::File, std::fs::File) {
         )
     }
 }
+
+/// Makes `c`'s stdin (a pty slave) the controlling terminal of a new session, as under a
+/// terminal emulator, so that closing the master hangs the child's terminal up.
+#[allow(dead_code)]
+pub fn controlling_terminal(c: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: between fork and exec only setsid and ioctl run (async-signal-safe).
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
