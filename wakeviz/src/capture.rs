@@ -383,6 +383,9 @@ impl EventSource for LiveSource {
     /// and stop. Detaching first makes the accounting exact: every event the probes offered is
     /// then either delivered or counted as a drop.
     fn stop(&mut self) {
+        if let Some(w) = unlisted_threads(&self.header.run.own_tids) {
+            self.warnings.push(w);
+        }
         if let Some(mut p) = self.probes.take() {
             self.run_stats = p.run_stats();
             self.probe_misses = p.recursion_misses();
@@ -398,4 +401,24 @@ impl EventSource for LiveSource {
     fn stats(&self) -> Option<&CaptureStats> {
         Some(&self.stats)
     }
+}
+
+/// Every thread wakeviz runs is started before the capture reads the list of its own threads:
+/// one that is not on the list now had its wakeups counted as another task's. Says which.
+fn unlisted_threads(listed: &[u32]) -> Option<String> {
+    let names: Vec<String> = crate::meta::own_tids()
+        .into_iter()
+        .filter(|t| !listed.contains(t))
+        .map(|t| {
+            let comm =
+                std::fs::read_to_string(format!("/proc/self/task/{t}/comm")).unwrap_or_default();
+            format!("{t} ({})", comm.trim())
+        })
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "wakeviz threads started during the capture are not in its own-thread list, so their wakeups count as other tasks': {}",
+            names.join(", ")
+        )
+    })
 }

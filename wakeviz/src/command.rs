@@ -8,7 +8,7 @@ use std::{
     os::unix::{ffi::OsStrExt as _, fs::PermissionsExt as _, process::CommandExt as _},
     path::{Path, PathBuf},
     process::{Child, ExitStatus, Stdio},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, mpsc::SyncSender},
     time::{Duration, Instant},
 };
 
@@ -130,41 +130,92 @@ impl Tail {
     }
 }
 
-/// Copies `from` to our stdout or stderr (when `pass`), keeping its tail. Writing errors (a
-/// reader gone) do not stop the copy: CMD must never block on a full pipe.
+/// The two threads that copy CMD's stdout and stderr. They start with the session, before the
+/// capture, so they are in the recorded list of wakeviz's own threads (their wakeups are never
+/// counted as the workload's); each waits for its pipe, and ends unused when this is dropped.
+pub struct Tees {
+    out: Option<SyncSender<Pipe>>,
+    err: Option<SyncSender<Pipe>>,
+}
+
+impl Tees {
+    pub fn start() -> Self {
+        Self {
+            out: tee_thread(),
+            err: tee_thread(),
+        }
+    }
+}
+
+/// One pipe to copy, and where.
+struct Pipe {
+    from: Box<dyn std::io::Read + Send>,
+    to_stderr: bool,
+    pass: bool,
+    tail: Arc<Mutex<Tail>>,
+}
+
+impl Pipe {
+    /// Copies `from` to our stdout or stderr (when `pass`), keeping its tail. Writing errors (a
+    /// reader gone) do not stop the copy: CMD must never block on a full pipe.
+    fn run(mut self) {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = match self.from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            if self.pass {
+                let _ = if self.to_stderr {
+                    std::io::stderr().lock().write_all(&buf[..n])
+                } else {
+                    let mut o = std::io::stdout().lock();
+                    o.write_all(&buf[..n]).and_then(|()| o.flush())
+                };
+            }
+            if let Ok(mut g) = self.tail.lock() {
+                g.push(&buf[..n]);
+            }
+        }
+    }
+}
+
+fn tee_thread() -> Option<SyncSender<Pipe>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Pipe>(1);
+    let spawned = std::thread::Builder::new()
+        .name("wakeviz-tee".into())
+        .spawn(move || {
+            if let Ok(c) = rx.recv() {
+                c.run();
+            }
+        });
+    match spawned {
+        Ok(_) => Some(tx),
+        Err(e) => {
+            log::warn!("cannot copy the command's output: {e}");
+            None
+        }
+    }
+}
+
+/// Hands `from` to a tee thread; the tail it fills (empty without the thread: the pipe is
+/// closed, as CMD's output cannot be read).
 fn tee(
-    mut from: impl std::io::Read + Send + 'static,
+    thread: Option<&SyncSender<Pipe>>,
+    from: impl std::io::Read + Send + 'static,
     to_stderr: bool,
     pass: bool,
 ) -> Arc<Mutex<Tail>> {
     let tail = Arc::new(Mutex::new(Tail::default()));
-    let t = Arc::clone(&tail);
-    let spawned = std::thread::Builder::new()
-        .name("wakeviz-tee".into())
-        .spawn(move || {
-            let mut buf = vec![0u8; 64 << 10];
-            loop {
-                let n = match from.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                };
-                if pass {
-                    let _ = if to_stderr {
-                        std::io::stderr().lock().write_all(&buf[..n])
-                    } else {
-                        let mut o = std::io::stdout().lock();
-                        o.write_all(&buf[..n]).and_then(|()| o.flush())
-                    };
-                }
-                if let Ok(mut g) = t.lock() {
-                    g.push(&buf[..n]);
-                }
-            }
+    if let Some(tx) = thread {
+        let _ = tx.send(Pipe {
+            from: Box::new(from),
+            to_stderr,
+            pass,
+            tail: Arc::clone(&tail),
         });
-    if let Err(e) = spawned {
-        log::warn!("cannot copy the command's output: {e}");
     }
     tail
 }
@@ -184,12 +235,13 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Starts CMD in its own process group. With `pass` false (the dashboard is up) its output
+    /// Starts CMD in its own process group, its output copied by `tees`. With `pass` false (the dashboard is up) its output
     /// is kept, not shown, and its stdin is /dev/null. With `stdout_to_stderr` (a `--report`
     /// goes to stdout) its stdout is passed to our stderr, so stdout holds the report alone.
     /// Unless `keep`, CMD gets SIGKILL if wakeviz dies without ending it (see [`die_with_parent`]).
     pub fn spawn(
         argv: &[OsString],
+        tees: Tees,
         pass: bool,
         stdout_to_stderr: bool,
         keep: bool,
@@ -221,7 +273,10 @@ impl Workload {
             signals::set_child_group(pid);
         }
         let (out, err) = match (child.stdout.take(), child.stderr.take()) {
-            (Some(o), Some(e)) => (tee(o, stdout_to_stderr, pass), tee(e, true, pass)),
+            (Some(o), Some(e)) => (
+                tee(tees.out.as_ref(), o, stdout_to_stderr, pass),
+                tee(tees.err.as_ref(), e, true, pass),
+            ),
             _ => (Arc::default(), Arc::default()),
         };
         Ok(Self {

@@ -2,7 +2,9 @@
 //! in-kernel aggregate one alike, with or without `-- CMD`, in this order:
 //!
 //! 1. [`Session::begin`]: the checks that change nothing (the command can start, the topology
-//!    reads), and the signal handlers; a run refused here leaves nothing behind;
+//!    reads), the signal handlers, and the threads that will copy the command's output (every
+//!    thread wakeviz runs exists before the capture reads its list of own threads); a run
+//!    refused here leaves nothing behind;
 //! 2. the mode's own checks (a recording path, a listening address);
 //! 3. [`Session::set_features`]: the scheduler features, restored by the guard on every way
 //!    out of the run, set before the probes load;
@@ -19,6 +21,8 @@ pub struct Session {
     /// Restores the features it set when dropped: it lives as long as the session.
     features: Option<features::Guard>,
     argv: Vec<String>,
+    /// `-- CMD`'s output copiers, started here so that they exist before the capture.
+    tees: Option<command::Tees>,
 }
 
 impl Session {
@@ -38,6 +42,7 @@ impl Session {
         let s = Self {
             store: features::Store::new(cli.sched_features_file.as_deref()),
             features: None,
+            tees: (!cli.command.is_empty()).then(command::Tees::start),
             argv,
         };
         Ok((s, topo))
@@ -80,7 +85,7 @@ impl Session {
     /// Starts `-- CMD` (none without one). `pass`: the command gets the terminal's stdin and
     /// output (no dashboard holds it).
     pub fn workload(
-        &self,
+        &mut self,
         cli: &Cli,
         pass: bool,
     ) -> Result<Option<command::Workload>, command::SpawnError> {
@@ -89,6 +94,7 @@ impl Session {
         }
         command::Workload::spawn(
             &cli.command,
+            self.tees.take().unwrap_or_else(command::Tees::start),
             pass,
             cli.report.is_some(),
             cli.keep_command_on_exit,

@@ -193,3 +193,96 @@ fn sigint_stops_the_command_and_finalises() {
     assert_eq!(j["recording"]["workload"]["signal"], 2);
     assert!(j["recording"]["workload"]["duration_ns"].as_u64().unwrap() < 20_000_000_000);
 }
+
+/// The threads of a running process, with their names (`/proc/PID/task`).
+fn threads(pid: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let tid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+        Some((tid, comm.trim().to_string()))
+    })
+    .collect()
+}
+
+/// Every thread wakeviz runs during a capture (drains, the signal watchdog, the command's
+/// output copiers, the metrics endpoint while it is scraped) is on the recorded list of its
+/// own threads, so none of their wakeups is counted as the workload's; the list is checked
+/// against the kernel's `/proc/PID/task` while the capture runs.
+#[test]
+fn every_thread_wakeviz_runs_is_on_its_own_list() {
+    if !support::root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("own.wvz");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("--record")
+        .arg(&f)
+        .args(["--headless", "--serve", &addr.to_string(), "--"])
+        .args([
+            "sh",
+            "-c",
+            "for i in $(seq 40); do echo line $i; echo err $i >&2; sleep 0.05; done",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut seen = std::collections::BTreeMap::new();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) && matches!(child.try_wait(), Ok(None)) {
+        // A scrape: the endpoint serves it while the capture runs.
+        if let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            use std::io::{Read as _, Write as _};
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        }
+        seen.extend(threads(pid));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("line 40") && stderr.contains("err 40"),
+        "the command's output was copied: {stderr}"
+    );
+    assert!(
+        !stderr.contains("own-thread list"),
+        "a thread was left off: {stderr}"
+    );
+    let names: std::collections::BTreeSet<&str> = seen.values().map(String::as_str).collect();
+    // `comm` keeps 15 bytes of a name.
+    for n in ["wakeviz-tee", "wakeviz-serve", "wakeviz-watchdo"] {
+        assert!(names.contains(n), "{n} seen in /proc: {names:?}");
+    }
+    let j = replay_json(&f);
+    let listed: Vec<u64> = j["own_threads"]["tids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    let missing: Vec<String> = seen
+        .iter()
+        .filter(|(t, _)| !listed.contains(&u64::from(**t)))
+        .map(|(t, n)| format!("{t} {n}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "threads seen in /proc but not recorded as wakeviz's own: {missing:?} (listed {listed:?})"
+    );
+}

@@ -1,21 +1,30 @@
-//! The HTTP side of `--serve`: an accepting thread and one short-lived thread per connection,
-//! at most [`MAX_CONNECTIONS`] at once, `GET`/`HEAD /metrics` only, `Connection: close`. A
-//! client gets [`REQUEST_DEADLINE`] to send at most [`MAX_REQUEST`] bytes of request head and
-//! as long again to take the reply, so a slow or hostile client holds one connection slot for
-//! about 4 s at most, never the other clients (slow clients are served side by side, a normal
-//! scrape is not queued behind them) and never the capture, which only ever swaps a pointer
-//! (see [`super::Slot`]). A connection beyond the limit is closed at once.
+//! The HTTP side of `--serve`: one thread, `wakeviz-serve`, accepting and serving every
+//! connection as a task of its own single-threaded runtime, at most [`MAX_CONNECTIONS`] at
+//! once, `GET`/`HEAD /metrics` only, `Connection: close`. A client gets [`REQUEST_DEADLINE`] to
+//! send at most [`MAX_REQUEST`] bytes of request head and as long again to take the reply, so a
+//! slow or hostile client holds one connection slot for about 4 s at most, never the other
+//! clients (slow clients are served side by side, a normal scrape is not queued behind them)
+//! and never the capture, which only ever swaps a pointer (see [`super::Slot`]). A connection
+//! beyond the limit is closed at once.
 //!
-//! Hand-written on `std::net` and `httparse` rather than `tiny_http` (0.12), which starts a
+//! No thread is started per connection: the thread exists before the capture starts, so it is
+//! in the recorded list of wakeviz's own threads and a scrape's wakeups are never counted as
+//! the workload's.
+//!
+//! Hand-written on `tokio::net` and `httparse` rather than `tiny_http` (0.12), which starts a
 //! thread for every waiting connection without a bound and sets no socket timeouts.
 use std::{
-    io::{self, Read as _, Write as _},
-    net::{TcpListener, TcpStream},
+    io,
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::{TcpListener, TcpStream},
 };
 
 use super::{Slot, metrics};
@@ -26,17 +35,35 @@ pub const MAX_REQUEST: usize = 8 << 10;
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
 const MAX_HEADERS: usize = 32;
 /// Connections served at once. Scrapers are a handful; the bound is for clients that connect
-/// and dawdle: each costs one thread with a small stack for the deadlines above at most.
+/// and dawdle: each costs a task and its buffers for the deadlines above at most.
 pub const MAX_CONNECTIONS: usize = 256;
-/// Stack of a connection thread: parsing and encoding need little, and a few hundred of them
-/// must not reserve gigabytes of address space.
-const THREAD_STACK: usize = 256 << 10;
 
-/// Accepts until `stop` is set (the next connection after it, see [`super::Server`]'s drop).
-pub(super) fn serve(listener: TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool>) {
+/// Serves until `stop` is set (checked at each accept: see [`super::Server`]'s drop). In-flight
+/// connections end with the runtime.
+pub(super) fn serve(listener: std::net::TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    match rt {
+        Ok(rt) => rt.block_on(accept(listener, slot, stop)),
+        Err(e) => log::warn!("serve: cannot start the server's runtime: {e}"),
+    }
+}
+
+async fn accept(listener: std::net::TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool>) {
+    let listener = match listener
+        .set_nonblocking(true)
+        .and_then(|()| TcpListener::from_std(listener))
+    {
+        Ok(l) => l,
+        Err(e) => {
+            log::warn!("serve: cannot watch the listening socket: {e}");
+            return;
+        }
+    };
     let active = Arc::new(AtomicUsize::new(0));
     loop {
-        let accepted = listener.accept();
+        let accepted = listener.accept().await;
         if stop.load(Ordering::Acquire) {
             return;
         }
@@ -52,25 +79,17 @@ pub(super) fn serve(listener: TcpListener, slot: Arc<Slot>, stop: Arc<AtomicBool
                 active.fetch_add(1, Ordering::AcqRel);
                 let slot = slot.clone();
                 let done = Open(active.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("wakeviz-serve-conn".into())
-                    .stack_size(THREAD_STACK)
-                    .spawn(move || {
-                        let _done = done;
-                        if let Err(e) = handle(stream, &slot) {
-                            log::debug!("serve: {peer}: {e}");
-                        }
-                    });
-                if let Err(e) = spawned {
-                    // The closure (and with it the slot count) was dropped with the error.
-                    log::warn!("serve: cannot start a connection thread: {e}");
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+                tokio::spawn(async move {
+                    let _done = done;
+                    if let Err(e) = handle(stream, &slot).await {
+                        log::debug!("serve: {peer}: {e}");
+                    }
+                });
             }
             Err(e) => {
                 // Out of descriptors and the like: do not spin.
                 log::warn!("serve: accept: {e}");
-                std::thread::sleep(Duration::from_millis(100));
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     }
@@ -102,38 +121,42 @@ impl Reply {
     }
 }
 
-fn handle(mut stream: TcpStream, slot: &Slot) -> io::Result<()> {
-    let deadline = Instant::now() + REQUEST_DEADLINE;
+async fn handle(mut stream: TcpStream, slot: &Slot) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    if let Some(Request { head, path }) = read_request(&mut stream, deadline)? {
-        write_reply(&mut stream, &route(&path, slot), head)?;
+    let reply = match tokio::time::timeout(REQUEST_DEADLINE, read_request(&mut stream)).await {
+        Ok(Ok(Head::Request(Request { head, path }))) => Some((route(&path, slot), head)),
+        Ok(Ok(Head::Refused(r))) => Some((r, false)),
+        Ok(Ok(Head::Closed)) => None,
+        Ok(Err(e)) => return Err(e),
+        Err(_) => Some((
+            Reply::text("408 Request Timeout", "request too slow"),
+            false,
+        )),
+    };
+    if let Some((r, head)) = reply {
+        write_reply(&mut stream, &r, head).await?;
     }
-    linger(&mut stream);
+    linger(&mut stream).await;
     Ok(())
 }
 
 /// Closes gently: closing with unread input makes the kernel send a reset, which can destroy
 /// a reply (a refused oversized request) before the client reads it. So the write side is
 /// shut first and what the client still sends is read away, for [`LINGER`] at most.
-fn linger(stream: &mut TcpStream) {
+async fn linger(stream: &mut TcpStream) {
     const LINGER: Duration = Duration::from_millis(250);
-    if stream.shutdown(std::net::Shutdown::Write).is_err() {
+    if stream.shutdown().await.is_err() {
         return;
     }
-    let end = Instant::now() + LINGER;
     let mut sink = [0u8; 4096];
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        if stream
-            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .is_err()
-        {
-            return;
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Ok(n) = stream.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
         }
-        match stream.read(&mut sink) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
+    })
+    .await;
 }
 
 struct Request {
@@ -142,36 +165,30 @@ struct Request {
     path: String,
 }
 
-/// Reads one request head; a malformed, oversized or late one is answered here (`Ok(None)`),
-/// as is a client that closed before finishing one.
-fn read_request(stream: &mut TcpStream, deadline: Instant) -> io::Result<Option<Request>> {
+/// What a connection sent before its deadline.
+enum Head {
+    Request(Request),
+    /// Malformed, oversized or not a GET/HEAD: answered with this.
+    Refused(Reply),
+    /// The client closed before finishing a request.
+    Closed,
+}
+
+/// Reads one request head (the caller bounds the time it may take).
+async fn read_request(stream: &mut TcpStream) -> io::Result<Head> {
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut n = 0;
-    let refuse = |stream: &mut TcpStream, status, why: &str| {
-        write_reply(stream, &Reply::text(status, why), false).map(|()| None)
-    };
     loop {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return refuse(stream, "408 Request Timeout", "request too slow");
-        };
-        stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-        let got = match stream.read(&mut buf[n..]) {
-            Ok(0) => return Ok(None),
+        let got = match stream.read(&mut buf[n..]).await {
+            Ok(0) => return Ok(Head::Closed),
             Ok(k) => k,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return refuse(stream, "408 Request Timeout", "request too slow");
-            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         n += got;
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
+        let refused = |status, why: &str| Ok(Head::Refused(Reply::text(status, why)));
         match req.parse(&buf[..n]) {
             Ok(httparse::Status::Complete(_)) => {
                 let method = req.method.unwrap_or_default();
@@ -179,29 +196,24 @@ fn read_request(stream: &mut TcpStream, deadline: Instant) -> io::Result<Option<
                 if method != "GET" && method != "HEAD" {
                     let mut r = Reply::text("405 Method Not Allowed", "only GET and HEAD");
                     r.headers.push(("Allow", "GET, HEAD".into()));
-                    return write_reply(stream, &r, false).map(|()| None);
+                    return Ok(Head::Refused(r));
                 }
-                return Ok(Some(Request {
+                return Ok(Head::Request(Request {
                     head: method == "HEAD",
                     path,
                 }));
             }
             Ok(httparse::Status::Partial) if n == buf.len() => {
-                return refuse(
-                    stream,
+                return refused(
                     "431 Request Header Fields Too Large",
                     "request head too large",
                 );
             }
             Ok(httparse::Status::Partial) => {}
             Err(httparse::Error::TooManyHeaders) => {
-                return refuse(
-                    stream,
-                    "431 Request Header Fields Too Large",
-                    "too many headers",
-                );
+                return refused("431 Request Header Fields Too Large", "too many headers");
             }
-            Err(e) => return refuse(stream, "400 Bad Request", &e.to_string()),
+            Err(e) => return refused("400 Bad Request", &e.to_string()),
         }
     }
 }
@@ -232,7 +244,7 @@ fn route(path: &str, slot: &Slot) -> Reply {
     }
 }
 
-fn write_reply(stream: &mut TcpStream, r: &Reply, head: bool) -> io::Result<()> {
+async fn write_reply(stream: &mut TcpStream, r: &Reply, head: bool) -> io::Result<()> {
     let mut out = format!("HTTP/1.1 {}\r\n", r.status);
     for (k, v) in &r.headers {
         out.push_str(&format!("{k}: {v}\r\n"));
@@ -246,22 +258,16 @@ fn write_reply(stream: &mut TcpStream, r: &Reply, head: bool) -> io::Result<()> 
         bytes.extend_from_slice(r.body.as_bytes());
     }
     // One deadline for the whole reply: a reader taking a byte at a time cannot stretch it.
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let mut off = 0;
-    while off < bytes.len() {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "reply not read in time",
-            ));
-        };
-        stream.set_write_timeout(Some(left.max(Duration::from_millis(1))))?;
-        match stream.write(&bytes[off..]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(k) => off += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    match tokio::time::timeout(REQUEST_DEADLINE, async {
+        stream.write_all(&bytes).await?;
+        stream.flush().await
+    })
+    .await
+    {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "reply not read in time",
+        )),
     }
-    stream.flush()
 }
