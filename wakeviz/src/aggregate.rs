@@ -37,7 +37,9 @@ pub fn wanted(cli: &Cli, dashboard: bool) -> bool {
             && cli.record.is_none()
             && !dashboard
             && cli.aggregate_beside.is_none()
-            && cli.report.is_none())
+            && cli.report.is_none()
+            // In-kernel counters cannot tell tasks apart: a scope needs the event stream.
+            && cli.scope.as_ref().is_none_or(|s| s.0.is_none()))
 }
 
 fn monotonic_ns() -> u64 {
@@ -113,6 +115,11 @@ impl driver::Sink for Publisher<'_> {
 /// Runs the aggregate mode to its end (Ctrl-C, `--duration`, CMD's exit), handing `publish`
 /// a snapshot every second and at the end; with `--report`, prints the final one.
 pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<ExitCode> {
+    if let Some(f) = cli.scope.as_ref().and_then(|s| s.0.as_ref()) {
+        anyhow::bail!(
+            "--scope {f}: the in-kernel aggregate counts every task; drop --aggregate to capture the event stream, which can be scoped"
+        );
+    }
     let (mut session, topo) = Session::begin(cli)?;
     session.set_features(cli)?;
     let probes = AggregateProbes::load(&topo, cli.bpf_stats)?;
@@ -124,6 +131,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
     notes.push(aggregate::NOTE.into());
     let mut header = meta::header(topo, probes.status.clone(), ScanSource::None, 0, notes);
     header.run = session.run_meta(cli, None);
+    header.run.scope = None;
     let mut src = Quiet {
         header: header.clone(),
         stopped: false,

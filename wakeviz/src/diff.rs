@@ -78,10 +78,16 @@ fn plan(a: &DiffArgs) -> anyhow::Result<Vec<Planned>> {
 
 /// One recording through the replay report's fold (also `wakeviz experiment`'s), kept as
 /// much of its snapshot as a comparison reads.
-pub(crate) fn fold(path: &Path, shadow: bool) -> anyhow::Result<(Snapshot, Vec<String>)> {
+pub(crate) fn fold(
+    path: &Path,
+    shadow: bool,
+    scope: Option<&crate::cli::Scope>,
+) -> anyhow::Result<(Snapshot, Vec<String>)> {
     // The reader's error names the file already.
     let mut src = ReplaySource::open(path)?;
-    let mut a = Analysis::new(src.header());
+    let mut h = src.header().clone();
+    crate::cli::Scope::apply(scope, &mut h.run);
+    let mut a = Analysis::new(&h);
     if !shadow {
         a.set_shadow(None);
     }
@@ -163,7 +169,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     for p in &planned {
         let mut runs = Vec::new();
         for f in &p.files {
-            let (mut s, w) = fold(f, !a.no_shadow)?;
+            let (mut s, w) = fold(f, !a.no_shadow, a.scope.as_ref())?;
             llcs.share(&mut s);
             runs.push(s);
             warnings.extend(w);

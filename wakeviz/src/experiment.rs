@@ -208,7 +208,7 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
         let files: Vec<&Run> = order.iter().filter(|r| r.setting == s.name).collect();
         let mut runs = Vec::new();
         for r in &files {
-            let (mut snap, w) = diff::fold(&r.file, !a.no_shadow)?;
+            let (mut snap, w) = diff::fold(&r.file, !a.no_shadow, a.scope.as_ref())?;
             llcs.share(&mut snap);
             runs.push(snap);
             warnings.extend(w);
@@ -282,6 +282,9 @@ fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Re
     }
     for m in &a.metrics {
         c.arg("--metric").arg(m);
+    }
+    if let Some(s) = &a.scope {
+        c.arg("--scope").arg(s.to_string());
     }
     c.arg("--").args(&a.command);
     // A killed experiment stops its current run in order (the child restores and finalises).

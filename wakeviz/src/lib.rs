@@ -179,11 +179,12 @@ fn print_report(a: &Analysis, fmt: ReportFormat) -> anyhow::Result<()> {
     print_stdout(&text)
 }
 
-/// The header the analyses fold with: the recording's, with `--include-self` applied (the
-/// choice is the reader's, never recorded).
+/// The header the analyses fold with: the recording's, with `--include-self` and `--scope`
+/// applied (the reader's choices, never recorded).
 fn analysis_header(h: &wakeviz_core::format::Header, cli: &Cli) -> wakeviz_core::format::Header {
     let mut h = h.clone();
     h.run.include_own = cli.include_self;
+    cli::Scope::apply(cli.scope.as_ref(), &mut h.run);
     h
 }
 
@@ -216,7 +217,11 @@ fn replay(cli: &Cli, path: &Path, open: &mut driver::Reopen<'_>) -> anyhow::Resu
     let opts = driver::Options::default();
     if dashboard_wanted(cli) {
         // The baseline first, headlessly: a bad file fails before the terminal is taken.
-        let baseline = cli.compare.as_deref().map(baseline).transpose()?;
+        let baseline = cli
+            .compare
+            .as_deref()
+            .map(|p| baseline(p, cli))
+            .transpose()?;
         signals::install();
         let mut app = app::App::new(
             &analysis_header(src.header(), cli),
@@ -279,10 +284,10 @@ fn budget_warning(n: u64) -> Option<String> {
 }
 
 /// `--compare FILE`: the whole recording folded as `--report` folds it, kept as a snapshot.
-fn baseline(path: &Path) -> anyhow::Result<app::data::Baseline> {
+fn baseline(path: &Path, cli: &Cli) -> anyhow::Result<app::data::Baseline> {
     let ctx = || format!("baseline {}", path.display());
     let mut src = ReplaySource::open(path).with_context(ctx)?;
-    let mut a = Analysis::new(src.header());
+    let mut a = Analysis::new(&analysis_header(src.header(), cli));
     let out = driver::run(&mut src, &mut [&mut a], &driver::Options::default(), None);
     out.error.map_or(Ok(()), Err).with_context(ctx)?;
     Ok(app::data::Baseline {

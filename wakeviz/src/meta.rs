@@ -167,6 +167,7 @@ pub fn run_meta(label: Option<String>, command: Option<Vec<String>>) -> RunMeta 
         cpu_model: cpuinfo.and_then(|t| cpuinfo_field(&t, "model name")),
         command,
         own_tids: own_tids(),
+        scope: None,
         include_own: false,
     }
 }

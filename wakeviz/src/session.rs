@@ -79,6 +79,11 @@ impl Session {
         if let Some(guard) = &self.features {
             run.sched_feature_overrides = guard.requested().to_vec();
         }
+        // The scope is fixed when the run starts: a `-- CMD` run is about CMD unless told.
+        run.scope = match &cli.scope {
+            Some(s) => s.0.clone(),
+            None => (!self.argv.is_empty()).then_some(wakeviz_core::analysis::Filter::Command),
+        };
         run
     }
 

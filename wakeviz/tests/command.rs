@@ -286,3 +286,93 @@ fn every_thread_wakeviz_runs_is_on_its_own_list() {
         "threads seen in /proc but not recorded as wakeviz's own: {missing:?} (listed {listed:?})"
     );
 }
+
+fn replay_json_with(path: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .arg("--replay")
+        .arg(path)
+        .args(["--report", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A `-- CMD` capture is about CMD: an unrelated ping-pong beside it is counted outside the
+/// scope, not in the placement figures; `--scope all` on the replay brings it back.
+#[test]
+fn a_command_capture_is_scoped_to_the_command_tree() {
+    if !support::root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("scoped.wvz");
+    // A neighbour that wakes a few hundred times a second, and forks: its children are not
+    // the command's either.
+    let mut neighbour = Command::new("sh")
+        .args(["-c", "while :; do sleep 0.002; done"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let out = record(
+        &f,
+        &[
+            BIN,
+            "workload",
+            "pingpong",
+            "--iterations",
+            "5000",
+            "--comm",
+            "wvz-cmd",
+        ],
+        &[],
+    );
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let cmd = replay_json(&f);
+    assert_eq!(cmd["recording"]["run"]["scope"], "command", "recorded");
+    assert_eq!(cmd["scope"]["name"], "cmd");
+    let placed = cmd["placement"]["wakeups"]["count"].as_u64().unwrap();
+    let outside = cmd["scope"]["outside_wakeups"].as_u64().unwrap();
+    // Each time one ping-pong thread blocked in its read, the other's write woke it: the
+    // kernel's own count of those blocks (voluntary switches, printed by the workload) is the
+    // number of the command's wakeups.
+    let said = String::from_utf8_lossy(&out.stdout);
+    let blocked: u64 = said
+        .split("blocked ")
+        .skip(1)
+        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(blocked > 1_000, "the workload's counts: {said}");
+    assert!(
+        placed.abs_diff(blocked) <= 10 + blocked / 50,
+        "the command's wakeups only: {placed} placed in the tree, {blocked} blocks by the kernel's count ({stderr})"
+    );
+    assert!(
+        outside > 50,
+        "the neighbour's wakeups are outside: {outside}"
+    );
+    let all = replay_json_with(&f, &["--scope", "all"]);
+    assert_eq!(all["scope"]["name"], "all");
+    let every = all["placement"]["wakeups"]["count"].as_u64().unwrap();
+    assert!(
+        every >= placed + outside,
+        "all ({every}) holds the command's ({placed}) and the rest ({outside})"
+    );
+    let theirs = replay_json_with(&f, &["--scope", "comm:sleep"]);
+    let n = theirs["placement"]["wakeups"]["count"].as_u64().unwrap();
+    assert!(
+        n > 50 && n <= outside,
+        "the neighbour's sleeps alone: {n} of {outside} outside"
+    );
+}

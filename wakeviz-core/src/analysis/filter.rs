@@ -1,6 +1,13 @@
-//! Task filter: restricts every placement and latency figure to the tasks a user is chasing.
+//! Which tasks an answer is about. The rule is the same everywhere: a wakeup is in scope when
+//! its wakee is. Two filters apply: the run's scope, fixed when the fold starts (`--scope`, or
+//! the scope a recording was made with: the `-- CMD` tree for a `-- CMD` capture), which every
+//! published figure follows; and the dashboard's `/` view, which narrows the figures shown
+//! within that scope and can change at any time.
+//!
 //! Matching by name needs the pid -> comm table, which changes as the stream goes on, so answers
-//! are cached per pid and dropped when that pid is renamed.
+//! are cached per pid and dropped when that pid is renamed. A process tree is followed through
+//! `sched_wakeup_new`, which the kernel fires in the context of the task that forked: the new
+//! task joins the tree of its creator (exec keeps the pid, so it stays).
 use std::{fmt, str::FromStr};
 
 use serde::Serialize;
@@ -9,13 +16,18 @@ use crate::event::TaskTable;
 use crate::pidmap::PidMap;
 
 /// Which wakees count.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Filter {
     /// Exactly this pid (the woken task).
     Pid(u32),
     /// Tasks whose comm contains this substring (case-sensitive, as `pgrep` without `-i`).
     Comm(String),
+    /// This task and every task it, or a task of the tree, creates during the capture.
+    Tree(u32),
+    /// The tasks wakeviz's own threads create during the capture (the `-- CMD` it runs) and
+    /// every task they create in turn.
+    Command,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -29,11 +41,22 @@ pub enum FilterError {
 impl FromStr for Filter {
     type Err = FilterError;
 
-    /// `pid:123` or a bare number is a pid; `comm:name` or anything else is a comm substring.
+    /// `pid:123` or a bare number is a pid; `tree:123` a process tree; `cmd` the `-- CMD`
+    /// tree; `comm:name` or anything else is a comm substring.
     fn from_str(s: &str) -> Result<Self, FilterError> {
         let s = s.trim();
         if s.is_empty() {
             return Err(FilterError::Empty);
+        }
+        if s == "cmd" {
+            return Ok(Self::Command);
+        }
+        if let Some(p) = s.strip_prefix("tree:") {
+            return p
+                .trim()
+                .parse()
+                .map(Self::Tree)
+                .map_err(|_| FilterError::BadPid(p.into()));
         }
         if let Some(p) = s.strip_prefix("pid:") {
             return p
@@ -64,45 +87,188 @@ impl fmt::Display for Filter {
         match self {
             Self::Pid(p) => write!(f, "pid:{p}"),
             Self::Comm(c) => write!(f, "comm:{c}"),
+            Self::Tree(p) => write!(f, "tree:{p}"),
+            Self::Command => f.write_str("cmd"),
         }
     }
 }
 
-/// The filter plus its per-pid answer cache.
-#[derive(Default)]
-pub(crate) struct FilterState {
-    filter: Option<Filter>,
-    cache: PidMap<bool>,
+/// `--scope`: every task (`all`), or the tasks a filter matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scope(pub Option<Filter>);
+
+impl FromStr for Scope {
+    type Err = ScopeError;
+
+    fn from_str(s: &str) -> Result<Self, ScopeError> {
+        if s.trim() == "all" {
+            return Ok(Self(None));
+        }
+        s.parse().map(|f| Self(Some(f))).map_err(ScopeError)
+    }
 }
 
-impl FilterState {
-    pub(crate) fn set(&mut self, f: Option<Filter>) {
-        self.filter = f;
-        self.cache.clear();
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}: expected all, cmd, tree:PID, pid:PID or comm:TEXT")]
+pub struct ScopeError(FilterError);
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            None => f.write_str("all"),
+            Some(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+impl Scope {
+    /// The scope a fold of `run` uses: `given` when there is one, else the recording's.
+    pub fn apply(given: Option<&Self>, run: &mut crate::run::RunMeta) {
+        if let Some(s) = given {
+            run.scope = s.0.clone();
+        }
+    }
+}
+
+impl Filter {
+    /// The rule in words, for the reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Pid(p) => format!("wakeups of pid {p}"),
+            Self::Comm(c) => format!("wakeups of tasks whose name contains {c:?}"),
+            Self::Tree(p) => format!("wakeups of pid {p} and the tasks its tree creates"),
+            Self::Command => {
+                "wakeups of the -- CMD process tree (the tasks wakeviz started and their descendants)"
+                    .into()
+            }
+        }
+    }
+}
+
+/// One filter plus its per-pid answer cache and, for a tree, its members.
+#[derive(Default)]
+struct Matcher {
+    filter: Option<Filter>,
+    cache: PidMap<bool>,
+    /// Members of a tree filter (bounded like every per-pid map).
+    tree: PidMap<()>,
+}
+
+impl Matcher {
+    fn new(filter: Option<Filter>) -> Self {
+        let mut m = Self {
+            filter,
+            ..Self::default()
+        };
+        if let Some(Filter::Tree(p)) = m.filter {
+            m.tree.insert(p, ());
+        }
+        m
     }
 
-    pub(crate) fn get(&self) -> Option<&Filter> {
-        self.filter.as_ref()
-    }
-
-    /// A pid's name changed: its cached answer may be wrong now.
-    pub(crate) fn renamed(&mut self, pid: u32) {
-        if matches!(self.filter, Some(Filter::Comm(_))) {
-            self.cache.remove(&pid);
+    /// `parent` created `child`; `own` tells wakeviz's threads.
+    fn forked(&mut self, parent: u32, child: u32, own: &[u32]) {
+        let joins = match self.filter {
+            Some(Filter::Tree(_)) => self.tree.contains_key(&parent),
+            Some(Filter::Command) => {
+                self.tree.contains_key(&parent)
+                    || (own.binary_search(&parent).is_ok() && own.binary_search(&child).is_err())
+            }
+            _ => false,
+        };
+        if joins {
+            self.tree.insert(child, ());
         }
     }
 
     #[inline]
-    pub(crate) fn matches(&mut self, pid: u32, tasks: &TaskTable) -> bool {
+    fn matches(&mut self, pid: u32, tasks: &TaskTable) -> bool {
         match &self.filter {
             None => true,
             Some(Filter::Pid(p)) => *p == pid,
+            Some(Filter::Tree(_) | Filter::Command) => self.tree.contains_key(&pid),
             Some(Filter::Comm(c)) => *self.cache.entry(pid).or_insert_with(|| {
                 tasks
                     .get(pid)
                     .is_some_and(|n| n.as_str().contains(c.as_str()))
             }),
         }
+    }
+
+    fn renamed(&mut self, pid: u32) {
+        if matches!(self.filter, Some(Filter::Comm(_))) {
+            self.cache.remove(&pid);
+        }
+    }
+
+    fn evicted(&self) -> u64 {
+        self.cache.evicted() + self.tree.evicted()
+    }
+}
+
+/// The run's scope and the dashboard's view within it.
+#[derive(Default)]
+pub(crate) struct FilterState {
+    scope: Matcher,
+    view: Matcher,
+    /// wakeviz's threads as recorded (sorted), whatever `--include-self` says: a `-- CMD`
+    /// tree starts with the tasks they create.
+    own: Vec<u32>,
+}
+
+impl FilterState {
+    pub(crate) fn new(scope: Option<Filter>, own_tids: &[u32]) -> Self {
+        let mut own = own_tids.to_vec();
+        own.sort_unstable();
+        Self {
+            scope: Matcher::new(scope),
+            view: Matcher::default(),
+            own,
+        }
+    }
+
+    /// Sets the view; the scope stays. A tree view follows forks from here on.
+    pub(crate) fn set(&mut self, f: Option<Filter>) {
+        self.view = Matcher::new(f);
+    }
+
+    /// The view (the dashboard's `/` filter).
+    pub(crate) fn get(&self) -> Option<&Filter> {
+        self.view.filter.as_ref()
+    }
+
+    pub(crate) fn scope(&self) -> Option<&Filter> {
+        self.scope.filter.as_ref()
+    }
+
+    /// A pid's name changed: its cached answer may be wrong now.
+    pub(crate) fn renamed(&mut self, pid: u32) {
+        self.scope.renamed(pid);
+        self.view.renamed(pid);
+    }
+
+    /// A `sched_wakeup_new`: `parent` (the task running when it fired) created `child`.
+    #[inline]
+    pub(crate) fn forked(&mut self, parent: u32, child: u32) {
+        self.scope.forked(parent, child, &self.own);
+        self.view.forked(parent, child, &self.own);
+    }
+
+    /// In the run's scope.
+    #[inline]
+    pub(crate) fn in_scope(&mut self, pid: u32, tasks: &TaskTable) -> bool {
+        self.scope.matches(pid, tasks)
+    }
+
+    /// In the scope and the view.
+    #[inline]
+    pub(crate) fn matches(&mut self, pid: u32, tasks: &TaskTable) -> bool {
+        self.scope.matches(pid, tasks) && self.view.matches(pid, tasks)
+    }
+
+    /// Entries the per-pid tables dropped over their budget.
+    pub(crate) fn evicted(&self) -> u64 {
+        self.scope.evicted() + self.view.evicted()
     }
 }
 
@@ -133,5 +299,33 @@ mod tests {
         });
         s.renamed(6);
         assert!(s.matches(6, &t));
+    }
+
+    #[test]
+    fn trees_follow_forks() {
+        assert_eq!("tree:9".parse(), Ok(Filter::Tree(9)));
+        assert_eq!("cmd".parse(), Ok(Filter::Command));
+        assert_eq!(Filter::Tree(9).to_string(), "tree:9");
+        assert_eq!(Filter::Command.to_string(), "cmd");
+        let t = TaskTable::default();
+        let mut s = FilterState::new(Some(Filter::Tree(9)), &[]);
+        assert!(s.in_scope(9, &t) && !s.in_scope(10, &t));
+        s.forked(9, 10);
+        s.forked(10, 11);
+        s.forked(3, 12);
+        assert!(s.in_scope(10, &t) && s.in_scope(11, &t) && !s.in_scope(12, &t));
+        // The -- CMD tree: what wakeviz's threads (1, 2) create, not the threads themselves.
+        let mut s = FilterState::new(Some(Filter::Command), &[2, 1]);
+        s.forked(1, 2);
+        s.forked(1, 50);
+        s.forked(50, 51);
+        s.forked(7, 52);
+        assert!(!s.in_scope(1, &t) && !s.in_scope(2, &t));
+        assert!(s.in_scope(50, &t) && s.in_scope(51, &t) && !s.in_scope(52, &t));
+        // A view narrows the scope; it never widens it.
+        s.set(Some(Filter::Pid(52)));
+        assert!(!s.matches(52, &t) && !s.matches(50, &t));
+        s.set(Some(Filter::Pid(51)));
+        assert!(s.matches(51, &t) && s.in_scope(50, &t));
     }
 }

@@ -25,11 +25,12 @@ mod wake;
 mod wakeups;
 pub mod window;
 
-pub use filter::{Filter, FilterError};
+pub use filter::{Filter, FilterError, Scope};
 pub use records::PlacementRecord;
 pub use snapshot::{
     ByLevel, CpuRow, Drops, EventCounts, LatencySection, OwnThreads, PlacementSection,
-    RecordingSection, SCHEMA_VERSION, ScanSection, Snapshot, TopologySection, WindowSection,
+    RecordingSection, SCHEMA_VERSION, ScanSection, ScopeSection, Snapshot, TopologySection,
+    WindowSection,
 };
 
 use self::{filter::FilterState, placement::classify};
@@ -58,6 +59,8 @@ pub struct Analysis {
     /// `own` wakees or wakers, and of those the wakeups, that were left out.
     pub(crate) own_events: u64,
     pub(crate) own_wakeups: u64,
+    /// Placed wakeups (forks apart) whose wakee is outside the run's scope, own threads apart.
+    pub(crate) outside_wakeups: u64,
     pub(crate) shadow: Option<crate::shadow::ShadowEval>,
     /// In-scope wakees waiting for their switch-in.
     waits: wake::Waits,
@@ -85,12 +88,13 @@ impl Analysis {
             levels: LevelMap::new(t),
             tasks: TaskTable::default(),
             joiner: Joiner::new(),
-            filter: FilterState::default(),
+            filter: FilterState::new(header.run.scope.clone(), &header.run.own_tids),
             stats: CaptureStats::default(),
-            subset: !own.is_empty(),
+            subset: !own.is_empty() || header.run.scope.is_some(),
             own,
             own_events: 0,
             own_wakeups: 0,
+            outside_wakeups: 0,
             shadow: Some(crate::shadow::ShadowEval::new(header)),
             waits: wake::Waits::default(),
             parts: parts::Parts::new(header),
@@ -110,17 +114,26 @@ impl Analysis {
         &self.tasks
     }
 
+    /// The dashboard's view within the scope.
     pub fn filter(&self) -> Option<&Filter> {
         self.filter.get()
     }
 
-    /// Restricts placement, latency and the shadow rows to matching wakees. Past events cannot
+    /// The run's scope (`None`: every task), fixed for the fold's life: the recording's
+    /// (`run.scope`), or what the reader asked for instead.
+    pub fn scope(&self) -> Option<&Filter> {
+        self.filter.scope()
+    }
+
+    /// Restricts placement, latency and the shadow rows to matching wakees within the scope
+    /// (the view; the scope stays). Past events cannot
     /// be re-filtered without storing them, so the filtered figures (placement, scan and wakeup
     /// latency, windows, shadow rows) restart from zero; event and drop counts and the unfiltered schedstat
     /// cross-check counts are kept.
     pub fn set_filter(&mut self, f: Option<Filter>) {
         self.filter.set(f);
-        self.subset = self.filter.get().is_some() || !self.own.is_empty();
+        self.subset =
+            self.filter.get().is_some() || self.filter.scope().is_some() || !self.own.is_empty();
         self.waits.clear();
         let (cx, parts, _, _) = self.split();
         parts.rescope(&cx);
@@ -257,6 +270,9 @@ impl Analysis {
         self.first_ts.get_or_insert(ts);
         self.last_ts = self.last_ts.max(ts);
         self.seen += 1;
+        if let Event::WakeupNew(w) = e {
+            self.filter.forked(w.waker_pid, w.pid);
+        }
         if self.seen.is_multiple_of(1 << 16) {
             self.waits.expire(self.last_ts);
             self.parts.expire(self.last_ts);
@@ -334,9 +350,13 @@ impl Analysis {
             parts.on_any_placement(&cx, p, &c);
         }
         let in_scope = self.wanted(p.pid, p.waker_pid);
-        if !in_scope && !p.new_task && (self.own(p.pid) || self.own(p.waker_pid)) {
-            self.own_wakeups += 1;
-            self.own_events += 1;
+        if !in_scope && !p.new_task {
+            if self.own(p.pid) || self.own(p.waker_pid) {
+                self.own_wakeups += 1;
+                self.own_events += 1;
+            } else if !self.filter.in_scope(p.pid, &self.tasks) {
+                self.outside_wakeups += 1;
+            }
         }
         let (cx, parts, _, shadow) = self.split();
         // The evaluation follows every task (it needs the whole machine's state); the parts
@@ -389,7 +409,8 @@ impl Analysis {
     /// Per-task entries this fold dropped because a map was over its budget: the figures of
     /// those tasks are approximate (see [`crate::pidmap`]).
     pub fn evicted(&self) -> u64 {
-        self.joiner.evicted()
+        self.filter.evicted()
+            + self.joiner.evicted()
             + self.tasks.evicted()
             + self.waits.evicted()
             + self

@@ -30,7 +30,7 @@ use crate::{
 ///    kernel's model) and `cannot_differ`.
 /// 7: `placement.per_llc`, `placement.per_cpu` and `scan_latency.per_llc` list only the rows
 ///    where something was counted (`topology.llcs` lists every LLC).
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.
@@ -133,6 +133,18 @@ pub struct OwnThreads {
     pub events: u64,
     /// Of those, wakeups (`sched_wakeup`s, forks apart).
     pub wakeups: u64,
+}
+
+/// Which tasks the in-scope figures are about: a wakeup is in scope when its wakee is (see
+/// [`super::filter`]). The dashboard's view (`placement.filter`) narrows it further.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ScopeSection {
+    /// `all`, `cmd`, `tree:PID`, `pid:PID` or `comm:TEXT`: what `--scope` takes.
+    pub name: String,
+    /// The rule in words.
+    pub rule: String,
+    /// Placed wakeups (forks apart) whose wakee was outside it, wakeviz's own apart.
+    pub outside_wakeups: u64,
 }
 
 /// Where and how the stream was captured (the recording's header, without the topology and
@@ -357,6 +369,7 @@ pub struct Snapshot {
     pub events: EventCounts,
     pub drops: Drops,
     pub own_threads: OwnThreads,
+    pub scope: ScopeSection,
     pub probes: Vec<ProbeStatus>,
     pub topology: TopologySection,
     pub placement: PlacementSection,
@@ -387,6 +400,7 @@ impl Serialize for Snapshot {
             events: &'a EventCounts,
             drops: &'a Drops,
             own_threads: &'a OwnThreads,
+            scope: &'a ScopeSection,
             probes: &'a [ProbeStatus],
             topology: &'a TopologySection,
             placement: &'a PlacementSection,
@@ -411,6 +425,7 @@ impl Serialize for Snapshot {
             events: &self.events,
             drops: &self.drops,
             own_threads: &self.own_threads,
+            scope: &self.scope,
             probes: &self.probes,
             topology: &self.topology,
             placement: &self.placement,
@@ -532,6 +547,15 @@ impl Analysis {
                 left_out: !self.own.is_empty(),
                 events: self.own_events,
                 wakeups: self.own_wakeups,
+            },
+            scope: ScopeSection {
+                name: self
+                    .scope()
+                    .map_or_else(|| "all".into(), ToString::to_string),
+                rule: self
+                    .scope()
+                    .map_or_else(|| "every wakeup".into(), super::filter::Filter::describe),
+                outside_wakeups: self.outside_wakeups,
             },
             probes: h.probes.clone(),
             topology: TopologySection {

@@ -36,6 +36,9 @@ fn fields(s: &Snapshot) -> Vec<(String, String)> {
                 .as_ref()
                 .map_or_else(|| "none".into(), |c| c.join(" ")),
         ),
+        // The tasks the figures are about: runs folded with different scopes compare
+        // different things.
+        ("scope".into(), s.scope.name.clone()),
         ("probes".into(), probes(s)),
     ];
     // What `--sched-feature` set: the reason the features below differ.

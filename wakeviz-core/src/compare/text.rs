@@ -156,8 +156,14 @@ fn meta_text(out: &mut String, rep: &DiffReport) {
         .iter()
         .filter(|m| {
             !m.differs
-                && ["kernel_release", "topology", "cpu_model", "command"]
-                    .contains(&m.field.as_str())
+                && [
+                    "kernel_release",
+                    "topology",
+                    "cpu_model",
+                    "command",
+                    "scope",
+                ]
+                .contains(&m.field.as_str())
         })
         .filter_map(|m| Some(format!("{} {}", m.field, m.values.first()?.first()?)))
         .collect();

@@ -90,8 +90,34 @@ static OWN: [Def; 2] = [
     ),
 ];
 
-static ALL: [&Def; 8] = [
-    &EVENTS[0], &EVENTS[1], &RECENT, &DROPS[0], &DROPS[1], &EVICTED, &OWN[0], &OWN[1],
+static OUTSIDE: [Def; 2] = [
+    def(
+        "events.outside_scope_wakeups.count",
+        DefUnit::Count,
+        FigureKind::Count,
+        "never",
+        "Wakeups whose wakee is outside the run's scope (--scope; the -- CMD tree of a -- CMD capture), left out of the placement figures (0 with scope all)",
+    ),
+    def(
+        "events.outside_scope_wakeups.rate",
+        DefUnit::PerSec,
+        FigureKind::Rate,
+        "no stream time",
+        "The same per second of stream time",
+    ),
+];
+
+static ALL: [&Def; 10] = [
+    &EVENTS[0],
+    &EVENTS[1],
+    &RECENT,
+    &DROPS[0],
+    &DROPS[1],
+    &EVICTED,
+    &OWN[0],
+    &OWN[1],
+    &OUTSIDE[0],
+    &OUTSIDE[1],
 ];
 
 pub struct Events;
@@ -124,5 +150,7 @@ impl Family for Events {
             NotAvailable::NoSamples,
         );
         o.count_rate(&OWN, &[], "wakeviz's own wakeups", s.own_threads.wakeups);
+        let label = "wakeups outside the scope";
+        o.count_rate(&OUTSIDE, &[], label, s.scope.outside_wakeups);
     }
 }

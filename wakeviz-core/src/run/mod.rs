@@ -38,6 +38,11 @@ pub struct RunMeta {
     /// out unless `--include-self`. Empty in recordings made before this field existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub own_tids: Vec<u32>,
+    /// The tasks the run's figures are about (`--scope`; the `-- CMD` tree for a capture
+    /// with one): a replay folds with it unless its reader asks for another. `None`: every
+    /// task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::analysis::Filter>,
     /// `--include-self`: the analyses keep `own_tids`' wakeups. Never recorded: the choice
     /// belongs to whoever reads the recording, so a replay leaves them out unless asked too.
     #[serde(skip)]

@@ -56,6 +56,11 @@ impl Data {
         self.shown().filter()
     }
 
+    /// The run's scope (`None`: every task): fixed, the `/` filter narrows the view within it.
+    pub fn scope(&self) -> Option<&Filter> {
+        self.shown().scope()
+    }
+
     /// The `--report text` of what is shown now.
     pub fn report_text(&self) -> String {
         self.shown().report_text()

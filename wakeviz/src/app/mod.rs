@@ -508,11 +508,15 @@ fn fmt_secs(ns: u64) -> String {
 /// A filter as the user types it back (`pid:1`, or the bare comm substring).
 fn filter_text(f: &Filter) -> String {
     match f {
-        Filter::Pid(p) => format!("pid:{p}"),
-        Filter::Comm(c) if c.bytes().all(|b| b.is_ascii_digit()) || c.starts_with("pid:") => {
+        Filter::Comm(c)
+            if c.bytes().all(|b| b.is_ascii_digit())
+                || ["pid:", "tree:", "comm:"].iter().any(|p| c.starts_with(p))
+                || c == "cmd" =>
+        {
             format!("comm:{c}")
         }
         Filter::Comm(c) => c.clone(),
+        other => other.to_string(),
     }
 }
 

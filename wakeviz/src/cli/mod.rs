@@ -10,6 +10,8 @@ use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
 
+pub use wakeviz_core::analysis::Scope;
+
 use crate::workload::Workload;
 
 /// Options that only mean something to a live capture: with a recording they would be
@@ -96,6 +98,13 @@ pub struct Cli {
     /// their wakeups are left out, live and in replays of recordings that name them.
     #[arg(long)]
     pub include_self: bool,
+    /// Which tasks the figures are about: all, cmd (the `-- CMD` process tree followed
+    /// through fork and exec: the default of a capture with `-- CMD`), tree:PID, pid:PID or
+    /// comm:TEXT. A wakeup is in scope when its wakee is. A live run records its scope; a
+    /// replay folds with the recording's unless this is given. The dashboard's `/` filter
+    /// narrows the view within it.
+    #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(Scope))]
+    pub scope: Option<Scope>,
     /// Replace task names with stable hashes in the recording.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub redact_comm: bool,

@@ -27,6 +27,11 @@ pub struct ExportArgs {
     /// Replace existing output files (the old ones are moved to NAME.old).
     #[arg(long)]
     pub force: bool,
+    /// Which tasks' placements are exported (the placement rows and tracks; every event is
+    /// exported whatever the scope): all, cmd, tree:PID, pid:PID or comm:TEXT. By default
+    /// each recording's own scope (the `-- CMD` tree of a `-- CMD` capture).
+    #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(wakeviz_core::analysis::Scope))]
+    pub scope: Option<wakeviz_core::analysis::Scope>,
     /// Recordings to export.
     #[arg(value_name = "IN.wvz", required = true)]
     pub inputs: Vec<PathBuf>,

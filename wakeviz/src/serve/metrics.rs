@@ -65,11 +65,13 @@ impl Collector for SnapshotCollector {
         info(
             &mut e,
             "wakeviz_capture",
-            "What is captured: kernel, scan-latency source, topology",
+            "What is captured: kernel, scan-latency source, topology, the tasks in scope",
             &[vec![
                 ("kernel_release", s.recording.kernel_release.clone()),
                 ("scan_source", s.scan_latency.source.to_string()),
                 ("topology", s.topology.summary.clone()),
+                // Which tasks the figures are about (`--scope`): all, cmd, tree:PID, ...
+                ("scope", s.scope.name.clone()),
             ]],
         )?;
         let probes: Vec<Labels> = s

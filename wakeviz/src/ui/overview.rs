@@ -239,6 +239,17 @@ fn events(app: &App) -> Vec<Line<'static>> {
         };
         l.push(Line::from(Span::styled(text, fmt::dim())));
     }
+    // The scope: the wakeups of tasks outside it, left out of every figure.
+    if s.scope.name != "all" {
+        l.push(Line::from(Span::styled(
+            format!(
+                "{:<20} {:>8} left out",
+                format!("outside {}", s.scope.name),
+                fmt::count(s.scope.outside_wakeups)
+            ),
+            fmt::dim(),
+        )));
+    }
     l.push(Line::raw(""));
     let d = &s.drops;
     l.push(Line::from(Span::styled(

@@ -199,6 +199,9 @@ fn segments(app: &App) -> Vec<Seg> {
         .data
         .filter()
         .map_or_else(|| "-".to_string(), ToString::to_string);
+    if let Some(scope) = app.data.scope() {
+        v.push(seg(format!("scope: {scope}"), Style::default(), 4));
+    }
     v.push(seg(format!("filter: {filter}"), Style::default(), 4));
     if app.is_replay()
         && let Some(d) = recorded_utc(app.data.header())

@@ -280,7 +280,9 @@ fn dashboard_text_report_and_json_show_the_same_figures() {
         .expect("count");
     assert!(n > 0);
     assert!(
-        text.contains(&format!("== placement: {n} wakeups, filter comm:hackb")),
+        text.contains(&format!(
+            "== placement: {n} wakeups, scope all, filter comm:hackb"
+        )),
         "{text}"
     );
     let fid = json["shadow"]["fidelity"]["agreement"]

@@ -16,12 +16,13 @@ use super::{
 use crate::{event::Kind, format::ProbeState, topology::Level};
 
 /// The top-level keys of [`json`], in order: the fields of [`Snapshot`].
-pub const JSON_KEYS: [&str; 16] = [
+pub const JSON_KEYS: [&str; 17] = [
     "schema_version",
     "recording",
     "events",
     "drops",
     "own_threads",
+    "scope",
     "probes",
     "topology",
     "placement",
@@ -259,6 +260,7 @@ pub fn text(s: &Snapshot) -> String {
     }
     let _ = writeln!(o, "  wakeups without sched_waking: {}", d.unmatched_wakeups);
     own_threads_line(&mut o, &s.own_threads);
+    let _ = writeln!(o, "  {}", scope_text(&s.scope));
     let _ = writeln!(
         o,
         "  probe runs skipped by the kernel (BPF programs do not nest): {}",
@@ -301,8 +303,9 @@ pub fn text(s: &Snapshot) -> String {
     let p = &s.placement;
     let _ = writeln!(
         o,
-        "\n== placement: {} wakeups, filter {}",
+        "\n== placement: {} wakeups, scope {}, filter {}",
         p.wakeups.count,
+        s.scope.name,
         p.filter.as_deref().unwrap_or("none")
     );
     coverage_block(&mut o, &p.coverage);
@@ -498,6 +501,17 @@ pub fn own_threads_text(t: &super::OwnThreads) -> String {
             t.wakeups
         ),
     }
+}
+
+/// Which tasks the figures are about, and what that left out (the Overview's line too).
+pub fn scope_text(s: &super::ScopeSection) -> String {
+    if s.name == "all" {
+        return "scope all: every wakeup (--scope narrows it)".into();
+    }
+    format!(
+        "scope {}: {}; {} wakeups outside it left out (--scope all keeps them)",
+        s.name, s.rule, s.outside_wakeups
+    )
 }
 
 fn own_threads_line(o: &mut String, t: &super::OwnThreads) {

@@ -78,7 +78,7 @@ pub fn export(a: &super::ExportArgs, dir: &Path) -> anyhow::Result<ExitCode> {
         // Tables are written at temporary names and moved into place once all four are
         // complete: a failure (a file without its footer is unreadable) leaves none of them.
         let mut pending = Vec::new();
-        let done = export_one(input, id, &sub, &mut pending)?;
+        let done = export_one(input, id, &sub, a.scope.as_ref(), &mut pending)?;
         for p in pending {
             p.commit(a.force)?;
         }
@@ -223,10 +223,12 @@ fn export_one(
     input: &Path,
     id: &str,
     dir: &Path,
+    scope: Option<&wakeviz_core::analysis::Scope>,
     pending: &mut Vec<Pending>,
 ) -> anyhow::Result<Done> {
     let mut src = ReplaySource::open(input)?;
-    let h = src.header().clone();
+    let mut h = src.header().clone();
+    wakeviz_core::analysis::Scope::apply(scope, &mut h.run);
     let mut a = Analysis::new(&h);
     a.keep_records(true);
     let policies = a.record_policies();

@@ -46,7 +46,9 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     if let Some(n) = note {
         say!("wakeviz: note: {}: {n}", input.display());
     }
-    let mut analysis = Analysis::new(src.header());
+    let mut h = src.header().clone();
+    wakeviz_core::analysis::Scope::apply(a.scope.as_ref(), &mut h.run);
+    let mut analysis = Analysis::new(&h);
     analysis.keep_records(true);
     let cpus = src.header().topology.cpus.iter().map(|c| c.cpu).collect();
     let tracks = Tracks::new(analysis.record_policies(), cpus);
