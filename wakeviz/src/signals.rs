@@ -10,7 +10,7 @@ use std::{
         Arc, LazyLock,
         atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 /// A line to stderr that ignores write errors: `eprintln!` panics when stderr fails (EIO on a
@@ -242,35 +242,64 @@ fn install_panic_hook() {
 /// pty never answers), this thread restores the terminal and exits after [`GRACE`]: the kernel
 /// detaches the probes when the process's file descriptors close, and the recording stays
 /// valid up to its last complete chunk (flushed at least every second).
+///
+/// It sleeps in a read of a pipe that the stop signals' handlers write a byte to, so it never
+/// wakes while nothing happens (a tracer's own wakeups disturb what it measures); where the
+/// pipe cannot be set up it looks at the stop flag ten times a second instead.
 fn spawn_watchdog() {
+    let woken = stop_pipe();
+    if woken.is_none() {
+        log::warn!("no stop-signal pipe: the watchdog polls");
+    }
     let spawned = std::thread::Builder::new()
         .name("wakeviz-watchdog".into())
-        .spawn(|| {
-            let mut since: Option<Instant> = None;
-            loop {
-                std::thread::sleep(Duration::from_millis(100));
-                if !stop_requested() {
-                    continue;
+        .spawn(move || {
+            match woken {
+                Some(mut r) => {
+                    use std::io::Read as _;
+                    let mut byte = [0u8; 1];
+                    // Only a stop signal writes; an error or the end (never expected) falls
+                    // back to the flag.
+                    while !matches!(r.read(&mut byte), Ok(1)) && !stop_requested() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
                 }
-                let t = *since.get_or_insert_with(Instant::now);
-                if t.elapsed() >= GRACE {
-                    restore_terminal();
-                    // Exiting does not unwind: what a guard would undo is undone here.
-                    kill_child_group();
-                    let restored = restore_all();
-                    say!(
-                        "wakeviz: still running {} s after a stop signal: exiting (a recording is valid up to its last complete chunk)",
-                        GRACE.as_secs()
-                    );
-                    std::process::exit(if restored {
-                        1
-                    } else {
-                        i32::from(EXIT_NOT_RESTORED)
-                    });
+                None => {
+                    while !stop_requested() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
                 }
             }
+            std::thread::sleep(GRACE);
+            restore_terminal();
+            // Exiting does not unwind: what a guard would undo is undone here.
+            kill_child_group();
+            let restored = restore_all();
+            say!(
+                "wakeviz: still running {} s after a stop signal: exiting (a recording is valid up to its last complete chunk)",
+                GRACE.as_secs()
+            );
+            std::process::exit(if restored {
+                1
+            } else {
+                i32::from(EXIT_NOT_RESTORED)
+            });
         });
     if let Err(e) = spawned {
         log::warn!("no signal watchdog: {e}");
     }
+}
+
+/// A pipe whose write end every stop signal's handler writes a byte to (a non-blocking write,
+/// async-signal-safe); its read end.
+fn stop_pipe() -> Option<std::os::unix::net::UnixStream> {
+    let (r, w) = std::os::unix::net::UnixStream::pair().ok()?;
+    w.set_nonblocking(true).ok()?;
+    for sig in stop_signals() {
+        let w = w.try_clone().ok()?;
+        if let Err(e) = signal_hook::low_level::pipe::register(sig, w) {
+            log::warn!("cannot wake the watchdog on signal {sig}: {e}");
+        }
+    }
+    Some(r)
 }

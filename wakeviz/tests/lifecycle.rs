@@ -542,3 +542,45 @@ fn experiment_restores_drift_before_stopping() {
     assert!(err.contains("were not as before the experiment"), "{err}");
     assert!(!out_dir.join("NO_SIS_UTIL-1.wvz").exists(), "stopped");
 }
+
+/// The watchdog: a run whose main thread is stuck after a stop signal (here, writing its
+/// report to a pipe nobody reads) is ended by the watchdog after the grace period, with the
+/// feature it set restored and one line saying why. The watchdog sleeps until a stop signal
+/// wakes it, so it must still wake for one.
+#[test]
+fn a_run_stuck_after_a_stop_signal_is_ended_by_the_watchdog() {
+    if !support::root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let d = tempfile::tempdir().unwrap();
+    let feats = features_file(d.path());
+    let before = read(&feats);
+    let mut c = Command::new(bin())
+        .args(["--headless", "--report", "json"])
+        .args(["--sched-feature", "NO_SIS_UTIL", "--sched-features-file"])
+        .arg(&feats)
+        .args(["--", "sleep", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A one-page pipe: the report, printed when CMD ends after 1 s, fills it and blocks.
+    let out = c.stdout.as_ref().map(std::os::fd::AsRawFd::as_raw_fd).unwrap();
+    // SAFETY: fcntl on a pipe descriptor this test owns.
+    assert!(unsafe { libc::fcntl(out, libc::F_SETPIPE_SZ, 4096) } >= 4096);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) && read(&feats) == before {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(c.try_wait().unwrap().is_none(), "stuck writing its report");
+    assert!(read(&feats).contains("NO_SIS_UTIL"), "the feature is still set");
+    signal(c.id(), libc::SIGTERM);
+    let st = wait_timeout(&mut c, Duration::from_secs(8));
+    let err = stderr_of(&mut c);
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(err.contains("still running 3 s after a stop signal"), "{err}");
+    assert_eq!(read(&feats), before, "restored by the watchdog");
+}

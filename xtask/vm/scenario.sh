@@ -281,6 +281,45 @@ diff_runs() {
     done
 }
 
+# A noisy neighbour: the SMT ping-pong recorded three times alone (quiet-I) and three times
+# beside an unrelated ping-pong on the cross-package pair (noisy-I), alternated, each
+# `wakeviz --record F -- CMD`. The neighbour runs in short bursts, so it adds cross-package
+# wakeups without starving the benchmark of the host's few CPUs. The host diffs them with
+# and without the recorded scope (the command's tree).
+noisy_runs() {
+    smt= xpkg=
+    for p in $WVZ_PAIRS; do
+        case ${p%%:*} in
+        wvz-smt) smt=${p#*:} ;;
+        wvz-xpkg) xpkg=${p#*:} ;;
+        esac
+    done
+    [ -n "$smt" ] && [ -n "$xpkg" ] || return 0
+    link_comm wvz-diff
+    link_comm wvz-noisy
+    for i in 1 2 3; do
+        for kind in quiet noisy; do
+            nb=
+            if [ $kind = noisy ]; then
+                sh -c "while :; do /tmp/wvz-noisy workload pingpong --waker-cpu ${xpkg%%:*} \
+                    --wakee-cpu ${xpkg#*:} --iterations 100 --comm wvz-noisy >/dev/null; \
+                    sleep 0.1; done" &
+                nb=$!
+                sleep 0.2
+            fi
+            "$WVZ" --record "/out/$kind-$i.wvz" --headless --label "$kind" -- \
+                /tmp/wvz-diff workload pingpong --waker-cpu "${smt%%:*}" --wakee-cpu "${smt#*:}" \
+                --iterations "$WVZ_ITER" --comm wvz-diff >"/out/$kind-$i.log" 2>&1 ||
+                fail "noisy-neighbour run $kind-$i failed: see $kind-$i.log"
+            if [ -n "$nb" ]; then
+                kill "$nb" 2>/dev/null
+                wait "$nb" 2>/dev/null
+            fi
+            log "noisy-neighbour run $kind-$i done at $(now)"
+        done
+    done
+}
+
 # Where the shadow's select inputs decide. `busy`: more runnable tasks than CPUs on
 # CPUs 0-7 (two LLCs; the rest stay free because the host behind these vCPUs is small): four
 # ping-pong pairs unpinned within them plus six CPU hogs, so wakers and prev CPUs are loaded
@@ -339,6 +378,7 @@ test)
     fi
     trace_count
     diff_runs
+    noisy_runs
     inputs_runs
     if [ -n "${WVZ_EXP_FANOUT:-}" ]; then . /vm/experiment.sh; fi
     if [ -n "${WVZ_FENTRY_COST:-}" ]; then . /vm/fentry.sh; fi

@@ -15,6 +15,7 @@ mod experiment;
 mod fentry;
 mod initramfs;
 mod kernel;
+mod noisy;
 mod qemu;
 mod topo;
 
@@ -489,6 +490,8 @@ fn run_topology(
     // wakeups from smt_sibling to cross_package (the gates hold: exit 1); two runs on the
     // SMT pair do not (exit 0).
     check::diff_gate(&mut f, wakeviz, &results);
+    // 5b. A noisy neighbour moves the unscoped figures, not the command's.
+    noisy::check(&mut f, wakeviz, &results);
 
     // 6. The experiment checks (the topology that runs them): live schedstat, --sched-feature,
     // experiment, and the signals that must leave the real features file as it was.
