@@ -567,7 +567,11 @@ fn a_run_stuck_after_a_stop_signal_is_ended_by_the_watchdog() {
         .spawn()
         .unwrap();
     // A one-page pipe: the report, printed when CMD ends after 1 s, fills it and blocks.
-    let out = c.stdout.as_ref().map(std::os::fd::AsRawFd::as_raw_fd).unwrap();
+    let out = c
+        .stdout
+        .as_ref()
+        .map(std::os::fd::AsRawFd::as_raw_fd)
+        .unwrap();
     // SAFETY: fcntl on a pipe descriptor this test owns.
     assert!(unsafe { libc::fcntl(out, libc::F_SETPIPE_SZ, 4096) } >= 4096);
     let t = Instant::now();
@@ -576,11 +580,17 @@ fn a_run_stuck_after_a_stop_signal_is_ended_by_the_watchdog() {
     }
     std::thread::sleep(Duration::from_secs(3));
     assert!(c.try_wait().unwrap().is_none(), "stuck writing its report");
-    assert!(read(&feats).contains("NO_SIS_UTIL"), "the feature is still set");
+    assert!(
+        read(&feats).contains("NO_SIS_UTIL"),
+        "the feature is still set"
+    );
     signal(c.id(), libc::SIGTERM);
     let st = wait_timeout(&mut c, Duration::from_secs(8));
     let err = stderr_of(&mut c);
     assert_eq!(st.code(), Some(1), "{err}");
-    assert!(err.contains("still running 3 s after a stop signal"), "{err}");
+    assert!(
+        err.contains("still running 3 s after a stop signal"),
+        "{err}"
+    );
     assert_eq!(read(&feats), before, "restored by the watchdog");
 }

@@ -41,7 +41,11 @@ pub fn check(f: &mut Findings, wakeviz: &Path, results: &Path) {
     }
     let diff = |scope: Option<&str>, json: bool| {
         let mut c = std::process::Command::new(wakeviz);
-        c.arg("diff").arg("--base").args(&quiet).arg("--new").args(&noisy);
+        c.arg("diff")
+            .arg("--base")
+            .args(&quiet)
+            .arg("--new")
+            .args(&noisy);
         c.args(["--only", "placement", "--fail-if", GATE]);
         if let Some(s) = scope {
             c.args(["--scope", s]);
