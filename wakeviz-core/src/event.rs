@@ -400,6 +400,11 @@ impl TaskTable {
         self.names.get(&pid)
     }
 
+    /// Drops `pid`'s name, so the next [`TaskTable::learn`] of it counts as a change.
+    pub fn forget(&mut self, pid: u32) {
+        self.names.remove(&pid);
+    }
+
     pub fn comm(&self, pid: u32) -> std::borrow::Cow<'_, str> {
         if pid == 0 {
             return "swapper".into();

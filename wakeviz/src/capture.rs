@@ -12,6 +12,7 @@
 mod batches;
 mod drain;
 mod hold;
+mod names;
 
 use std::{
     sync::{
@@ -94,6 +95,8 @@ pub struct LiveSource {
     probe_misses: u64,
     /// See [`CaptureStats::max_hold_ns`] and [`CaptureStats::startup_hold_ns`].
     hold: Hold,
+    /// The one name table after the merge (several rings or batches).
+    names: names::LatestNames,
 }
 
 impl LiveSource {
@@ -136,6 +139,7 @@ impl LiveSource {
                 tx: tx.clone(),
                 sh: Arc::clone(&shared),
                 idle_max: drain::idle_max(header.ringbuf_bytes),
+                names: drain::Names::default(),
             };
             let h = std::thread::Builder::new()
                 .name(format!("wakeviz-drain{i}"))
@@ -182,6 +186,7 @@ impl LiveSource {
             run_stats: Vec::new(),
             probe_misses: 0,
             hold: Hold::default(),
+            names: names::LatestNames::default(),
         })
     }
 
@@ -275,7 +280,11 @@ impl LiveSource {
             let Some(m) = self.merger.as_mut() else {
                 return Ok(chunk.batch);
             };
-            out.tasks.extend(chunk.batch.tasks);
+            for (t, ts) in chunk.batch.tasks.iter().zip(&chunk.name_ts) {
+                if self.names.newer(*t, *ts) {
+                    out.tasks.push(*t);
+                }
+            }
             m.push(
                 chunk.ring,
                 chunk.batch.events,

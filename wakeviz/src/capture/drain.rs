@@ -6,6 +6,7 @@
 //! [`HOLD`] anyway (an idle one backs off to [`IDLE_MAX`]): that reading is what moves the
 //! merge's watermark (`wakeviz_core::merge`).
 use std::{
+    cell::RefCell,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -55,6 +56,8 @@ pub(super) struct Chunk {
     /// The ring's last chunk.
     pub last: bool,
     pub batch: Batch,
+    /// When each of `batch.tasks` was seen: the time of the record it was learnt from.
+    pub name_ts: Vec<u64>,
 }
 
 /// One ring's own counters.
@@ -72,6 +75,16 @@ pub(super) struct Drain {
     pub sh: Arc<Shared>,
     /// [`idle_max`] of this ring's size.
     pub idle_max: Duration,
+    /// Names handed on, and the times of those not handed on yet (one per `batch.tasks`).
+    pub names: Names,
+}
+
+/// A ring's name facts: what it handed on, and when the pending ones were seen.
+#[derive(Default)]
+pub(super) struct Names {
+    /// Bounded by the number of tasks that ever ran.
+    sent: RefCell<TaskTable>,
+    pending_ts: RefCell<Vec<u64>>,
 }
 
 pub(super) fn now_ns() -> u64 {
@@ -112,6 +125,7 @@ impl Drain {
             clock_ns,
             last,
             batch: std::mem::take(batch),
+            name_ts: std::mem::take(&mut *self.names.pending_ts.borrow_mut()),
         };
         if last && self.merged {
             // The merge must learn that this ring is closed, or it waits for it until the end.
@@ -127,6 +141,11 @@ impl Drain {
                 true
             }
             Err(TrySendError::Full(c)) => {
+                // Its names are lost with it: learnt again from the task's next record.
+                let mut sent = self.names.sent.borrow_mut();
+                for t in &c.batch.tasks {
+                    sent.forget(t.pid);
+                }
                 let n = c.batch.events.len() as u64;
                 self.sh.user_drops.fetch_add(n, Ordering::Relaxed);
                 self.counters().user_drops.fetch_add(n, Ordering::Relaxed);
@@ -141,7 +160,6 @@ impl Drain {
     fn drain_ring(
         &self,
         ring: &mut RingBuf<MapData>,
-        names: &mut TaskTable,
         batch: &mut Batch,
         safe: &mut u64,
         read: &mut u64,
@@ -157,9 +175,10 @@ impl Drain {
                         }
                         if let Some(n) = name
                             && n.comm.0[0] != 0
-                            && names.learn(n)
+                            && self.names.sent.borrow_mut().learn(n)
                         {
                             batch.tasks.push(n);
+                            self.names.pending_ts.borrow_mut().push(ev.ts_ns());
                         }
                         batch.events.push(ev);
                     }
@@ -191,8 +210,6 @@ impl Drain {
                     return;
                 }
             };
-        // Names already sent: the table is bounded by the number of tasks that ever ran.
-        let mut names = TaskTable::default();
         let mut batch = Batch::default();
         let mut safe = 0u64;
         // Small batches are held back briefly: one channel slot per wakeup of this task would
@@ -205,9 +222,9 @@ impl Drain {
                 // (or an fexit trampoline) may still submit: drain, let them finish, drain
                 // again.
                 let mut n = 0;
-                self.drain_ring(fd.get_mut(), &mut names, &mut batch, &mut safe, &mut n);
+                self.drain_ring(fd.get_mut(), &mut batch, &mut safe, &mut n);
                 tokio::time::sleep(Duration::from_millis(30)).await;
-                self.drain_ring(fd.get_mut(), &mut names, &mut batch, &mut safe, &mut n);
+                self.drain_ring(fd.get_mut(), &mut batch, &mut safe, &mut n);
                 self.hand_over(&mut batch, safe, true);
                 return;
             }
@@ -222,7 +239,7 @@ impl Drain {
             match ready {
                 Ok(Ok(mut guard)) => {
                     let ring = guard.get_inner_mut();
-                    if !self.drain_ring(ring, &mut names, &mut batch, &mut safe, &mut read) {
+                    if !self.drain_ring(ring, &mut batch, &mut safe, &mut read) {
                         return;
                     }
                     guard.clear_ready();
@@ -236,7 +253,7 @@ impl Drain {
                 // so read whatever accumulated.
                 Err(_) => {
                     let ring = fd.get_mut();
-                    if !self.drain_ring(ring, &mut names, &mut batch, &mut safe, &mut read) {
+                    if !self.drain_ring(ring, &mut batch, &mut safe, &mut read) {
                         return;
                     }
                 }
