@@ -95,8 +95,8 @@ pub struct LiveSource {
     probe_misses: u64,
     /// See [`CaptureStats::max_hold_ns`] and [`CaptureStats::startup_hold_ns`].
     hold: Hold,
-    /// The one name table after the merge (several rings or batches).
-    names: names::LatestNames,
+    /// Task names in time order after the merge (several rings or batches).
+    names: names::Timeline,
 }
 
 impl LiveSource {
@@ -186,7 +186,7 @@ impl LiveSource {
             run_stats: Vec::new(),
             probe_misses: 0,
             hold: Hold::default(),
-            names: names::LatestNames::default(),
+            names: names::Timeline::default(),
         })
     }
 
@@ -251,13 +251,18 @@ impl LiveSource {
             .collect()
     }
 
-    /// Takes chunks until one yields events, the timeout passes or the drains are gone.
+    /// Takes chunks until one yields events, the timeout passes or the drains are gone. With
+    /// several rings or batches the events go through the merge and then the names' timeline
+    /// (see [`names`]), which may hand them on over several calls.
     fn receive(&mut self, timeout: Duration) -> Result<Batch, RecvTimeoutError> {
+        if self.names.has_events() {
+            return Ok(self.names.next(false));
+        }
         let deadline = Instant::now() + timeout;
-        let mut out = Batch::default();
+        let mut released = Vec::new();
         loop {
             if let (Some(w), Some(m)) = (self.batch_watch.as_mut(), self.merger.as_mut()) {
-                w.tick(self.probes.as_ref(), m, &mut out.events);
+                w.tick(self.probes.as_ref(), m, &mut released);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             // With batches, wake up for the next reading even when no chunk comes.
@@ -269,35 +274,34 @@ impl LiveSource {
             let chunk = match self.rx.recv_timeout(wait) {
                 Ok(c) => c,
                 Err(RecvTimeoutError::Timeout) if wait < left => {
-                    if out.events.is_empty() {
+                    if released.is_empty() {
                         continue;
                     }
-                    return Ok(out);
+                    break;
                 }
-                Err(e) if out.tasks.is_empty() && out.events.is_empty() => return Err(e),
-                Err(_) => return Ok(out),
+                Err(e) if released.is_empty() => return Err(e),
+                Err(_) => break,
             };
             let Some(m) = self.merger.as_mut() else {
                 return Ok(chunk.batch);
             };
             for (t, ts) in chunk.batch.tasks.iter().zip(&chunk.name_ts) {
-                if self.names.newer(*t, *ts) {
-                    out.tasks.push(*t);
-                }
+                self.names.fact(*t, *ts);
             }
             m.push(
                 chunk.ring,
                 chunk.batch.events,
                 chunk.clock_ns,
-                &mut out.events,
+                &mut released,
             );
             if chunk.last {
-                m.close(chunk.ring, &mut out.events);
+                m.close(chunk.ring, &mut released);
             }
-            if !out.events.is_empty() || left.is_zero() {
-                return Ok(out);
+            if !released.is_empty() || left.is_zero() {
+                break;
             }
         }
+        Ok(self.names.release(released, false))
     }
 
     /// Per-program BPF cost, taken when the probes were detached.
@@ -355,12 +359,10 @@ impl EventSource for LiveSource {
                 if let Some(m) = self.merger.as_mut() {
                     let mut rest = Vec::new();
                     m.finish(&mut rest);
-                    if !rest.is_empty() {
-                        self.delivered += rest.len() as u64;
-                        return Ok(Poll::Batch(Batch {
-                            events: rest,
-                            ..Batch::default()
-                        }));
+                    let b = self.names.release(rest, true);
+                    if !b.events.is_empty() || !b.tasks.is_empty() {
+                        self.delivered += b.events.len() as u64;
+                        return Ok(Poll::Batch(b));
                     }
                 }
                 self.ended = true;

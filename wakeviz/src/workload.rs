@@ -22,6 +22,10 @@ pub enum Workload {
         /// Task name of both threads (15 bytes at most, as the kernel keeps it).
         #[arg(long, default_value = "wvz-pingpong")]
         comm: String,
+        /// The first thread sleeps this long after each round trip: a light, steady source of
+        /// wakeups (a neighbour that costs little CPU) instead of one that runs flat out.
+        #[arg(long, value_name = "US", default_value_t = 0)]
+        pause_us: u64,
     },
     /// hackbench-like fan-out: in each group one sender writes to R receivers, L loops.
     Fanout {
@@ -90,6 +94,7 @@ pub fn pingpong(
     wakee_cpu: Option<usize>,
     iterations: u64,
     comm: &str,
+    pause: std::time::Duration,
 ) -> anyhow::Result<PingPong> {
     let (mut a_rx, mut a_tx) = pipe()?;
     let (mut b_rx, mut b_tx) = pipe()?;
@@ -122,6 +127,9 @@ pub fn pingpong(
     for _ in 0..iterations {
         a_tx.write_all(&byte)?;
         b_rx.read_exact(&mut byte)?;
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
     }
     let blocked = voluntary_switches()? - before;
     let peer_blocked = match peer.join() {
@@ -203,8 +211,10 @@ pub fn run(w: &Workload) -> anyhow::Result<()> {
             wakee_cpu,
             iterations,
             comm,
+            pause_us,
         } => {
-            let p = pingpong(*waker_cpu, *wakee_cpu, *iterations, comm)?;
+            let pause = std::time::Duration::from_micros(*pause_us);
+            let p = pingpong(*waker_cpu, *wakee_cpu, *iterations, comm, pause)?;
             println!(
                 "pingpong done: waker tid {}, wakee tid {}, {iterations} round trips; \
                  waker blocked {} times, wakee blocked {} times",

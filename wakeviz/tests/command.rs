@@ -354,9 +354,11 @@ fn a_command_capture_is_scoped_to_the_command_tree() {
         .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
     assert!(blocked > 1_000, "the workload's counts: {said}");
+    // Never more (nothing of the neighbour's leaks in); fewer only by what the capture lost.
+    let lost = cmd["drops"]["total"].as_u64().unwrap();
     assert!(
-        placed.abs_diff(blocked) <= 10 + blocked / 50,
-        "the command's wakeups only: {placed} placed in the tree, {blocked} blocks by the kernel's count ({stderr})"
+        placed <= blocked + 10 + blocked / 100 && placed + lost + 10 >= blocked,
+        "the command's wakeups only: {placed} placed in the tree, {blocked} blocks by the kernel's count, {lost} events lost ({stderr})"
     );
     assert!(
         outside > 50,

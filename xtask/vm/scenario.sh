@@ -283,9 +283,9 @@ diff_runs() {
 
 # A noisy neighbour: the SMT ping-pong recorded three times alone (quiet-I) and three times
 # beside an unrelated ping-pong on the cross-package pair (noisy-I), alternated, each
-# `wakeviz --record F -- CMD`. The neighbour runs in short bursts, so it adds cross-package
-# wakeups without starving the benchmark of the host's few CPUs. The host diffs them with
-# and without the recorded scope (the command's tree).
+# `wakeviz --record F -- CMD`. The neighbour pauses 1 ms after each round trip, so it adds
+# cross-package wakeups while taking little of the host's few CPUs from the benchmark. The
+# host diffs them with and without the recorded scope (the command's tree).
 noisy_runs() {
     smt= xpkg=
     for p in $WVZ_PAIRS; do
@@ -301,9 +301,9 @@ noisy_runs() {
         for kind in quiet noisy; do
             nb=
             if [ $kind = noisy ]; then
-                sh -c "while :; do /tmp/wvz-noisy workload pingpong --waker-cpu ${xpkg%%:*} \
-                    --wakee-cpu ${xpkg#*:} --iterations 100 --comm wvz-noisy >/dev/null; \
-                    sleep 0.1; done" &
+                /tmp/wvz-noisy workload pingpong --waker-cpu "${xpkg%%:*}" \
+                    --wakee-cpu "${xpkg#*:}" --iterations 100000000 --pause-us 1000 \
+                    --comm wvz-noisy >/dev/null &
                 nb=$!
                 sleep 0.2
             fi

@@ -232,11 +232,18 @@ fn export_one(
     let mut a = Analysis::new(&h);
     a.keep_records(true);
     let policies = a.record_policies();
+    // The placement rows cover the scope's wakees; every table says which scope that was.
+    let scope = h
+        .run
+        .scope
+        .as_ref()
+        .map_or_else(|| "all".into(), ToString::to_string);
     let kv = |table: &str| {
         [
             ("schema_version", SCHEMA_VERSION.to_string()),
             ("recording_id", id.to_string()),
             ("table", table.to_string()),
+            ("scope", scope.clone()),
         ]
     };
     let (f, p) = create(dir, TABLES[0], pending)?;
