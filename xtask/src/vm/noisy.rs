@@ -2,8 +2,10 @@
 //! beside an unrelated ping-pong on the cross-package pair (`xtask/vm/scenario.sh`,
 //! `noisy_runs`). Unscoped, `wakeviz diff` measures the neighbour: a placement figure moves
 //! beyond the runs' noise and a gate on it holds. Scoped to the command's tree (what the
-//! recordings carry), the diff measures the benchmark alone: no placement figure is marked and
-//! the same gate does not hold.
+//! recordings carry), the diff measures the benchmark alone: no placement count or share is
+//! marked and the same gate does not hold. Rates are reported but not judged there: they divide
+//! by the run's time, and on this host (16 vCPUs on a few CPUs) the neighbour's CPU time slows
+//! the benchmark itself (16-34 % longer runs were seen), which the workload's wall time shows.
 use std::path::Path;
 
 use serde_json::Value;
@@ -81,7 +83,13 @@ pub fn check(f: &mut Findings, wakeviz: &Path, results: &Path) {
         }
         f.line(format!("    {verdict}"));
         f.line(format!("    marked placement figures: {marks:?}"));
-        let ok = o.status.code() == Some(want_exit) && (marks.is_empty() == (want_exit == 0));
+        let judged: Vec<&String> = marks.iter().filter(|m| !m.ends_with(".rate")).collect();
+        let ok = o.status.code() == Some(want_exit)
+            && if want_exit == 0 {
+                judged.is_empty()
+            } else {
+                marks.iter().any(|m| m.ends_with(".share"))
+            };
         if !ok {
             f.fail(format!(
                 "noisy neighbour, {name}: exit {:?} (want {want_exit}), marked {marks:?}",
