@@ -27,18 +27,7 @@ fn record(path: &Path, cmd: &[&str], extra: &[&str]) -> Output {
 }
 
 fn replay_json(path: &Path) -> serde_json::Value {
-    let out = Command::new(BIN)
-        .arg("--replay")
-        .arg(path)
-        .args(["--report", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "replay: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    replay_json_with(path, &[])
 }
 
 #[test]

@@ -258,9 +258,9 @@ EOF
     fi
 }
 
-# `wakeviz diff` on a real kernel: the same ping-pong recorded twice on the SMT pair and once
-# on the cross-package pair, each `wakeviz --record F -- CMD` (the host diffs them).
-diff_runs() {
+# Sets smt and xpkg to the CPUs ("A:B") of the layout's SMT and cross-package pairs; fails
+# where the layout has not both.
+smt_xpkg_pairs() {
     smt= xpkg=
     for p in $WVZ_PAIRS; do
         case ${p%%:*} in
@@ -268,7 +268,13 @@ diff_runs() {
         wvz-xpkg) xpkg=${p#*:} ;;
         esac
     done
-    [ -n "$smt" ] && [ -n "$xpkg" ] || return 0
+    [ -n "$smt" ] && [ -n "$xpkg" ]
+}
+
+# `wakeviz diff` on a real kernel: the same ping-pong recorded twice on the SMT pair and once
+# on the cross-package pair, each `wakeviz --record F -- CMD` (the host diffs them).
+diff_runs() {
+    smt_xpkg_pairs || return 0
     link_comm wvz-diff
     for run in smt-1:$smt smt-2:$smt xpkg-1:$xpkg; do
         name=${run%%:*}
@@ -287,14 +293,7 @@ diff_runs() {
 # cross-package wakeups while taking little of the host's few CPUs from the benchmark. The
 # host diffs them with and without the recorded scope (the command's tree).
 noisy_runs() {
-    smt= xpkg=
-    for p in $WVZ_PAIRS; do
-        case ${p%%:*} in
-        wvz-smt) smt=${p#*:} ;;
-        wvz-xpkg) xpkg=${p#*:} ;;
-        esac
-    done
-    [ -n "$smt" ] && [ -n "$xpkg" ] || return 0
+    smt_xpkg_pairs || return 0
     link_comm wvz-diff
     link_comm wvz-noisy
     for i in 1 2 3; do
