@@ -4,17 +4,15 @@
 #[macro_use]
 pub mod signals;
 
-mod aggregate;
 pub mod app;
 mod capture;
 mod cli;
 mod command;
-mod diff;
+mod commands;
+use commands::{aggregate, diff, experiment, generate};
 pub mod driver;
-mod experiment;
 mod export;
 mod features;
-mod generate;
 mod meta;
 mod probes;
 mod record;

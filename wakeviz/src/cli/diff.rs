@@ -1,4 +1,4 @@
-//! `wakeviz diff`'s command line (the command itself: `crate::diff`).
+//! `wakeviz diff`'s command line (the command itself: `crate::commands::diff`).
 use std::path::PathBuf;
 
 use super::ReportFormat;

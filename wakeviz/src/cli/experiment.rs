@@ -1,4 +1,4 @@
-//! `wakeviz experiment`'s command line (the command itself: `crate::experiment`).
+//! `wakeviz experiment`'s command line (the command itself: `crate::commands::experiment`).
 use std::{ffi::OsString, path::PathBuf};
 
 use super::ReportFormat;

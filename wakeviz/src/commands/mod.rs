@@ -1,0 +1,6 @@
+//! One module per thing the user runs.
+
+pub(crate) mod aggregate;
+pub(crate) mod diff;
+pub(crate) mod experiment;
+pub(crate) mod generate;
