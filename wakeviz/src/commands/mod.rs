@@ -4,3 +4,5 @@ pub(crate) mod aggregate;
 pub(crate) mod diff;
 pub(crate) mod experiment;
 pub(crate) mod generate;
+pub(crate) mod live;
+pub(crate) mod replay;

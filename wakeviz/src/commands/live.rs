@@ -1,0 +1,290 @@
+//! The live capture: the run builder's checks, the probes, the capture into the recording, the
+//! report, the dashboard and `/metrics`, and `-- CMD`.
+use std::process::ExitCode;
+
+use wakeviz_core::{analysis::Analysis, source::EventSource as _};
+
+use crate::{
+    aggregate, analysis_header, app, capture, cli::Cli, command, dashboard_wanted, driver, meta,
+    print_report, probes, record, schedstat, serve, session, signals, ui,
+};
+
+use super::replay::budget_warning;
+
+/// The probes as the command line asks for them (ring sizes rounded to powers of two).
+fn probe_config(cli: &Cli, topo: &wakeviz_core::topology::Topology) -> probes::ProbeConfig {
+    let mb = cli
+        .ringbuf_mb
+        .unwrap_or(16)
+        .clamp(1, 1024)
+        .next_power_of_two();
+    let ringbuf_bytes = cli
+        .ringbuf_bytes
+        .map_or(mb << 20, |b| b.clamp(4096, 1 << 30).next_power_of_two());
+    probes::ProbeConfig {
+        ringbuf_bytes,
+        function_probes: !cli.no_function_probes,
+        tracepoint_mode: cli.tracepoint_mode.unwrap_or(probes::TracepointMode::Auto),
+        bpf_stats: cli.bpf_stats,
+        rings: wakeviz_core::rings::RingPlan::new(topo, cli.rings.map(|n| n as usize)),
+        batching: !cli.no_batch,
+    }
+}
+
+/// `capturing to F for 10.0 s while `CMD` runs; Ctrl-C to stop`.
+fn capturing_line(cli: &Cli, argv: &[String]) -> String {
+    format!(
+        "capturing{}{}{}; Ctrl-C to stop",
+        cli.record
+            .as_ref()
+            .map_or(String::new(), |p| format!(" to {}", p.display())),
+        cli.duration
+            .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64())),
+        if argv.is_empty() {
+            String::new()
+        } else {
+            format!(" while `{}` runs", argv.join(" "))
+        }
+    )
+}
+
+pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if cli.dump.is_some() {
+        anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
+    }
+    let (mut session, topo) = session::Session::begin(cli)?;
+    let cfg = probe_config(cli, &topo);
+    // Refuse a bad recording path before attaching anything; create the file only once the
+    // probes are in (a failed start leaves no empty recording behind).
+    if let Some(p) = &cli.record {
+        record::check_target(p, cli.force)?;
+    }
+    // Bound before anything is attached: a bad or busy address is one line, nothing loaded.
+    let server = cli
+        .serve
+        .map(|a| serve::Server::bind(a, cli.serve_public))
+        .transpose()?;
+    session.set_features(cli)?;
+    let (sizes, beside_btf) = match cli.aggregate_beside {
+        Some(_) => (
+            probes::aggregate::map_sizes(&topo),
+            aggregate::Beside::btf(),
+        ),
+        None => (Vec::new(), None),
+    };
+    let mut probes = if sizes.is_empty() {
+        probes::load(&cfg)?
+    } else {
+        probes::load_with(&cfg, &sizes)?
+    };
+    let beside = match cli.aggregate_beside {
+        Some(_) => Some(aggregate::Beside::attach(
+            &mut probes,
+            beside_btf.as_ref(),
+            &topo,
+        )?),
+        None => None,
+    };
+    let file = cli
+        .record
+        .as_deref()
+        .map(|p| record::create_file(p, cli.force))
+        .transpose()?;
+    say!("wakeviz: probes\n{}", probes::describe(&probes.status));
+    for n in &probes.notes {
+        say!("wakeviz: note: {n}");
+    }
+    let mut header = meta::header(
+        topo,
+        probes.status.clone(),
+        probes.scan_source,
+        u64::from(cfg.ringbuf_bytes),
+        probes.notes.clone(),
+    );
+    header.comm_redacted = cli.redact_comm;
+    if cli.redact_comm {
+        header.hostname = meta::redact_host(&header.hostname);
+    }
+    header.run = session.run_meta(cli, command::default_label(cli.record.as_deref()));
+    let argv = session.argv().to_vec();
+    let mut src = capture::LiveSource::start(probes, header)?;
+    let mut rec = match (file, &cli.record) {
+        (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),
+        _ => None,
+    };
+    if let Some(s) = &server {
+        say!(
+            "wakeviz: serving OpenMetrics at http://{}/metrics",
+            s.local_addr()
+        );
+    }
+    say!("wakeviz: {}", capturing_line(cli, &argv));
+    let mut dash = if dashboard_wanted(cli) {
+        let app = app::App::new(
+            &analysis_header(src.header(), cli),
+            app::SourceKind::Live {
+                recording: cli.record.clone(),
+            },
+        );
+        Some(ui::run::Dashboard::new(app)?)
+    } else {
+        None
+    };
+    // The workload starts once the capture runs (its first wakeups are seen).
+    let mut workload = match session.workload(cli, dash.is_none()) {
+        Ok(w) => w,
+        Err(e) => {
+            drop(dash);
+            drop(rec);
+            if let Some(p) = &cli.record {
+                command::discard(p)?;
+            }
+            return Err(e.into());
+        }
+    };
+    // The process folds the stream once: the dashboard's fold, else the report's (printed at
+    // the end), else one of its own for `/metrics`; `/metrics` publishes that fold.
+    let mut analysis = (cli.report.is_some() || (server.is_some() && dash.is_none()))
+        .then(|| Analysis::new(&analysis_header(src.header(), cli)));
+    let opts = driver::Options {
+        deadline: cli.duration,
+        redact: cli.redact_comm,
+    };
+    if let (Some(s), Some(d)) = (&server, dash.as_mut()) {
+        d.publish_to(s.publisher(d.run_snapshot()));
+    }
+    let mut fold = analysis.as_mut().map(|a| serve::Fold {
+        publisher: server.as_ref().map(|s| s.publisher(a.snapshot())),
+        analysis: a,
+    });
+    let mut sinks: Vec<&mut dyn driver::Sink> = Vec::new();
+    if let Some(r) = rec.as_mut() {
+        sinks.push(r);
+    }
+    if let Some(f) = fold.as_mut() {
+        sinks.push(f);
+    }
+    if let Some(d) = dash.as_mut() {
+        sinks.push(d);
+    }
+    let mut supervisor = workload
+        .as_mut()
+        .map(|w| command::Supervisor { workload: w });
+    if let Some(s) = supervisor.as_mut() {
+        sinks.push(s);
+    }
+    let sysctl = (!cli.no_schedstat).then(schedstat::Sysctl::enable);
+    let mut live = schedstat::Sampler::new(&mut src, sysctl.as_ref().is_some_and(|s| s.counting));
+    let out = driver::run(&mut live, &mut sinks, &opts, None);
+    // What went wrong on the way without ending the capture (the schedstat samples'), said
+    // after the summary.
+    let source_warnings = live.warnings().to_vec();
+    drop(live);
+    drop(sysctl);
+    drop(sinks);
+    drop(fold);
+    // Only a failed write to the recording keeps its END chunk out: a dead terminal, a failed
+    // drain or a signal end the capture, and the file is still finalised.
+    let failed = rec.as_ref().is_some_and(record::RecordSink::failed);
+    let outcome = workload.map(|w| w.finish(&cli.metrics));
+    // Ctrl-C, SIGTERM and SIGHUP are the usual ways to stop; any other signal is named, as
+    // it may come from a limit (SIGXFSZ, SIGXCPU) the user did not know was set.
+    if let Some(sig) = signals::last().filter(|s| signals::for_child() != *s) {
+        say!("wakeviz: stopped by {}", signals::name(sig));
+    }
+    // What is known only now goes into the END chunk and the report, as a closing batch.
+    let mut closing = src.stats().cloned().unwrap_or_default();
+    closing.capture_duration_ns = Some(u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX));
+    closing.workload = outcome.clone().map(Box::new);
+    let closing = wakeviz_core::source::Batch {
+        stats: Some(closing),
+        ..Default::default()
+    };
+    if let (Some(r), false) = (rec.as_mut(), failed) {
+        driver::Sink::on_batch(r, &closing)?;
+    }
+    if let Some(a) = analysis.as_mut() {
+        a.on_batch(&closing);
+    }
+    let written = match (rec, &cli.record) {
+        (Some(r), Some(p)) => Some((p.as_path(), r.finish()?)),
+        _ => None,
+    };
+    // With `-- CMD`, the dashboard keeps the run's final figures until `q` (the recording is
+    // finalised already); a stop by `q`, a signal or an error ends at once.
+    if let (Some(d), Some(o)) = (dash.as_mut(), &outcome)
+        && !d.app.quit
+        && !signals::stop_requested()
+        && out.error.is_none()
+    {
+        driver::Sink::on_batch(d, &closing)?;
+        d.linger(command::ended(o))?;
+    }
+    // Terminal back first, so the summary and any error below are readable.
+    drop(dash);
+    let stats = src.stats().cloned().unwrap_or_default();
+    let summary = record::Summary {
+        per_kind: out.per_kind,
+        events: out.events,
+        elapsed: out.elapsed,
+        stats: &stats,
+        written,
+    };
+    say!("wakeviz: {}", summary.text());
+    for w in &source_warnings {
+        say!("wakeviz: warning: {w}");
+    }
+    if let Some(w) = budget_warning(analysis.as_ref().map_or(0, Analysis::evicted)) {
+        say!("wakeviz: warning: {w}");
+    }
+    if cli.bpf_stats {
+        signals::say_str(&probes::describe_run_stats(src.run_stats()));
+    }
+    if let Some(e) = out.error {
+        let kept = cli.record.as_ref().map_or(String::new(), |p| {
+            if failed {
+                format!("; {} is valid up to its last complete chunk", p.display())
+            } else {
+                format!("; {} was finalised", p.display())
+            }
+        });
+        return Err(e.context(format!("capture stopped{kept}")));
+    }
+    if let (Some(b), Some(p)) = (&beside, &cli.aggregate_beside) {
+        b.write(p, src.header())?;
+    }
+    if let (Some(a), Some(fmt)) = (&analysis, cli.report) {
+        print_report(a, fmt)?;
+    }
+    Ok(match &outcome {
+        Some(w) => {
+            say!("wakeviz: {}", workload_line(&argv, w));
+            ExitCode::from(command::exit_status(w))
+        }
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// `` `hackbench -g 1` exited 0 after 1.234 s: hackbench.time_s 0.061 s ``
+fn workload_line(argv: &[String], w: &wakeviz_core::run::WorkloadOutcome) -> String {
+    let figs: Vec<String> = w
+        .metrics
+        .iter()
+        .map(|m| {
+            format!("{} {} {}", m.name, m.value, m.unit)
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    format!(
+        "`{}` {} after {:.3} s{}",
+        argv.join(" "),
+        w.status_text(),
+        w.duration_ns as f64 / 1e9,
+        if figs.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", figs.join(", "))
+        }
+    )
+}
