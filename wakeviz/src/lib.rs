@@ -9,7 +9,7 @@ mod capture;
 mod cli;
 mod command;
 mod commands;
-use commands::{aggregate, diff, experiment, generate, live::live, replay::replay};
+use commands::{aggregate, diff, experiment, generate, live::live, replay::replay, workload};
 pub mod driver;
 mod export;
 mod features;
@@ -21,7 +21,6 @@ mod schedstat;
 pub mod serve;
 mod session;
 pub mod ui;
-mod workload;
 
 use std::{
     io::{IsTerminal as _, Write as _},

@@ -2,6 +2,7 @@
 //! arguments from here; nothing here calls a command.
 mod diff;
 mod experiment;
+mod workload;
 
 pub use diff::DiffArgs;
 pub use experiment::ExperimentArgs;
@@ -12,7 +13,7 @@ use clap::{Parser, ValueEnum};
 
 pub use wakeviz_core::analysis::Scope;
 
-use crate::workload::Workload;
+pub use workload::Workload;
 
 /// Options that only mean something to a live capture: with a recording they would be
 /// silently ignored, so they are usage errors there.

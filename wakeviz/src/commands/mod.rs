@@ -6,3 +6,4 @@ pub(crate) mod experiment;
 pub(crate) mod generate;
 pub(crate) mod live;
 pub(crate) mod replay;
+pub(crate) mod workload;
