@@ -10,16 +10,14 @@ mod cli;
 mod command;
 mod commands;
 use commands::{aggregate, diff, experiment, generate, live::live, replay::replay, workload};
+use sinks::{export, serve};
 pub mod driver;
-mod export;
 mod features;
 mod meta;
 mod probes;
-mod record;
-mod replay;
 mod schedstat;
-pub mod serve;
 mod session;
+pub mod sinks;
 pub mod ui;
 
 use std::{

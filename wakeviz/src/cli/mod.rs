@@ -2,10 +2,12 @@
 //! arguments from here; nothing here calls a command.
 mod diff;
 mod experiment;
+mod export;
 mod workload;
 
 pub use diff::DiffArgs;
 pub use experiment::ExperimentArgs;
+pub use export::ExportArgs;
 
 use std::{ffi::OsString, path::PathBuf, time::Duration};
 
@@ -198,7 +200,7 @@ pub enum Sub {
     /// Compare recordings (kernels, patches, repeated runs) side by side; gate CI with --fail-if.
     Diff(DiffArgs),
     /// Export recordings to Perfetto or Parquet.
-    Export(crate::export::ExportArgs),
+    Export(ExportArgs),
     /// Run a workload under scheduler-feature settings in alternation and compare the runs.
     Experiment(ExperimentArgs),
     /// List every figure: the names reports, `diff`, `--fail-if` and /metrics use, with units.

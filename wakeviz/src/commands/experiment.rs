@@ -16,7 +16,8 @@ use wakeviz_core::compare::{self, DiffReport, Group};
 
 use crate::{
     cli::{ExperimentArgs, ReportFormat},
-    command, diff, features, record, signals,
+    command, diff, features, signals,
+    sinks::record,
 };
 
 const EXIT_USAGE: u8 = 2;

@@ -5,8 +5,11 @@ use std::process::ExitCode;
 use wakeviz_core::{analysis::Analysis, source::EventSource as _};
 
 use crate::{
-    aggregate, analysis_header, app, capture, cli::Cli, command, dashboard_wanted, driver, meta,
-    print_report, probes, record, schedstat, serve, session, signals, ui,
+    aggregate, analysis_header, app, capture,
+    cli::Cli,
+    command, dashboard_wanted, driver, meta, print_report, probes, schedstat, session, signals,
+    sinks::{record, serve},
+    ui,
 };
 
 use super::replay::budget_warning;

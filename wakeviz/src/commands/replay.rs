@@ -65,7 +65,7 @@ pub(crate) fn replay(
     // Entries the mode's own per-task tables dropped (the counter keeps none).
     let mut evicted = 0;
     if cli.dump.is_some() {
-        let mut d = crate::replay::Dump::new();
+        let mut d = crate::sinks::dump::Dump::new();
         let out = driver::run(src.as_mut(), &mut [&mut d], &opts, None);
         let closed = d.closed;
         evicted = d.evicted();
@@ -81,10 +81,10 @@ pub(crate) fn replay(
         print_report(&a, fmt)?;
         evicted = a.evicted();
     } else {
-        let mut c = crate::replay::Counter::default();
+        let mut c = crate::sinks::dump::Counter::default();
         let out = driver::run(src.as_mut(), &mut [&mut c], &opts, None);
         out.error.map_or(Ok(()), Err)?;
-        print_stdout(&crate::replay::counts_text(&c.0))?;
+        print_stdout(&crate::sinks::dump::counts_text(&c.0))?;
     }
     let mut warnings = src.warnings().to_vec();
     warnings.extend(budget_warning(evicted));

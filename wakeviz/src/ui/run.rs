@@ -108,7 +108,7 @@ pub struct Dashboard {
     guard: TerminalGuard,
     last_draw: Option<Instant>,
     /// `--serve`: where the dashboard's fold is published.
-    publisher: Option<crate::serve::Publisher>,
+    publisher: Option<crate::sinks::serve::Publisher>,
 }
 
 impl Dashboard {
@@ -170,7 +170,7 @@ impl Dashboard {
 
     /// Serves the dashboard's fold at `/metrics` (its filter and resets are views, not
     /// published).
-    pub fn publish_to(&mut self, p: crate::serve::Publisher) {
+    pub fn publish_to(&mut self, p: crate::sinks::serve::Publisher) {
         self.publisher = Some(p);
     }
 

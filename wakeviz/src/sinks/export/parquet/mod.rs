@@ -28,7 +28,7 @@ use wakeviz_core::{
 
 use self::table::Table;
 use super::atomic::{self, Pending};
-use crate::record::check_target;
+use crate::sinks::record::check_target;
 
 /// Version of the tables' schema (also in each file's key-value metadata as
 /// `wakeviz.schema_version`). Bumped when a column is renamed, removed or changes meaning.

@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use crate::record;
+use crate::sinks::record;
 
 /// A file being written at a temporary name for `dest`; removed when dropped uncommitted.
 pub struct Pending {

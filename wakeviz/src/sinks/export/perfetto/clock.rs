@@ -104,7 +104,7 @@ mod tests {
 
     /// The built-in demo's header (a VM recording), with the clock snapshot each test sets.
     fn header(clocks: Option<Recorded>) -> Header {
-        let demo: &[u8] = include_bytes!("../../../assets/demo.wvz");
+        let demo: &[u8] = include_bytes!("../../../../assets/demo.wvz");
         let r = wakeviz_core::format::Reader::new(demo, std::path::Path::new("demo.wvz")).unwrap();
         let mut h = r.header().clone();
         h.start_ts_ns = 5_000;

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use perfetto_protos::trace_packet::TracePacket;
 use protobuf::CodedOutputStream;
 
-use crate::{export::atomic, record};
+use crate::sinks::{export::atomic, record};
 
 /// `Trace.packet`.
 const TRACE_PACKET_FIELD: u32 = 1;
