@@ -13,9 +13,7 @@ use commands::{aggregate, diff, experiment, generate, live::live, replay::replay
 use sinks::{export, serve};
 pub mod driver;
 mod features;
-mod meta;
 mod probes;
-mod schedstat;
 mod session;
 pub mod sinks;
 pub mod ui;

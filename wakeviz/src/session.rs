@@ -14,7 +14,7 @@
 //!    are seen.
 use wakeviz_core::{run::RunMeta, topology::Topology};
 
-use crate::{cli::Cli, command, features, meta, signals};
+use crate::{capture::meta, cli::Cli, command, features, signals};
 
 pub struct Session {
     store: features::Store,

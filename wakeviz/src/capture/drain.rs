@@ -88,7 +88,7 @@ pub(super) struct Names {
 }
 
 pub(super) fn now_ns() -> u64 {
-    u64::try_from(crate::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+    u64::try_from(super::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
 }
 
 impl Drain {

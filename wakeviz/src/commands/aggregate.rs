@@ -18,8 +18,9 @@ use wakeviz_core::{
 };
 
 use crate::{
+    capture::meta,
     cli::{Cli, ReportFormat},
-    command, driver, meta,
+    command, driver,
     probes::{
         self, Probes,
         aggregate::{AggregateProbes, Reader},

@@ -6,8 +6,9 @@ use wakeviz_core::{analysis::Analysis, source::EventSource as _};
 
 use crate::{
     aggregate, analysis_header, app, capture,
+    capture::{meta, schedstat},
     cli::Cli,
-    command, dashboard_wanted, driver, meta, print_report, probes, schedstat, session, signals,
+    command, dashboard_wanted, driver, print_report, probes, session, signals,
     sinks::{record, serve},
     ui,
 };

@@ -12,7 +12,9 @@
 mod batches;
 mod drain;
 mod hold;
+pub(crate) mod meta;
 mod names;
+pub(crate) mod schedstat;
 
 use std::{
     sync::{
@@ -164,7 +166,7 @@ impl LiveSource {
             }
         });
         // The drain threads exist from their spawn: recorded with the others as wakeviz's own.
-        header.run.own_tids = crate::meta::own_tids();
+        header.run.own_tids = meta::own_tids();
         let mut own = header.run.own_tids.clone();
         own.sort_unstable();
         let _ = shared.own_tids.set(own);
@@ -417,7 +419,7 @@ impl EventSource for LiveSource {
 /// Every thread wakeviz runs is started before the capture reads the list of its own threads:
 /// one that is not on the list now had its wakeups counted as another task's. Says which.
 fn unlisted_threads(listed: &[u32]) -> Option<String> {
-    let names: Vec<String> = crate::meta::own_tids()
+    let names: Vec<String> = meta::own_tids()
         .into_iter()
         .filter(|t| !listed.contains(t))
         .map(|t| {

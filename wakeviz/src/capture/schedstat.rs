@@ -92,7 +92,7 @@ impl Drop for Sysctl {
 }
 
 fn mono_ns() -> u64 {
-    u64::try_from(crate::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+    u64::try_from(super::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
 }
 
 /// `/proc/schedstat` and the middle of the time it took to read (the probes' clock): the CPUs'
