@@ -14,7 +14,6 @@ use sinks::{export, serve};
 pub mod driver;
 mod features;
 mod probes;
-mod session;
 pub mod sinks;
 pub mod ui;
 

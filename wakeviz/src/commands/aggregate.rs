@@ -17,6 +17,7 @@ use wakeviz_core::{
     source::{EventSource, Poll, SourceError},
 };
 
+use super::session::Session;
 use crate::{
     capture::meta,
     cli::{Cli, ReportFormat},
@@ -25,7 +26,6 @@ use crate::{
         self, Probes,
         aggregate::{AggregateProbes, Reader},
     },
-    session::Session,
 };
 
 /// How often a running aggregate publishes a fresh snapshot.

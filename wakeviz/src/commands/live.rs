@@ -8,12 +8,12 @@ use crate::{
     aggregate, analysis_header, app, capture,
     capture::{meta, schedstat},
     cli::Cli,
-    command, dashboard_wanted, driver, print_report, probes, session, signals,
+    command, dashboard_wanted, driver, print_report, probes, signals,
     sinks::{record, serve},
     ui,
 };
 
-use super::replay::budget_warning;
+use super::{replay::budget_warning, session};
 
 /// The probes as the command line asks for them (ring sizes rounded to powers of two).
 fn probe_config(cli: &Cli, topo: &wakeviz_core::topology::Topology) -> probes::ProbeConfig {

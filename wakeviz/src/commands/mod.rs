@@ -6,4 +6,5 @@ pub(crate) mod experiment;
 pub(crate) mod generate;
 pub(crate) mod live;
 pub(crate) mod replay;
+pub(crate) mod session;
 pub(crate) mod workload;
