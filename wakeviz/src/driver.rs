@@ -20,6 +20,22 @@ use crate::signals;
 /// dashboard reads keys and redraws then).
 const IDLE_POLL: Duration = Duration::from_millis(50);
 
+/// Exit status of a run that finished but met damage (a cut-short or corrupt recording: the
+/// figures cover the intact chunks only). See docs/reference/exit-codes.md.
+pub const EXIT_DAMAGED: u8 = 3;
+
+/// Says each of a finished run's warnings; its exit status: [`EXIT_DAMAGED`] if there was one.
+pub fn warned_exit(warnings: &[String]) -> std::process::ExitCode {
+    for w in warnings {
+        say!("wakeviz: warning: {w}");
+    }
+    if warnings.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(EXIT_DAMAGED)
+    }
+}
+
 /// What a sink wants after a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {

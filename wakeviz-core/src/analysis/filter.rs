@@ -48,22 +48,19 @@ impl FromStr for Filter {
         if s.is_empty() {
             return Err(FilterError::Empty);
         }
+        let pid = |p: &str| {
+            p.trim()
+                .parse::<u32>()
+                .map_err(|_| FilterError::BadPid(p.into()))
+        };
         if s == "cmd" {
             return Ok(Self::Command);
         }
         if let Some(p) = s.strip_prefix("tree:") {
-            return p
-                .trim()
-                .parse()
-                .map(Self::Tree)
-                .map_err(|_| FilterError::BadPid(p.into()));
+            return pid(p).map(Self::Tree);
         }
         if let Some(p) = s.strip_prefix("pid:") {
-            return p
-                .trim()
-                .parse()
-                .map(Self::Pid)
-                .map_err(|_| FilterError::BadPid(p.into()));
+            return pid(p).map(Self::Pid);
         }
         if let Some(c) = s.strip_prefix("comm:") {
             return if c.is_empty() {
@@ -73,10 +70,7 @@ impl FromStr for Filter {
             };
         }
         if s.bytes().all(|b| b.is_ascii_digit()) {
-            return s
-                .parse()
-                .map(Self::Pid)
-                .map_err(|_| FilterError::BadPid(s.into()));
+            return pid(s).map(Self::Pid);
         }
         Ok(Self::Comm(s.into()))
     }

@@ -22,7 +22,6 @@ use crate::{
 const EXIT_GATE: u8 = 1;
 /// Exit status of a bad `--fail-if` expression, an unknown figure name or a bad `--only`.
 const EXIT_USAGE: u8 = 2;
-const EXIT_DAMAGED: u8 = 3;
 
 struct Planned {
     name: Option<String>,
@@ -229,7 +228,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     Ok(if failed {
         ExitCode::from(EXIT_GATE)
     } else if !warnings.is_empty() {
-        ExitCode::from(EXIT_DAMAGED)
+        ExitCode::from(driver::EXIT_DAMAGED)
     } else {
         ExitCode::SUCCESS
     })

@@ -21,7 +21,6 @@ use crate::{
 };
 
 const EXIT_USAGE: u8 = 2;
-const EXIT_DAMAGED: u8 = 3;
 /// Name of the setting that sets nothing.
 const DEFAULT: &str = "default";
 
@@ -240,14 +239,7 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Text => text.trim_end(),
         ReportFormat::Json => &json,
     })?;
-    for w in &warnings {
-        say!("wakeviz: warning: {w}");
-    }
-    Ok(if warnings.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_DAMAGED)
-    })
+    Ok(crate::driver::warned_exit(&warnings))
 }
 
 fn kept(done: &[Run]) -> String {

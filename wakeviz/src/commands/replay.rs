@@ -14,10 +14,6 @@ use crate::{
     ui,
 };
 
-/// Exit status of a replay that finished but met damage (a cut-short or corrupt recording:
-/// the figures cover the intact chunks only). See docs/reference/exit-codes.md.
-const EXIT_DAMAGED: u8 = 3;
-
 /// A recording made in the VM suite (Debian 6.12, NPS2-like 2-package guest, full probes,
 /// mixed workload), so wakeviz shows something real without root or BPF.
 static DEMO: &[u8] = include_bytes!("../../assets/demo.wvz");
@@ -88,14 +84,7 @@ pub(crate) fn replay(
     }
     let mut warnings = src.warnings().to_vec();
     warnings.extend(budget_warning(evicted));
-    for w in &warnings {
-        say!("wakeviz: warning: {w}");
-    }
-    Ok(if warnings.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_DAMAGED)
-    })
+    Ok(driver::warned_exit(&warnings))
 }
 
 /// Per-task state is bounded (`pidmap::PID_BUDGET` entries per map, so a file of millions of

@@ -41,9 +41,6 @@ const TABLES: [&str; 4] = [
     "cpus.parquet",
 ];
 
-/// Exit status of an export that met a damaged recording (as a replay: see docs/reference/exit-codes.md).
-const EXIT_DAMAGED: u8 = 3;
-
 pub fn export(a: &super::ExportArgs, dir: &Path) -> anyhow::Result<ExitCode> {
     // Everything is checked before anything is written: a refusal leaves no half export.
     let mut jobs: Vec<(&Path, String)> = Vec::new();
@@ -96,7 +93,7 @@ pub fn export(a: &super::ExportArgs, dir: &Path) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(if damaged {
-        ExitCode::from(EXIT_DAMAGED)
+        ExitCode::from(crate::driver::EXIT_DAMAGED)
     } else {
         ExitCode::SUCCESS
     })

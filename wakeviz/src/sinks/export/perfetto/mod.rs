@@ -29,9 +29,6 @@ const SEQ_KERNEL: u32 = 1;
 /// keep CompactSched's interning effective.
 const SLICE_EVENTS: usize = 4096;
 
-/// Exit status of an export from a damaged recording (as for a replay; docs/reference/exit-codes.md).
-const EXIT_DAMAGED: u8 = 3;
-
 pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     let [input] = a.inputs.as_slice() else {
         bail!(
@@ -88,7 +85,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
     Ok(if src.warnings().is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(EXIT_DAMAGED)
+        ExitCode::from(crate::driver::EXIT_DAMAGED)
     })
 }
 
