@@ -235,9 +235,10 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Starts CMD in its own process group, its output copied by `tees`. With `pass` false (the dashboard is up) its output
-    /// is kept, not shown, and its stdin is /dev/null. With `stdout_to_stderr` (a `--report`
-    /// goes to stdout) its stdout is passed to our stderr, so stdout holds the report alone.
+    /// Starts CMD in its own process group, its output copied by `tees`. With `pass` false
+    /// (the dashboard is up) its output is kept, not shown, and its stdin is /dev/null. With
+    /// `stdout_to_stderr` (a `--report` goes to stdout) its stdout is passed to our stderr, so
+    /// stdout holds the report alone.
     /// Unless `keep`, CMD gets SIGKILL if wakeviz dies without ending it (see [`die_with_parent`]).
     pub fn spawn(
         argv: &[OsString],

@@ -396,10 +396,11 @@ impl EventSource for LiveSource {
     /// and stop. Detaching first makes the accounting exact: every event the probes offered is
     /// then either delivered or counted as a drop.
     fn stop(&mut self) {
-        if let Some(w) = unlisted_threads(&self.header.run.own_tids) {
-            self.warnings.push(w);
-        }
         if let Some(mut p) = self.probes.take() {
+            // Once, at the first stop, while every thread of the run still exists.
+            if let Some(w) = unlisted_threads(&self.header.run.own_tids) {
+                self.warnings.push(w);
+            }
             self.run_stats = p.run_stats();
             self.probe_misses = p.recursion_misses();
             for (cpu, why) in p.detach_and_flush() {
