@@ -97,7 +97,10 @@ pub struct WakeEvent {
     /// in interrupt context this is the interrupted task, possibly idle = 0).
     pub waker_pid: u32,
     pub prio: i32,
-    pub _pad0: u32,
+    /// The woken task's thread-group id (its process), read from `task_struct` by the tp_btf
+    /// and raw_tp probes; 0 = unknown (the classic tracepoint record has no tgid, and older
+    /// probes wrote 0 in this slot, then padding, so the layout and ABI are unchanged).
+    pub tgid: u32,
     /// The woken task's name.
     pub comm: [u8; COMM_LEN],
 }

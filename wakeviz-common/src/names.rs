@@ -16,6 +16,7 @@ macro_rules! for_each_global {
         $cb! {
             // struct task_struct
             OFF_TASK_PID,
+            OFF_TASK_TGID,
             OFF_TASK_PRIO,
             OFF_TASK_COMM,
             OFF_TASK_CPU,
@@ -307,7 +308,7 @@ mod tests {
 
     #[test]
     fn lists_are_complete_and_distinct() {
-        assert_eq!(global::ALL.len(), 44);
+        assert_eq!(global::ALL.len(), 45);
         assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2 + 1);
         assert_eq!(aggregate_program::ALL.len(), 5 * 2);
         assert_eq!(aggregate_map::AGG_CPU, "AGG_CPU");

@@ -68,6 +68,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
             let name = TaskName {
                 pid: e.hdr.pid,
                 comm: Comm(e.comm),
+                tgid: e.tgid,
             };
             let ev = match kind {
                 EventKind::Waking => Event::Waking(w),
@@ -90,6 +91,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
             let name = (e.next_pid != 0).then_some(TaskName {
                 pid: e.next_pid,
                 comm: Comm(e.next_comm),
+                tgid: 0,
             });
             (ev, name)
         }
@@ -215,7 +217,7 @@ mod tests {
             target_cpu: 1,
             waker_pid: 76,
             prio: 120,
-            _pad0: 0,
+            tgid: 0,
             comm,
         };
         let (ev, name) = decode_record(&bytes(&e)).unwrap();
@@ -357,7 +359,7 @@ mod tests {
             target_cpu: 1,
             waker_pid: 3,
             prio: 120,
-            _pad0: 0,
+            tgid: 0,
             comm: [b'a'; 16],
         };
         let switch = SwitchEvent {

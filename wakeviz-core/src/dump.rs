@@ -1,5 +1,5 @@
 //! `--dump jsonl`: one JSON object per event, like `perf script` for perf.data. Field names are
-//! the kernel's; in wake events `pid`/`comm` are the woken task's and the waker has its own
+//! the kernel's; in wake events `pid`/`comm`/`tgid` are the woken task's and the waker has its own
 //! fields. Unknown kernel inputs are `null`, never a made-up value; a select record with the
 //! probe's ABI-2/3 reads has them under `inputs` (the allowed mask as a CPU list of the bits read).
 use std::io::{self, Write};
@@ -18,6 +18,7 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
     m.insert("cpu".into(), json!(e.cpu()));
     m.insert("pid".into(), json!(e.pid()));
     m.insert("comm".into(), json!(tasks.comm(e.pid())));
+    m.insert("tgid".into(), json!(tasks.tgid(e.pid())));
     match e {
         Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
             m.insert("target_cpu".into(), json!(w.target_cpu));

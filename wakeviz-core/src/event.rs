@@ -370,19 +370,32 @@ pub struct SchedstatSample {
     pub text: String,
 }
 
-/// A task name learnt at some point of the stream ("from here on, `pid` is called `comm`").
+/// What the stream says of a task from some point on: "from here on, `pid` is called `comm`",
+/// and, when the probe could read it, the process (thread group) it belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskName {
     pub pid: u32,
     pub comm: Comm,
+    /// Thread-group id; 0 = not said by this fact (a switch record, a classic tracepoint, an
+    /// older recording), which keeps whatever an earlier fact said.
+    pub tgid: u32,
 }
 
-/// pid -> latest name. Memory is bounded by the number of distinct tasks, not by trace length.
+/// A task as the table knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub comm: Comm,
+    /// 0 = unknown.
+    pub tgid: u32,
+}
+
+/// pid -> latest name and process. Memory is bounded by the number of distinct tasks, not by
+/// trace length.
 #[derive(Default, Debug, Clone)]
 pub struct TaskTable {
     /// Bounded like every per-pid map (see [`crate::pidmap`]): a file of distinct pids
     /// cannot grow it past [`crate::pidmap::PID_BUDGET`] names.
-    names: crate::pidmap::PidMap<Comm>,
+    names: crate::pidmap::PidMap<Task>,
 }
 
 impl TaskTable {
@@ -391,16 +404,46 @@ impl TaskTable {
         self.names.evicted()
     }
 
-    /// Returns true when this changed the table (a new task or a renamed one).
+    /// Returns true when this changed the table (a new task, a renamed one, or a task whose
+    /// process became known or changed: a reused pid). A fact without a tgid keeps the known one.
     pub fn learn(&mut self, t: TaskName) -> bool {
-        self.names.insert(t.pid, t.comm) != Some(t.comm)
+        let old = self.names.get(&t.pid).copied();
+        let tgid = if t.tgid == 0 {
+            old.map_or(0, |o| o.tgid)
+        } else {
+            t.tgid
+        };
+        let new = Task { comm: t.comm, tgid };
+        if old == Some(new) {
+            return false;
+        }
+        self.names.insert(t.pid, new);
+        true
+    }
+
+    /// The fact that re-creates `pid`'s entry (its name and process), for a consumer that
+    /// starts mid-stream.
+    pub fn fact(&self, pid: u32) -> Option<TaskName> {
+        self.names.get(&pid).map(|t| TaskName {
+            pid,
+            comm: t.comm,
+            tgid: t.tgid,
+        })
     }
 
     pub fn get(&self, pid: u32) -> Option<&Comm> {
-        self.names.get(&pid)
+        self.names.get(&pid).map(|t| &t.comm)
     }
 
-    /// Drops `pid`'s name, so the next [`TaskTable::learn`] of it counts as a change.
+    /// `pid`'s process: the idle task is its own (0); `None` when no fact said it.
+    pub fn tgid(&self, pid: u32) -> Option<u32> {
+        if pid == 0 {
+            return Some(0);
+        }
+        self.names.get(&pid).map(|t| t.tgid).filter(|&g| g != 0)
+    }
+
+    /// Drops `pid`'s entry, so the next [`TaskTable::learn`] of it counts as a change.
     pub fn forget(&mut self, pid: u32) {
         self.names.remove(&pid);
     }
@@ -411,7 +454,7 @@ impl TaskTable {
         }
         self.names
             .get(&pid)
-            .map_or_else(|| "?".into(), Comm::as_str)
+            .map_or_else(|| "?".into(), |t| t.comm.as_str())
     }
 
     pub fn len(&self) -> usize {
@@ -423,7 +466,16 @@ impl TaskTable {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Comm)> {
-        self.names.iter().map(|(p, c)| (*p, c))
+        self.names.iter().map(|(p, t)| (*p, &t.comm))
+    }
+
+    /// Every entry as the fact that re-creates it.
+    pub fn facts(&self) -> impl Iterator<Item = TaskName> + '_ {
+        self.names.iter().map(|(p, t)| TaskName {
+            pid: *p,
+            comm: t.comm,
+            tgid: t.tgid,
+        })
     }
 }
 

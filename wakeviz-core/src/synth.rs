@@ -514,6 +514,7 @@ impl Synth {
         self.names.push(TaskName {
             pid,
             comm: Comm::new(name),
+            tgid: 0,
         });
         i
     }

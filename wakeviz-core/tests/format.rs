@@ -152,10 +152,19 @@ fn write(path: &Path, evs: &[Event], chunk_events: u32, finish: bool) -> Capture
     r.learn_task(TaskName {
         pid: 100,
         comm: Comm::new("pingpong"),
+        tgid: 0,
+    });
+    // The process becomes known (a wake record), then a switch record (no tgid) repeats the
+    // name: one more entry, carrying the tgid, and nothing for the repeat.
+    r.learn_task(TaskName {
+        pid: 100,
+        comm: Comm::new("pingpong"),
+        tgid: 98,
     });
     r.learn_task(TaskName {
         pid: 100,
         comm: Comm::new("pingpong"),
+        tgid: 0,
     });
     let mut stats = CaptureStats::default();
     for e in evs {
@@ -197,10 +206,11 @@ fn round_trip_every_kind() {
     assert_eq!(h.topology.level(0, 1), topo().level(0, 1));
     let got = events_in(&chunks);
     assert_eq!(got, evs);
-    // The task name appears once even though it was learnt twice.
+    // The task appears twice (named, then its process learnt) though it was learnt three times.
     let names = tasks_in(&chunks);
-    assert_eq!(names.len(), 1);
+    assert_eq!(names.len(), 2);
     assert_eq!(names[0].comm.as_str(), "pingpong");
+    assert_eq!((names[0].tgid, names[1].tgid), (0, 98));
     assert_eq!(chunks.last(), Some(&ChunkPayload::End(stats)));
     let (replayed, warnings) = replay_events(&p);
     assert_eq!(replayed.len(), evs.len());

@@ -173,6 +173,12 @@ fn pid_of(how: Access, task: u64) -> u32 {
     field::<u32>(how, task, OFF_TASK_PID.load()).unwrap_or(0)
 }
 
+/// The task's thread-group id; 0 (unknown) when this kernel's BTF had no `tgid` offset.
+#[inline(always)]
+fn tgid_of(how: Access, task: u64) -> u32 {
+    field::<u32>(how, task, OFF_TASK_TGID.load()).unwrap_or(0)
+}
+
 #[inline(always)]
 fn prio_of(how: Access, task: u64) -> i32 {
     field::<i32>(how, task, OFF_TASK_PRIO.load()).unwrap_or(0)
@@ -188,7 +194,7 @@ pub fn wake_from_task(how: Access, kind: EventKind, task: u64) -> i32 {
             target_cpu: cpu_of(how, task),
             waker_pid,
             prio: prio_of(how, task),
-            _pad0: 0,
+            tgid: tgid_of(how, task),
             comm: comm_of(how, task),
         },
         Route::by_current(waker_pid),
@@ -215,7 +221,8 @@ pub fn wake_from_record(kind: EventKind, ctx: &TracePointContext) -> i32 {
             target_cpu: rec(ctx, TP_WAKE_TARGET_CPU.load()),
             waker_pid,
             prio: rec(ctx, TP_WAKE_PRIO.load()),
-            _pad0: 0,
+            // The classic record has no tgid.
+            tgid: 0,
             comm: rec(ctx, TP_WAKE_COMM.load()),
         },
         Route::by_current(waker_pid),

@@ -42,6 +42,7 @@ fn recording() -> &'static Path {
             rec.learn_task(TaskName {
                 pid: 4_000_000 + i,
                 comm: Comm::new(&format!("idle-name-{i}")),
+                tgid: 0,
             });
         }
         let mut stats = CaptureStats::default();

@@ -261,6 +261,58 @@ fn tracks_match_report(rec: &Path, s: &Value) {
     assert_eq!(n(&te["terminating"]), runs);
 }
 
+/// The kernel's own word on which process each thread of `comm` belongs to: a tracefs instance
+/// with `record-tgid` on, whose `sched_switch` lines name the switching-out task as
+/// `comm-pid (tgid)`.
+struct TgidTrace(PathBuf);
+
+impl TgidTrace {
+    fn start(comm: &str) -> Self {
+        let dir = PathBuf::from("/sys/kernel/tracing/instances/wvz-tgid-test");
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let w = |f: &str, v: &str| {
+            std::fs::write(dir.join(f), v).unwrap_or_else(|e| panic!("{f}: {e}"));
+        };
+        w("options/record-tgid", "1");
+        w(
+            "events/sched/sched_switch/filter",
+            &format!("prev_comm == \"{comm}\""),
+        );
+        w("events/sched/sched_switch/enable", "1");
+        w("tracing_on", "1");
+        Self(dir)
+    }
+
+    /// tid -> tgid of every thread the trace saw switch out.
+    fn tgids(&self) -> std::collections::BTreeMap<u32, u32> {
+        let _ = std::fs::write(self.0.join("tracing_on"), "0");
+        let text = std::fs::read_to_string(self.0.join("trace")).unwrap();
+        let mut out = std::collections::BTreeMap::new();
+        for l in text.lines().filter(|l| l.contains(" sched_switch: ")) {
+            // `           pf-ping-4242    (   4240) [001] ...`
+            let Some((task, rest)) = l.split_once('(') else {
+                continue;
+            };
+            let tid = task.trim().rsplit('-').next().and_then(|t| t.parse().ok());
+            let tgid = rest.split(')').next().and_then(|t| t.trim().parse().ok());
+            if let (Some(tid), Some(tgid)) = (tid, tgid) {
+                out.insert(tid, tgid);
+            }
+        }
+        out
+    }
+}
+
+impl Drop for TgidTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("tracing_on"), "0");
+        let _ = std::fs::write(self.0.join("events/sched/sched_switch/enable"), "0");
+        let _ = std::fs::write(self.0.join("options/record-tgid"), "0");
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
 #[test]
 fn live_recording_exports_on_boottime() {
     let Some(py) = python() else { return };
@@ -269,6 +321,7 @@ fn live_recording_exports_on_boottime() {
     }
     let d = tempfile::tempdir().unwrap();
     let rec = d.path().join("live.wvz");
+    let truth = TgidTrace::start("pf-ping");
     let out = Command::new(BIN)
         .arg("--record")
         .arg(&rec)
@@ -278,6 +331,8 @@ fn live_recording_exports_on_boottime() {
         .args(["--comm", "pf-ping"])
         .output()
         .unwrap();
+    let kernel_tgids = truth.tgids();
+    drop(truth);
     assert!(
         out.status.success(),
         "{}",
@@ -305,5 +360,28 @@ fn live_recording_exports_on_boottime() {
     // The workload's threads are named in the trace's ProcessTree.
     let names = s["thread_names"].as_array().unwrap();
     assert!(names.iter().any(|n| n == "pf-ping"), "{s}");
+    // Its two threads are one process, in the dump and in the ProcessTree (the checker fails on
+    // any thread whose group differs from the dump's), as the kernel's ftrace says.
+    assert!(
+        kernel_tgids.len() >= 2,
+        "ftrace saw both threads: {kernel_tgids:?}"
+    );
+    let groups = &s["thread_tgids"];
+    for (tid, tgid) in &kernel_tgids {
+        assert_eq!(
+            groups[tid.to_string()].as_u64(),
+            Some(u64::from(*tgid)),
+            "thread {tid}: ftrace says process {tgid}; the trace's groups: {groups}"
+        );
+    }
+    let processes: std::collections::BTreeSet<u32> = kernel_tgids.values().copied().collect();
+    assert_eq!(processes.len(), 1, "one process: {kernel_tgids:?}");
+    // wakeviz forked it, and the recording saw the fork: the process has its parent.
+    let tgid = processes.first().copied().unwrap_or_default();
+    let ppid = s["process_ppids"][tgid.to_string()].as_u64().unwrap_or(0);
+    assert!(
+        ppid != 0 && ppid != u64::from(tgid),
+        "parent of {tgid}: {s}"
+    );
     tracks_match_report(&rec, &s);
 }

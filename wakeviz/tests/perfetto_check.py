@@ -5,7 +5,7 @@ perfetto_trace_pb2, not wakeviz's code) and `wakeviz --replay F --dump jsonl` ou
 compares per CPU: sched_switch and sched_waking (CompactSched, timestamps rebuilt from the
 deltas), sched_migrate_task and sched_wakeup_new (FtraceEvents), each event's time on BOOTTIME
 (dump time + the clock snapshot's BOOTTIME - MONOTONIC), and task names (ProcessTree against
-the dump's comms). wakeviz's TrackEvent data is decoded and summarised (instants by name,
+the dump's comms, and each thread's process, its tgid, against the dump's). wakeviz's TrackEvent data is decoded and summarised (instants by name,
 flows, counter sums by track name) for the caller to compare with `--report json`; within each
 part every track is described and every interned name defined before use. Prints a JSON
 summary; exits 1 on any mismatch.
@@ -32,8 +32,11 @@ KINDS = {
 def read_dump(path):
     times = collections.defaultdict(list)  # (kind, cpu) -> [mono ts]
     comms = {}  # pid -> latest comm
+    tgids = {}  # pid -> tgid, where the recording knows it
     for line in open(path):
         e = json.loads(line)
+        if e.get("tgid") is not None and e["pid"] != 0:
+            tgids[e["pid"]] = e["tgid"]
         kind = KINDS.get(e["kind"])
         if kind is None:
             continue
@@ -43,7 +46,7 @@ def read_dump(path):
         ):
             if pid != 0 and comm != "?":
                 comms[pid] = comm
-    return times, comms
+    return times, comms, tgids
 
 
 def read_part(path, problems):
@@ -52,6 +55,8 @@ def read_part(path, problems):
         trace.ParseFromString(f.read())
     times = collections.defaultdict(list)  # (kind, cpu) -> [boot ts]
     names = {}
+    groups = {}  # tid -> tgid as the ProcessTree gives it
+    processes = {}  # pid -> ppid
     offset = None
     seen = {}  # pid -> comm as the events carry it
     event_names, tracks = {}, {}
@@ -86,6 +91,9 @@ def read_part(path, problems):
         elif which == "process_tree":
             for t in p.process_tree.threads:
                 names[t.tid] = t.name
+                groups[t.tid] = t.tgid
+            for pr in p.process_tree.processes:
+                processes[pr.pid] = pr.ppid
         elif which == "ftrace_events":
             b = p.ftrace_events
             cs = b.compact_sched
@@ -125,7 +133,7 @@ def read_part(path, problems):
     unresolved = sorted(p for p, c in seen.items() if p != 0 and c != "<...>" and p not in names)
     if unresolved:
         problems.append(f"{path}: pids without a ProcessTree name: {unresolved[:10]}")
-    return times, names, offset, te
+    return times, names, offset, te, groups, processes
 
 
 def main(argv):
@@ -134,7 +142,7 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    dump_times, comms = read_dump(argv[1])
+    dump_times, comms, tgids = read_dump(argv[1])
     problems = []
     trace_times = collections.defaultdict(list)
     offsets = set()
@@ -143,8 +151,11 @@ def main(argv):
     track_events = {"instants": collections.Counter(), "flows": 0, "terminating": 0,
                     "counters": collections.Counter()}
     last_names = {}
+    all_groups, all_processes = {}, {}
     for path in argv[2:]:
-        times, names, offset, te = read_part(path, problems)
+        times, names, offset, te, groups, processes = read_part(path, problems)
+        all_groups.update(groups)
+        all_processes.update(processes)
         for k in ("instants", "counters"):
             track_events[k].update(te[k])
         track_events["flows"] += te["flows"]
@@ -162,6 +173,10 @@ def main(argv):
     wrong = sorted(p for p, n in last_names.items() if p in comms and comms[p] != n)
     if wrong:
         problems.append(f"names differ from the dump for pids {wrong[:10]}")
+    # Threads are grouped by the tgid the recording knows; unknown, each is its own process.
+    wrong = sorted(t for t, g in all_groups.items() if g != tgids.get(t, t))
+    if wrong:
+        problems.append(f"thread groups differ from the dump for tids {wrong[:10]}")
     counts = {}
     if structure_only:
         dump_times = {}
@@ -179,6 +194,8 @@ def main(argv):
             problems.append(f"{kind} on cpu {cpu}: time {bad} is {got[bad]}, dump says {want[bad]}")
     print(json.dumps({"parts": parts, "boot_minus_mono_ns": offset, "counts": counts,
                       "named_pids": len(comms), "thread_names": sorted(all_names),
+                      "thread_tgids": {str(t): g for t, g in sorted(all_groups.items())},
+                      "process_ppids": {str(p): pp for p, pp in sorted(all_processes.items())},
                       "track_events": track_events,
                       "problems": problems}, indent=1))
     return 1 if problems else 0

@@ -86,6 +86,9 @@ trace_setup() {
     echo nop >$T/current_tracer
     echo "$WVZ_BUF_KB" >$T/buffer_size_kb || fail "tracefs: cannot set buffer_size_kb"
     echo >$T/trace
+    # Each line then names the running task's process too (`task-pid (tgid)`): the kernel's
+    # word on task identity, compared with the recording's tgids.
+    echo 1 >$T/options/record-tgid || fail "tracefs: cannot set record-tgid"
     for e in sched_waking sched_wakeup sched_wakeup_new sched_migrate_task; do
         echo 'comm ~ "wvz-*" || comm == "sh"' >$T/events/sched/$e/filter ||
             fail "tracefs: filter on $e"

@@ -21,6 +21,9 @@ use crate::pidmap::PidMap;
 pub enum Filter {
     /// Exactly this pid (the woken task).
     Pid(u32),
+    /// Every thread of this process (thread-group id), as the probes read it: unknown, so
+    /// matching nothing, in a capture by classic tracepoints, whose records carry no tgid.
+    Process(u32),
     /// Tasks whose comm contains this substring (case-sensitive, as `pgrep` without `-i`).
     Comm(String),
     /// This task and every task it, or a task of the tree, creates during the capture.
@@ -41,8 +44,8 @@ pub enum FilterError {
 impl FromStr for Filter {
     type Err = FilterError;
 
-    /// `pid:123` or a bare number is a pid; `tree:123` a process tree; `cmd` the `-- CMD`
-    /// tree; `comm:name` or anything else is a comm substring.
+    /// `pid:123` or a bare number is a pid; `tgid:123` a process; `tree:123` a process tree;
+    /// `cmd` the `-- CMD` tree; `comm:name` or anything else is a comm substring.
     fn from_str(s: &str) -> Result<Self, FilterError> {
         let s = s.trim();
         if s.is_empty() {
@@ -62,6 +65,9 @@ impl FromStr for Filter {
         if let Some(p) = s.strip_prefix("pid:") {
             return pid(p).map(Self::Pid);
         }
+        if let Some(p) = s.strip_prefix("tgid:") {
+            return pid(p).map(Self::Process);
+        }
         if let Some(c) = s.strip_prefix("comm:") {
             return if c.is_empty() {
                 Err(FilterError::Empty)
@@ -80,6 +86,7 @@ impl fmt::Display for Filter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Pid(p) => write!(f, "pid:{p}"),
+            Self::Process(p) => write!(f, "tgid:{p}"),
             Self::Comm(c) => write!(f, "comm:{c}"),
             Self::Tree(p) => write!(f, "tree:{p}"),
             Self::Command => f.write_str("cmd"),
@@ -103,7 +110,7 @@ impl FromStr for Scope {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}: expected all, cmd, tree:PID, pid:PID or comm:TEXT")]
+#[error("{0}: expected all, cmd, tree:PID, tgid:PID, pid:PID or comm:TEXT")]
 pub struct ScopeError(FilterError);
 
 impl fmt::Display for Scope {
@@ -129,6 +136,7 @@ impl Filter {
     pub fn describe(&self) -> String {
         match self {
             Self::Pid(p) => format!("wakeups of pid {p}"),
+            Self::Process(p) => format!("wakeups of the threads of process {p} (tgid)"),
             Self::Comm(c) => format!("wakeups of tasks whose name contains {c:?}"),
             Self::Tree(p) => format!("wakeups of pid {p} and the tasks its tree creates"),
             Self::Command => {
@@ -181,6 +189,10 @@ impl Matcher {
             None => true,
             Some(Filter::Pid(p)) => *p == pid,
             Some(Filter::Tree(_) | Filter::Command) => self.tree.contains_key(&pid),
+            Some(Filter::Process(g)) => *self
+                .cache
+                .entry(pid)
+                .or_insert_with(|| tasks.tgid(pid) == Some(*g)),
             Some(Filter::Comm(c)) => *self.cache.entry(pid).or_insert_with(|| {
                 tasks
                     .get(pid)
@@ -189,8 +201,9 @@ impl Matcher {
         }
     }
 
+    /// A pid's name or process changed: a cached answer may be wrong now.
     fn renamed(&mut self, pid: u32) {
-        if matches!(self.filter, Some(Filter::Comm(_))) {
+        if matches!(self.filter, Some(Filter::Comm(_) | Filter::Process(_))) {
             self.cache.remove(&pid);
         }
     }
@@ -283,6 +296,7 @@ mod tests {
         t.learn(TaskName {
             pid: 5,
             comm: Comm::new("nginx: worker"),
+            tgid: 0,
         });
         let mut s = FilterState::default();
         s.set(Some(Filter::Comm("worker".into())));
@@ -290,9 +304,33 @@ mod tests {
         t.learn(TaskName {
             pid: 6,
             comm: Comm::new("worker2"),
+            tgid: 0,
         });
         s.renamed(6);
         assert!(s.matches(6, &t));
+    }
+
+    #[test]
+    fn a_process_is_its_threads_once_their_tgid_is_known() {
+        assert_eq!("tgid:40".parse(), Ok(Filter::Process(40)));
+        assert_eq!(Filter::Process(40).to_string(), "tgid:40");
+        let mut t = TaskTable::default();
+        let fact = |pid, tgid| TaskName {
+            pid,
+            comm: Comm::new("w"),
+            tgid,
+        };
+        t.learn(fact(40, 40));
+        t.learn(fact(41, 0));
+        let mut s = FilterState::new(Some(Filter::Process(40)), &[]);
+        assert!(s.in_scope(40, &t) && !s.in_scope(41, &t));
+        // 41's process becomes known: the cached "no" is dropped with the change.
+        assert!(t.learn(fact(41, 40)));
+        s.renamed(41);
+        assert!(s.in_scope(41, &t));
+        // A record without a tgid keeps it.
+        assert!(!t.learn(fact(41, 0)));
+        assert_eq!(t.tgid(41), Some(40));
     }
 
     #[test]

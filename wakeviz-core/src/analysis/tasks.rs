@@ -328,6 +328,7 @@ mod tests {
             t.learn(TaskName {
                 pid,
                 comm: Comm::new(comm),
+                tgid: 0,
             });
         }
         t

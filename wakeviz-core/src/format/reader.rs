@@ -9,7 +9,7 @@ use super::{
     chunk::{self, ChunkHeader},
     codec::{self, Cursor},
     columns,
-    header::{CaptureStats, FORMAT_VERSION, Header, MAGIC, SCHEDSTAT_SINCE},
+    header::{CaptureStats, FORMAT_VERSION, Header, MAGIC, SCHEDSTAT_SINCE, TGID_SINCE},
 };
 use crate::event::{Comm, Event, SchedstatSample, Select, TaskName};
 
@@ -373,9 +373,16 @@ impl<R: Read> Reader<R> {
                     }
                     let mut comm = [0u8; 16];
                     comm[..len].copy_from_slice(c.bytes(len).map_err(|m| self.bad(m))?);
+                    let tgid = if self.version >= TGID_SINCE {
+                        u32::try_from(c.varint().map_err(|m| self.bad(m))?)
+                            .map_err(|_| self.bad("tgid out of range"))?
+                    } else {
+                        0
+                    };
                     tasks.push(TaskName {
                         pid,
                         comm: Comm(comm),
+                        tgid,
                     });
                 }
                 ChunkPayload::Tasks(tasks)

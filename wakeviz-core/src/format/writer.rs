@@ -88,8 +88,10 @@ impl<W: Write> Recorder<W> {
 
     /// Notes a task name; only new or changed names reach the file.
     pub fn learn_task(&mut self, t: TaskName) {
-        if self.known.learn(t) {
-            self.pending_tasks.push(t);
+        if self.known.learn(t)
+            && let Some(known) = self.known.fact(t.pid)
+        {
+            self.pending_tasks.push(known);
         }
     }
 
@@ -155,6 +157,7 @@ impl<W: Write> Recorder<W> {
                 let len = t.comm.0.iter().position(|&b| b == 0).unwrap_or(16);
                 raw.push(len as u8);
                 raw.extend_from_slice(&t.comm.0[..len]);
+                put_varint(&mut raw, u64::from(t.tgid));
             }
             let n = self.pending_tasks.len() as u32;
             self.write_chunk(chunk::KIND_TASKS, &raw, n)?;

@@ -153,6 +153,7 @@ pub fn names(list: &[(u32, &str)]) -> Vec<TaskName> {
         .map(|&(pid, c)| TaskName {
             pid,
             comm: Comm::new(c),
+            tgid: 0,
         })
         .collect()
 }

@@ -13,8 +13,7 @@
 use std::{cmp::Reverse, collections::BinaryHeap, collections::VecDeque};
 
 use wakeviz_core::{
-    event::{Comm, Event, TaskName},
-    pidmap::PidMap,
+    event::{Comm, Event, TaskName, TaskTable},
     source::Batch,
 };
 
@@ -22,13 +21,13 @@ use wakeviz_core::{
 /// consumers take one by one.
 const MAX_BATCH: usize = 1 << 16;
 
-/// A fact: its time, its arrival (to keep ties in order), the task and its name.
-type Fact = Reverse<(u64, u64, u32, [u8; 16])>;
+/// A fact: its time, its arrival (to keep ties in order), the task, its name and its tgid.
+type Fact = Reverse<(u64, u64, u32, [u8; 16], u32)>;
 
 #[derive(Default)]
 pub(super) struct Timeline {
-    /// Each task's name as the stream handed on so far.
-    named: PidMap<Comm>,
+    /// Each task's name and process as the stream handed on so far.
+    named: TaskTable,
     /// Facts not applied yet, oldest first (ties in arrival order).
     facts: BinaryHeap<Fact>,
     seq: u64,
@@ -40,7 +39,8 @@ impl Timeline {
     /// A ring's fact: `t` was the task's name at `ts_ns`.
     pub fn fact(&mut self, t: TaskName, ts_ns: u64) {
         self.seq += 1;
-        self.facts.push(Reverse((ts_ns, self.seq, t.pid, t.comm.0)));
+        self.facts
+            .push(Reverse((ts_ns, self.seq, t.pid, t.comm.0, t.tgid)));
     }
 
     /// Events released by the merge, in time order; the batch to hand on now.
@@ -82,20 +82,29 @@ impl Timeline {
     }
 
     /// Applies the facts up to `ts`, the time of the next event; false (and the fact kept)
-    /// where a rename falls after events already in `out`, which must not carry it.
+    /// where a rename (or a reused pid's new process) falls after events already in `out`,
+    /// which must not carry it. A process learnt for a task already named is applied at once:
+    /// a thread's tgid does not change while its pid lives.
     fn apply_until(&mut self, ts: u64, out: &mut Batch) -> bool {
-        while let Some(Reverse((at, _, pid, comm))) = self.facts.peek().copied() {
+        while let Some(Reverse((at, _, pid, comm, tgid))) = self.facts.peek().copied() {
             if at > ts {
                 break;
             }
-            let comm = Comm(comm);
-            match self.named.get(&pid) {
-                Some(c) if *c == comm => {}
-                Some(_) if !out.events.is_empty() => return false,
-                _ => {
-                    self.named.insert(pid, comm);
-                    out.tasks.push(TaskName { pid, comm });
-                }
+            let fact = TaskName {
+                pid,
+                comm: Comm(comm),
+                tgid,
+            };
+            let renamed = self.named.fact(pid).is_some_and(|old| {
+                old.comm != fact.comm || (tgid != 0 && old.tgid != 0 && old.tgid != tgid)
+            });
+            if renamed && !out.events.is_empty() {
+                return false;
+            }
+            if self.named.learn(fact)
+                && let Some(known) = self.named.fact(pid)
+            {
+                out.tasks.push(known);
             }
             self.facts.pop();
         }
@@ -112,6 +121,7 @@ mod tests {
         TaskName {
             pid,
             comm: Comm::new(comm),
+            tgid: 0,
         }
     }
 

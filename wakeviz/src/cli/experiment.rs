@@ -35,7 +35,7 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub no_shadow: bool,
     /// Which tasks the runs' figures are about (recorded in each run): cmd, the workload's
-    /// process tree, by default; all, tree:PID, pid:PID or comm:TEXT.
+    /// process tree, by default; all, tree:PID, tgid:PID, pid:PID or comm:TEXT.
     #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(super::Scope))]
     pub scope: Option<super::Scope>,
     /// Move existing files of the experiment to FILE.old instead of refusing to start.

@@ -68,6 +68,12 @@ pub struct Cli {
     /// No terminal UI.
     #[arg(long)]
     pub headless: bool,
+    /// The dashboard's longest wait between two frames when the figures change (20 ms to 10
+    /// s; default 250 ms). It draws at once on a key, and not at all while paused or while
+    /// nothing changed (a live run's clock still moves once a second).
+    #[arg(long, value_name = "DURATION", value_parser = parse_refresh,
+          conflicts_with_all = ["headless", "report", "dump"])]
+    pub refresh: Option<Duration>,
     /// Print the analysis report (with --replay: and exit; with --record --headless: at the end).
     #[arg(long, value_enum)]
     pub report: Option<ReportFormat>,
@@ -102,7 +108,7 @@ pub struct Cli {
     #[arg(long)]
     pub include_self: bool,
     /// Which tasks the figures are about: all, cmd (the `-- CMD` process tree followed
-    /// through fork and exec: the default of a capture with `-- CMD`), tree:PID, pid:PID or
+    /// through fork and exec: the default of a capture with `-- CMD`), tree:PID, tgid:PID, pid:PID or
     /// comm:TEXT. A wakeup is in scope when its wakee is. A live run records its scope; a
     /// replay folds with the recording's unless this is given. The dashboard's `/` filter
     /// narrows the view within it.
@@ -216,6 +222,15 @@ pub enum ReportFormat {
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum DumpFormat {
     Jsonl,
+}
+
+/// `--refresh`: a duration within the range a terminal can show and a person can follow.
+fn parse_refresh(v: &str) -> Result<Duration, String> {
+    let d = parse_duration(v)?;
+    if !(Duration::from_millis(20)..=Duration::from_secs(10)).contains(&d) {
+        return Err(format!("{v}: the refresh must be between 20ms and 10s"));
+    }
+    Ok(d)
 }
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -130,7 +130,7 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
                 recording: cli.record.clone(),
             },
         );
-        Some(ui::run::Dashboard::new(app)?)
+        Some(ui::run::Dashboard::new(app, cli.refresh)?)
     } else {
         None
     };

@@ -53,7 +53,7 @@ pub(crate) fn replay(
             },
         );
         app.baseline = baseline;
-        let mut dash = ui::run::Dashboard::new(app)?;
+        let mut dash = ui::run::Dashboard::new(app, cli.refresh)?;
         let out = driver::run(src.as_mut(), &mut [&mut dash], &opts, Some(open));
         drop(dash);
         return out.error.map_or(Ok(ExitCode::SUCCESS), Err);

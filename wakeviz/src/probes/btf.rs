@@ -9,6 +9,7 @@ use btf_rs::{Btf, Type};
 #[derive(Debug, Default, Clone)]
 pub struct Offsets {
     pub task_pid: Option<u64>,
+    pub task_tgid: Option<u64>,
     pub task_prio: Option<u64>,
     pub task_comm: Option<u64>,
     pub task_cpu: Option<u64>,
@@ -172,6 +173,7 @@ impl KernelBtf {
             .or_else(|| self.offset("task_struct", &["cpu"]));
         Offsets {
             task_pid: self.offset("task_struct", &["pid"]),
+            task_tgid: self.offset("task_struct", &["tgid"]),
             task_prio: self.offset("task_struct", &["prio"]),
             task_comm: self.offset("task_struct", &["comm"]),
             task_cpu,

@@ -152,6 +152,7 @@ pub(crate) fn globals(off: &btf::Offsets, notes: &mut Vec<String>) -> Vec<(&'sta
     let g = |o: Option<u64>| o.unwrap_or(0);
     let mut v = vec![
         (OFF_TASK_PID, g(off.task_pid)),
+        (OFF_TASK_TGID, g(off.task_tgid)),
         (OFF_TASK_PRIO, g(off.task_prio)),
         (OFF_TASK_COMM, g(off.task_comm)),
         (OFF_TASK_CPU, g(off.task_cpu)),

@@ -1,6 +1,7 @@
 //! The dashboard as a sink of the one driver (`crate::driver`), live and replay alike: it
-//! folds every batch, answers keys without blocking the capture, draws at most every
-//! [`FRAME`], paces a replay through `limit_ns`, and asks the driver to stop on `q`, to start
+//! folds every batch, answers keys without blocking the capture, draws at most once per
+//! refresh period ([`REFRESH`] unless `--refresh` says otherwise) and only when something
+//! changed, paces a replay through `limit_ns`, and asks the driver to stop on `q`, to start
 //! over on a backward seek, and to end when the terminal goes away.
 //!
 //! Capture never waits for the screen: a slow frame only lets the bounded channel fill, and
@@ -20,8 +21,12 @@ use crate::{
     signals,
 };
 
-/// Frame period: 12.5 Hz at most.
-pub const FRAME: Duration = Duration::from_millis(80);
+/// Default refresh period: 4 frames a second at most. Every frame costs the terminal a write
+/// and wakeviz a wakeup, and a person reads figures that change four times a second.
+pub const REFRESH: Duration = Duration::from_millis(250);
+/// A live run's clock (elapsed time, rates) moves on screen at least this often while its
+/// figures stand still.
+const CLOCK: Duration = Duration::from_secs(1);
 /// Terminal events handled per turn at most, so a flood of input (or a broken terminal that
 /// reports readiness forever) cannot keep the loop from checking signals and the stream.
 const MAX_KEYS_PER_TURN: usize = 64;
@@ -107,21 +112,40 @@ pub struct Dashboard {
     pub app: App,
     guard: TerminalGuard,
     last_draw: Option<Instant>,
+    /// The refresh period.
+    frame: Duration,
+    /// Something shown changed since the last frame (a batch folded, a key, a restart).
+    dirty: bool,
     /// `--serve`: where the dashboard's fold is published.
     publisher: Option<crate::sinks::serve::Publisher>,
 }
 
 impl Dashboard {
-    /// Switches the terminal to the dashboard (restored when this is dropped).
-    pub fn new(app: App) -> anyhow::Result<Self> {
+    /// Switches the terminal to the dashboard (restored when this is dropped); `refresh` is
+    /// `--refresh`, [`REFRESH`] when absent.
+    pub fn new(app: App, refresh: Option<Duration>) -> anyhow::Result<Self> {
         let guard =
             TerminalGuard::enter().context("cannot set up the terminal (try --headless)")?;
         Ok(Self {
             app,
             guard,
             last_draw: None,
+            frame: refresh.unwrap_or(REFRESH),
+            dirty: true,
             publisher: None,
         })
+    }
+
+    /// What decides the next frame, as the app stands now.
+    fn cadence(&self) -> Cadence {
+        Cadence {
+            frame: self.frame,
+            dirty: self.dirty,
+            since: self.last_draw.map(|d| d.elapsed()),
+            paused: self.app.paused,
+            replay: self.app.is_replay(),
+            playing: self.app.pacer.as_ref().is_some_and(|p| !p.ended),
+        }
     }
 
     fn draw(&mut self) -> anyhow::Result<()> {
@@ -140,6 +164,7 @@ impl Dashboard {
             .save_wanted
             .then(|| save::buffer_text(frame.buffer));
         self.last_draw = Some(Instant::now());
+        self.dirty = false;
         if let Some(screen) = screen {
             self.app.save(&screen);
             // Draw again so the notice with the paths shows at once.
@@ -159,12 +184,15 @@ impl Dashboard {
     pub fn linger(&mut self, what: String) -> anyhow::Result<()> {
         self.app.finished = Some(what);
         self.app.notice = Some("the command ended: the run's final figures; q quits".into());
+        // Nothing changes any more: a frame now, then one per key.
+        self.draw()?;
         loop {
-            self.draw()?;
             if self.app.quit || signals::stop_requested() || terminal::gone() {
                 return Ok(());
             }
-            read_keys(&mut self.app, FRAME)?;
+            if read_keys(&mut self.app, CLOCK)? {
+                self.draw()?;
+            }
         }
     }
 
@@ -185,6 +213,7 @@ impl Sink for Dashboard {
         if let Some(p) = self.publisher.as_mut() {
             p.changed();
         }
+        self.dirty = true;
         self.app.on_batch(b)
     }
 
@@ -200,17 +229,18 @@ impl Sink for Dashboard {
             self.app.quit = true;
             return Ok(Flow::Stop);
         }
-        let due = self.last_draw.is_none_or(|d| d.elapsed() >= FRAME);
         // Nothing arrived (or the replay is paced, paused or over): wait for keys until the
-        // next frame is due instead of spinning.
+        // next frame could be due instead of spinning.
         let wait = if t.idle && !signals::stop_requested() {
-            self.last_draw
-                .map_or(Duration::ZERO, |d| FRAME.saturating_sub(d.elapsed()))
+            self.cadence().until_due()
         } else {
             Duration::ZERO
         };
         let keys = read_keys(&mut self.app, wait)?;
-        if keys || due || (t.idle && wait > Duration::ZERO) {
+        if keys {
+            self.dirty = true;
+        }
+        if keys || self.cadence().due() {
             self.draw()?;
         }
         Ok(self.app.flow())
@@ -221,11 +251,54 @@ impl Sink for Dashboard {
     }
 
     fn restart(&mut self) {
+        self.dirty = true;
         self.app.restart();
     }
 
     fn stays_after_end(&self) -> bool {
         self.app.stays_after_end()
+    }
+}
+
+/// When the dashboard draws: at most once per refresh period, and only when something
+/// changed (for a running live capture, at least its clock once per [`CLOCK`]); a paused view
+/// or a replay that stands paused or at its end changes only on keys, which draw at once.
+#[derive(Clone, Copy, Debug)]
+struct Cadence {
+    frame: Duration,
+    /// Something shown changed since the last frame.
+    dirty: bool,
+    /// Since the last frame (`None`: nothing drawn yet).
+    since: Option<Duration>,
+    paused: bool,
+    replay: bool,
+    /// A replay that has not reached its end.
+    playing: bool,
+}
+
+impl Cadence {
+    fn due(&self) -> bool {
+        let Some(since) = self.since else {
+            return true;
+        };
+        if since < self.frame || self.paused {
+            return false;
+        }
+        self.dirty || (!self.replay && since >= CLOCK)
+    }
+
+    /// How long the loop may wait for keys before a frame could be due. A playing replay is
+    /// paced by the loop's turns, so it keeps the frame's rhythm even between batches.
+    fn until_due(&self) -> Duration {
+        let Some(since) = self.since else {
+            return Duration::ZERO;
+        };
+        let period = if (self.dirty || self.playing) && !self.paused {
+            self.frame
+        } else {
+            CLOCK.max(self.frame)
+        };
+        period.saturating_sub(since)
     }
 }
 
@@ -269,4 +342,74 @@ fn read_keys(app: &mut App, wait: Duration) -> anyhow::Result<bool> {
         std::thread::sleep(wait);
     }
     Ok(any)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    fn live(dirty: bool, since_ms: u64) -> Cadence {
+        Cadence {
+            frame: REFRESH,
+            dirty,
+            since: Some(MS(since_ms)),
+            paused: false,
+            replay: false,
+            playing: false,
+        }
+    }
+
+    #[test]
+    fn frames_come_only_when_due_and_something_changed() {
+        assert!(
+            Cadence {
+                since: None,
+                ..live(false, 0)
+            }
+            .due(),
+            "the first frame"
+        );
+        assert!(!live(true, 100).due(), "within the period");
+        assert!(live(true, 250).due(), "changed, period over");
+        assert!(!live(false, 600).due(), "nothing changed");
+        assert!(live(false, 1000).due(), "a live clock moves once a second");
+        let paused = Cadence {
+            paused: true,
+            ..live(true, 5000)
+        };
+        assert!(!paused.due(), "paused: keys only");
+        let ended = Cadence {
+            replay: true,
+            ..live(false, 5000)
+        };
+        assert!(!ended.due(), "a replay at its end stands still");
+        let fast = Cadence {
+            frame: MS(20),
+            ..live(true, 20)
+        };
+        assert!(fast.due(), "--refresh 20ms");
+    }
+
+    #[test]
+    fn the_loop_sleeps_longer_when_nothing_changes() {
+        assert_eq!(live(true, 100).until_due(), MS(150));
+        assert_eq!(live(false, 100).until_due(), MS(900));
+        let playing = Cadence {
+            replay: true,
+            playing: true,
+            ..live(false, 100)
+        };
+        assert_eq!(
+            playing.until_due(),
+            MS(150),
+            "a playing replay keeps the rhythm"
+        );
+        let slow = Cadence {
+            frame: MS(5000),
+            ..live(false, 0)
+        };
+        assert_eq!(slow.until_due(), MS(5000));
+    }
 }

@@ -73,7 +73,7 @@ fn encode(buf: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; 16]) {
                     target_cpu: w.target_cpu,
                     waker_pid: w.waker_pid,
                     prio: w.prio,
-                    _pad0: 0,
+                    tgid: 0,
                     comm: comm(w.pid),
                 },
             );

@@ -58,6 +58,9 @@ pub struct Ev {
     pub target_cpu: Option<u32>,
     /// The task running when the event fired (the waker, for wake events).
     pub waker_pid: Option<u32>,
+    /// A process: in the kernel's trace, that of the running task (`waker_pid`, from
+    /// `record-tgid`); in wakeviz's dump, that of `pid`.
+    pub tgid: Option<u32>,
     pub prev_pid: u32,
     pub prev_comm: String,
     pub next_pid: u32,
@@ -177,7 +180,16 @@ fn parse_trace_line(line: &str) -> Option<Ev> {
         }
     }
     let (open, close) = cpu_field?;
-    let task = line[..open].trim();
+    let mut task = line[..open].trim();
+    // With `record-tgid` the task column ends with its process: `task-123 (  120)`, or
+    // `(-------)` where the kernel has no tgid saved for it.
+    let mut tgid = None;
+    if task.ends_with(')')
+        && let Some(o) = task.rfind('(')
+    {
+        tgid = task[o + 1..task.len() - 1].trim().parse().ok();
+        task = task[..o].trim_end();
+    }
     let waker_pid = task.rsplit_once('-').and_then(|(_, p)| p.parse().ok());
     let cpu: u32 = line[open + 1..close].parse().ok()?;
     let rest = &line[close + 1..];
@@ -187,6 +199,7 @@ fn parse_trace_line(line: &str) -> Option<Ev> {
         kind: kind.to_owned(),
         cpu,
         waker_pid,
+        tgid,
         ..Ev::default()
     };
     for kv in fields.split_whitespace() {
@@ -265,6 +278,7 @@ pub fn dump(wakeviz: &Path, wvz: &Path) -> Result<Stream> {
             comm: s(&v, "comm"),
             target_cpu: u(&v, "target_cpu"),
             waker_pid: u(&v, "waker_pid"),
+            tgid: u(&v, "tgid"),
             prev_pid: u(&v, "prev_pid").unwrap_or(0),
             prev_comm: s(&v, "prev_comm"),
             next_pid: u(&v, "next_pid").unwrap_or(0),
@@ -840,6 +854,19 @@ mod tests {
         .expect("migrate");
         assert_eq!((m.cpu, m.pid, m.waker_pid), (1, 9, Some(77)));
         assert!(parse_trace_line("# tracer: nop").is_none());
+        // `record-tgid`: the running task's process after its name.
+        let t = parse_trace_line(
+            "  wvz-smt-301     (    300) [004] d..2.    31.1: sched_waking: comm=wvz-smt \
+             pid=302 prio=120 target_cpu=005",
+        )
+        .expect("waking with tgid");
+        assert_eq!((t.waker_pid, t.tgid, t.cpu), (Some(301), Some(300), 4));
+        let u = parse_trace_line(
+            "  sh-284 (-------) [001] d..2. 1.0: sched_waking: comm=sh pid=9 prio=120 \
+             target_cpu=001",
+        )
+        .expect("waking without a saved tgid");
+        assert_eq!((u.waker_pid, u.tgid), (Some(284), None));
     }
 
     fn ev(kind: &str, pid: u32, comm: &str) -> Ev {

@@ -13,6 +13,7 @@
 mod check;
 mod experiment;
 mod fentry;
+mod identity;
 mod initramfs;
 mod kernel;
 mod noisy;
@@ -469,6 +470,7 @@ fn run_topology(
         f.fail("no select_task_rq_fair (fentry/fexit) events recorded");
     }
     check::compare_counts(&mut f, &d.counts(), &truth_counts);
+    identity::check(&mut f, &d, &truth);
     check::rings(
         &mut f,
         guest_report.as_ref(),

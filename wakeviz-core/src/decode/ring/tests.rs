@@ -22,7 +22,7 @@ fn wake(ts_ns: u64) -> Vec<u8> {
         target_cpu: 1,
         waker_pid: 9,
         prio: 120,
-        _pad0: 0,
+        tgid: 0,
         comm: [b'a'; 16],
     }
     .as_bytes()

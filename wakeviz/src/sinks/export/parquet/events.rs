@@ -13,7 +13,7 @@ use wakeviz_core::event::{Event, TaskTable};
 
 use super::table::Rows;
 
-const COLUMNS: [(&str, DataType, bool); 29] = [
+const COLUMNS: [(&str, DataType, bool); 30] = [
     ("recording_id", DataType::Utf8, false),
     ("ts_ns", DataType::UInt64, false),
     ("kind", DataType::Utf8, false),
@@ -21,6 +21,8 @@ const COLUMNS: [(&str, DataType, bool); 29] = [
     // The task the event is about: woken (waking/wakeup/wakeup_new), migrated, placed (select).
     ("pid", DataType::UInt32, true),
     ("comm", DataType::Utf8, true),
+    // Its process (thread-group id), where the recording knows it.
+    ("tgid", DataType::UInt32, true),
     ("target_cpu", DataType::UInt32, true),
     ("waker_pid", DataType::UInt32, true),
     ("prio", DataType::Int32, true),
@@ -65,6 +67,7 @@ pub struct Events {
     cpu: UInt32Builder,
     pid: UInt32Builder,
     comm: StringBuilder,
+    tgid: UInt32Builder,
     target_cpu: UInt32Builder,
     waker_pid: UInt32Builder,
     prio: Int32Builder,
@@ -126,6 +129,7 @@ impl Events {
         };
         self.pid.append_option(pid);
         self.comm.append_option(pid.map(|p| tasks.comm(p)));
+        self.tgid.append_option(pid.and_then(|p| tasks.tgid(p)));
         self.target_cpu.append_option(wake.map(|w| w.target_cpu));
         self.waker_pid
             .append_option(wake.map(|w| w.waker_pid).or(sel.map(|s| s.waker_pid)));
@@ -175,6 +179,7 @@ impl Rows for Events {
             Arc::new(self.cpu.finish()),
             Arc::new(self.pid.finish()),
             Arc::new(self.comm.finish()),
+            Arc::new(self.tgid.finish()),
             Arc::new(self.target_cpu.finish()),
             Arc::new(self.waker_pid.finish()),
             Arc::new(self.prio.finish()),

@@ -182,6 +182,7 @@ mod tests {
         tasks.learn(TaskName {
             pid: 7,
             comm: Comm::new("pong"),
+            tgid: 0,
         });
         let tb = tb();
         let mut b = Bundles::default();

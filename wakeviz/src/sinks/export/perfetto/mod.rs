@@ -17,6 +17,7 @@ use perfetto_protos::trace_packet::TracePacket;
 use wakeviz_core::{
     analysis::Analysis,
     event::{Event, Kind, PerKind, TaskName, TaskTable},
+    pidmap::PidMap,
     source::{Batch, EventSource as _, ReplaySource},
 };
 
@@ -57,6 +58,7 @@ pub fn export(a: &super::ExportArgs, out: &Path) -> anyhow::Result<ExitCode> {
         tasks: TaskTable::default(),
         bundles: Bundles::default(),
         named: HashSet::new(),
+        parents: PidMap::default(),
         used: Vec::new(),
         now: 0,
         per_kind: Default::default(),
@@ -104,6 +106,9 @@ struct Exporter {
     bundles: Bundles,
     /// Tasks named in the current part (as they are named now).
     named: HashSet<u32>,
+    /// pid -> the task that forked it (`sched_wakeup_new` fires in the parent), for the
+    /// process tree's parent processes.
+    parents: PidMap<u32>,
     /// Tasks the slice being written refers to: what a part cut inside it must name.
     used: Vec<u32>,
     /// BOOTTIME of the latest batch's first event: when names learnt now take effect.
@@ -136,13 +141,14 @@ impl Exporter {
         let fresh: Vec<TaskName> = pids
             .iter()
             .filter(|&&pid| self.named.insert(pid))
-            .filter_map(|&pid| {
-                self.tasks
-                    .get(pid)
-                    .map(|comm| TaskName { pid, comm: *comm })
-            })
+            .filter_map(|&pid| self.tasks.fact(pid))
             .collect();
-        names::process_tree(&fresh, self.now, SEQ_KERNEL)
+        let (tasks, parents) = (&self.tasks, &self.parents);
+        let parent_tgid = |pid| {
+            let pp = *parents.get(&pid)?;
+            Some(tasks.tgid(pp).unwrap_or(pp))
+        };
+        names::process_tree(&fresh, parent_tgid, self.now, SEQ_KERNEL)
     }
 
     fn emit(&mut self, p: &TracePacket) -> anyhow::Result<()> {
@@ -202,6 +208,11 @@ impl Exporter {
     }
 
     fn on_slice(&mut self, b: &Batch) -> anyhow::Result<()> {
+        for e in &b.events {
+            if let Event::WakeupNew(w) = e {
+                self.parents.insert(w.pid, w.waker_pid);
+            }
+        }
         let mut used: Vec<u32> = b.events.iter().flat_map(pids).collect();
         used.sort_unstable();
         used.dedup();
