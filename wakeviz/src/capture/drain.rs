@@ -32,10 +32,15 @@ pub(super) const HOLD: Duration = Duration::from_millis(10);
 /// Longest poll interval of an idle ring. Every poll is a wakeup of a wakeviz thread on the
 /// traced machine: one ring per LLC polled every 10 ms made half the wakeups of a mostly idle
 /// 16-CPU guest (4078 of 8155 in the NPS2 demo) and would make 6400/s with 64 rings. A ring
-/// that had nothing (records about wakeviz's own threads do not count) doubles its interval up to this, and the first record found brings it
-/// back to [`HOLD`]. The merge stays correct (a ring's clock reading just moves less often,
-/// which delays the release, never reorders it).
+/// that had little since the last poll (fewer records than [`QUIET_PER_S`] would bring, not
+/// counting those about wakeviz's own threads) doubles its interval up to this, and a busier
+/// poll brings it back to [`HOLD`]. The merge stays correct (a ring's clock reading just moves
+/// less often, which delays the release, never reorders it).
 const IDLE_MAX: Duration = Duration::from_millis(80);
+/// Below this rate of records (other than wakeviz's own) a ring counts as quiet: the background
+/// of an idle machine (timers, RCU, kworkers: about a hundred wakeups a second here) should not
+/// keep its consumer polling a hundred times a second.
+const QUIET_PER_S: u64 = 1000;
 /// Records per second one ring must absorb between two polls at the longest interval, so a
 /// burst on a ring that was idle is not lost while its consumer sleeps: small rings back off
 /// less (at 48 bytes a record, 16 MiB holds 87 ms of this rate, 1 MiB 5 ms).
@@ -258,7 +263,7 @@ impl Drain {
                     }
                 }
             }
-            wait = if read == 0 {
+            wait = if read * 1000 < QUIET_PER_S * wait.as_millis().max(1) as u64 {
                 (wait * 2).min(self.idle_max)
             } else {
                 HOLD

@@ -268,10 +268,9 @@ impl LiveSource {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             // With batches, wake up for the next reading even when no chunk comes.
-            let wait = if self.batch_watch.is_some() {
-                left.min(batches::EVERY)
-            } else {
-                left
+            let wait = match &self.batch_watch {
+                Some(w) => left.min(w.next_in()),
+                None => left,
             };
             let chunk = match self.rx.recv_timeout(wait) {
                 Ok(c) => c,
