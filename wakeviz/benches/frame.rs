@@ -17,7 +17,7 @@ use wakeviz_core::{
     topology,
 };
 
-use wakeviz::{
+use wakeviz::dashboard::{
     app::{App, Msg, SourceKind, View},
     ui,
 };

@@ -301,7 +301,11 @@ mod tests {
     #[test]
     fn a_failed_drain_ends_the_run_with_an_error_after_what_was_delivered() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = crate::app::tests::recording(dir.path(), &crate::app::tests::topo(), 100);
+        let path = crate::dashboard::app::tests::recording(
+            dir.path(),
+            &crate::dashboard::app::tests::topo(),
+            100,
+        );
         let header = wakeviz_core::source::ReplaySource::open(&path)
             .expect("open")
             .header()

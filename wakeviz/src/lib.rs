@@ -4,18 +4,17 @@
 #[macro_use]
 pub mod signals;
 
-pub mod app;
 mod capture;
 mod cli;
 mod command;
 mod commands;
 use commands::{aggregate, diff, experiment, generate, live::live, replay::replay, workload};
 use sinks::{export, serve};
+pub mod dashboard;
 pub mod driver;
 mod features;
 mod probes;
 pub mod sinks;
-pub mod ui;
 
 use std::{
     io::{IsTerminal as _, Write as _},

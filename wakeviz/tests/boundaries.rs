@@ -1,7 +1,8 @@
 //! The dashboard reads the analyses' snapshot and nothing else of them: its modules (the views
-//! in `src/ui`, the model in `src/app`) may name snapshot value types, but not the folds, the
-//! shadow evaluator, the join or the level rule, so no view can recompute a figure an analysis
-//! already knows. `src/app/data.rs` is the one module that owns the `Analysis` fold.
+//! in `src/dashboard/ui`, the model in `src/dashboard/app`) may name snapshot value types, but
+//! not the folds, the shadow evaluator, the join or the level rule, so no view can recompute a
+//! figure an analysis already knows. `src/dashboard/app/data.rs` is the one module that owns
+//! the `Analysis` fold.
 use std::path::{Path, PathBuf};
 
 /// Names that would let a dashboard module compute figures itself.
@@ -36,8 +37,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn dashboard_modules_use_only_snapshot_types() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    rust_files(&src.join("ui"), &mut files);
-    rust_files(&src.join("app"), &mut files);
+    rust_files(&src.join("dashboard"), &mut files);
     assert!(files.len() > 10, "found the dashboard's modules: {files:?}");
     let mut bad = Vec::new();
     for f in &files {
@@ -63,8 +63,9 @@ fn dashboard_modules_use_only_snapshot_types() {
     );
 }
 
-/// The top-level modules of the binary crate a source text names (`crate::x`, and the first
-/// names of a `use crate::{...}` group), comments and test code left out.
+/// The parts of the binary crate a source text names (`crate::x`, and the first names of a
+/// `use crate::{...}` group), comments and test code left out. A part is a top-level module,
+/// or one of the modules of a folder listed in [`FOLDERS`] (`dashboard::app`).
 fn crate_refs(text: &str) -> std::collections::BTreeSet<String> {
     let mut code = String::new();
     for line in text.lines() {
@@ -76,43 +77,64 @@ fn crate_refs(text: &str) -> std::collections::BTreeSet<String> {
         code.push('\n');
     }
     let mut refs = std::collections::BTreeSet::new();
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
     let mut rest = code.as_str();
     while let Some(i) = rest.find("crate::") {
         rest = &rest[i + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // The names at the group's top level.
-            let (mut depth, mut start) = (0, 0);
-            for (j, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => {
-                        refs.insert(ident(group[start..j].trim()));
-                        break;
-                    }
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        refs.insert(ident(group[start..j].trim()));
-                        start = j + 1;
-                    }
-                    _ => {}
-                }
+        paths(rest, "", &mut refs);
+    }
+    refs.retain(|r| !r.is_empty() && !r.ends_with("::"));
+    refs
+}
+
+/// Folders whose modules are parts of their own, with the direction between them checked too.
+const FOLDERS: &[&str] = &["dashboard"];
+
+fn ident(s: &str) -> String {
+    s.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The parts named by the path (or `{...}` group of paths) at the start of `rest`, under
+/// `prefix` (`""` at the crate's root, `"dashboard::"` inside a folder).
+fn paths(rest: &str, prefix: &str, refs: &mut std::collections::BTreeSet<String>) {
+    let one = |item: &str, refs: &mut std::collections::BTreeSet<String>| {
+        let item = item.trim();
+        let name = ident(item);
+        if prefix.is_empty() && FOLDERS.contains(&name.as_str()) {
+            let after = item[name.len()..].trim_start();
+            if let Some(inner) = after.strip_prefix("::") {
+                return paths(inner, "dashboard::", refs);
             }
-        } else {
-            refs.insert(ident(rest));
+        }
+        refs.insert(format!("{prefix}{name}"));
+    };
+    let Some(group) = rest.strip_prefix('{') else {
+        one(rest, refs);
+        return;
+    };
+    // The items at the group's top level.
+    let (mut depth, mut start) = (0, 0);
+    for (j, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                one(&group[start..j], refs);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                one(&group[start..j], refs);
+                start = j + 1;
+            }
+            _ => {}
         }
     }
-    refs.retain(|r| !r.is_empty());
-    refs
 }
 
 /// Imports between the binary crate's top-level modules go one way: the entry point, the
 /// commands (`commands/`, which nothing else imports), the command line, the capture, the
-/// sinks (`sinks/`) and the dashboard (its model `app` before its views `ui`), down to the
+/// sinks (`sinks/`) and the dashboard (its views `dashboard::ui` above its model `dashboard::app`), down to the
 /// driver and the signals; no module reaches back up a chain that leads to it. A cycle is
 /// printed with the files that close it.
 #[test]
@@ -128,13 +150,15 @@ fn the_binary_crates_modules_import_one_way() {
         if name.starts_with("tests") {
             continue;
         }
-        let top = rel
+        let mut parts = rel
             .components()
-            .next()
-            .and_then(|c| c.as_os_str().to_str())
-            .unwrap_or("")
-            .trim_end_matches(".rs")
-            .to_string();
+            .filter_map(|c| c.as_os_str().to_str())
+            .map(|c| c.trim_end_matches(".rs"));
+        let first = parts.next().unwrap_or("").to_string();
+        let top = match parts.next() {
+            Some(m) if FOLDERS.contains(&first.as_str()) && m != "mod" => format!("{first}::{m}"),
+            _ => first,
+        };
         let text = std::fs::read_to_string(f).expect("read source");
         let refs = crate_refs(&text);
         graph

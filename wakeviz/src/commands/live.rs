@@ -5,12 +5,14 @@ use std::process::ExitCode;
 use wakeviz_core::{analysis::Analysis, source::EventSource as _};
 
 use crate::{
-    aggregate, analysis_header, app, capture,
+    aggregate, analysis_header, capture,
     capture::{meta, schedstat},
     cli::Cli,
-    command, dashboard_wanted, driver, print_report, probes, signals,
+    command,
+    dashboard::app,
+    dashboard::ui,
+    dashboard_wanted, driver, print_report, probes, signals,
     sinks::{record, serve},
-    ui,
 };
 
 use super::{replay::budget_warning, session};

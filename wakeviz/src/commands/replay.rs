@@ -10,8 +10,8 @@ use wakeviz_core::{
 };
 
 use crate::{
-    analysis_header, app, cli::Cli, dashboard_wanted, driver, print_report, print_stdout, signals,
-    ui,
+    analysis_header, cli::Cli, dashboard::app, dashboard::ui, dashboard_wanted, driver,
+    print_report, print_stdout, signals,
 };
 
 /// A recording made in the VM suite (Debian 6.12, NPS2-like 2-package guest, full probes,

@@ -168,8 +168,8 @@ fn the_report_fold_publishes_itself_at_most_twice_a_second() {
         source::{EventSource as _, ReplaySource},
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let topo = crate::app::tests::topo();
-    let path = crate::app::tests::recording(dir.path(), &topo, 50_000);
+    let topo = crate::dashboard::app::tests::topo();
+    let path = crate::dashboard::app::tests::recording(dir.path(), &topo, 50_000);
     let srv = server();
     let mut src = ReplaySource::open(&path).expect("open");
     let built = wakeviz_core::shadow::evaluators_built();
@@ -215,11 +215,11 @@ fn the_dashboard_fold_is_published_and_its_filter_is_a_view() {
         source::{EventSource as _, ReplaySource},
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let topo = crate::app::tests::topo();
-    let path = crate::app::tests::recording(dir.path(), &topo, 20_000);
+    let topo = crate::dashboard::app::tests::topo();
+    let path = crate::dashboard::app::tests::recording(dir.path(), &topo, 20_000);
     let mut src = ReplaySource::open(&path).expect("open");
     let built = wakeviz_core::shadow::evaluators_built();
-    let mut data = crate::app::data::Data::new(src.header(), true);
+    let mut data = crate::dashboard::app::data::Data::new(src.header(), true);
     assert_eq!(wakeviz_core::shadow::evaluators_built() - built, 1);
     let mut half = true;
     loop {
