@@ -344,6 +344,13 @@ inputs_runs() {
             /tmp/wvz-busy workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-busy & done
         wait" \
         >/out/busy.log 2>&1 || fail "busy run failed: see busy.log"
+    # The same run by the tracepoints alone: the shadow's fidelity without the select record.
+    "$WVZ" --record /out/busy_tp.wvz --headless --label busy-tp --no-function-probes \
+        -- taskset -c 0-7 sh -c "
+        for i in 1 2 3 4; do
+            /tmp/wvz-busy workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-busy & done
+        wait" \
+        >/out/busy_tp.log 2>&1 || fail "busy tracepoint-only run failed: see busy_tp.log"
     kill $hogs 2>/dev/null
     wait $hogs 2>/dev/null
     log "busy run done at $(now)"

@@ -623,11 +623,16 @@ pub fn replay_report(wakeviz: &Path, wvz: &Path) -> Result<Value> {
     serde_json::from_slice(&o.stdout).context("wakeviz --report json printed no valid JSON")
 }
 
-/// The select-input guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz` and
-/// `aff.wvz` (replayed here), the affinity run's kernel and shadow CPUs (all must be 1 or 6),
+/// The select-input guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz`,
+/// the same workload by the tracepoints alone (`busy_tp.wvz`: the gap a capture without the
+/// select probe leaves, reported) and `aff.wvz` (replayed here), the affinity run's kernel and shadow CPUs (all must be 1 or 6),
 /// and the ping-pong time ratio with and without the ABI-2 select reads.
 pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
-    for (name, what) in [("busy", "busy 2-LLC"), ("aff", "taskset -c 1,6")] {
+    for (name, what) in [
+        ("busy", "busy 2-LLC"),
+        ("busy_tp", "busy 2-LLC, --no-function-probes"),
+        ("aff", "taskset -c 1,6"),
+    ] {
         let wvz = results.join(format!("{name}.wvz"));
         if !wvz.is_file() {
             f.fail(format!("no {name}.wvz from the guest ({what} run)"));
