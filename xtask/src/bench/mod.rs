@@ -12,7 +12,8 @@
 //! synthetic 256-CPU userspace path), `size` (4; uses the overhead rounds' files), `replay` (5),
 //! `frame` (6), `aggregate` (the in-kernel aggregate mode vs streaming, live),
 //! `floor` (the pinned pipe against empty tp_btf programs and perf, live),
-//! `messaging` (`perf bench sched messaging` under wakeviz, live).
+//! `messaging` (`perf bench sched messaging` under wakeviz, live), `own` (each tracer's own
+//! wakeups and the interrupts it adds at idle, live).
 use std::{
     fmt::Write as _,
     io::{BufRead as _, BufReader},
@@ -29,6 +30,7 @@ mod frame;
 mod ingest;
 mod live;
 mod merge;
+mod own;
 mod replay;
 mod tracer;
 
@@ -38,11 +40,12 @@ pub struct Args {
     #[arg(long)]
     pub quick: bool,
     /// Only these sections (comma separated): overhead, bpf, drops, ingest, size, replay, frame,
-    /// aggregate, floor, messaging.
+    /// aggregate, floor, messaging, own.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Rounds of the floor and messaging sections (default 9, 5 with --quick), and of the
-    /// replay section on its smaller file (default 3).
+    /// Rounds of the floor and messaging sections (default 9, 5 with --quick), of the own
+    /// section (default 5, 3 with --quick), and of the replay section on its smaller file
+    /// (default 3).
     #[arg(long)]
     pub rounds: Option<usize>,
     /// Use target/release/wakeviz as it is instead of running `cargo build --release -p wakeviz`.
@@ -56,7 +59,7 @@ pub struct Args {
     pub stage: String,
 }
 
-pub const SECTIONS: [&str; 10] = [
+pub const SECTIONS: [&str; 11] = [
     "overhead",
     "bpf",
     "drops",
@@ -67,6 +70,7 @@ pub const SECTIONS: [&str; 10] = [
     "aggregate",
     "floor",
     "messaging",
+    "own",
 ];
 
 /// One figure against its target.
@@ -189,6 +193,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         "aggregate",
         "floor",
         "messaging",
+        "own",
     ]
     .iter()
     .any(|s| want(s));
@@ -223,6 +228,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         }
         if want("messaging") {
             floor::messaging(&ctx, &mut sum, a.rounds)?;
+        }
+        if want("own") {
+            own::run(&ctx, &mut sum, a.rounds)?;
         }
         if want("size")
             && let Some(f) = &files
