@@ -468,15 +468,6 @@ impl TaskTable {
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Comm)> {
         self.names.iter().map(|(p, t)| (*p, &t.comm))
     }
-
-    /// Every entry as the fact that re-creates it.
-    pub fn facts(&self) -> impl Iterator<Item = TaskName> + '_ {
-        self.names.iter().map(|(p, t)| TaskName {
-            pid: *p,
-            comm: t.comm,
-            tgid: t.tgid,
-        })
-    }
 }
 
 #[cfg(test)]

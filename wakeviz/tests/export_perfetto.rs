@@ -264,30 +264,20 @@ fn tracks_match_report(rec: &Path, s: &Value) {
 /// The kernel's own word on which process each thread of `comm` belongs to: a tracefs instance
 /// with `record-tgid` on, whose `sched_switch` lines name the switching-out task as
 /// `comm-pid (tgid)`.
-struct TgidTrace(PathBuf);
+struct TgidTrace(support::TraceInstance);
 
 impl TgidTrace {
     fn start(comm: &str) -> Self {
-        let dir = PathBuf::from("/sys/kernel/tracing/instances/wvz-tgid-test");
-        let _ = std::fs::remove_dir(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        let w = |f: &str, v: &str| {
-            std::fs::write(dir.join(f), v).unwrap_or_else(|e| panic!("{f}: {e}"));
-        };
-        w("options/record-tgid", "1");
-        w(
-            "events/sched/sched_switch/filter",
-            &format!("prev_comm == \"{comm}\""),
-        );
-        w("events/sched/sched_switch/enable", "1");
-        w("tracing_on", "1");
-        Self(dir)
+        let mut t = support::TraceInstance::new("wvz-tgid-test");
+        t.option("record-tgid");
+        t.enable("sched_switch", &format!("prev_comm == \"{comm}\""));
+        t.on();
+        Self(t)
     }
 
     /// tid -> tgid of every thread the trace saw switch out.
     fn tgids(&self) -> std::collections::BTreeMap<u32, u32> {
-        let _ = std::fs::write(self.0.join("tracing_on"), "0");
-        let text = std::fs::read_to_string(self.0.join("trace")).unwrap();
+        let text = self.0.text();
         let mut out = std::collections::BTreeMap::new();
         for l in text.lines().filter(|l| l.contains(" sched_switch: ")) {
             // `           pf-ping-4242    (   4240) [001] ...`
@@ -301,15 +291,6 @@ impl TgidTrace {
             }
         }
         out
-    }
-}
-
-impl Drop for TgidTrace {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.0.join("tracing_on"), "0");
-        let _ = std::fs::write(self.0.join("events/sched/sched_switch/enable"), "0");
-        let _ = std::fs::write(self.0.join("options/record-tgid"), "0");
-        let _ = std::fs::remove_dir(&self.0);
     }
 }
 

@@ -3,45 +3,29 @@
 //! `sched_waking` goes through one ring and its `sched_wakeup` through the other. Needs root.
 mod support;
 
-use std::{fs, path::Path, process::Command};
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wakeviz");
 const COMM: &str = "wvz-rings";
-const INSTANCE: &str = "/sys/kernel/tracing/instances/wvz-rings-test";
-
-fn write(path: &str, v: &str) {
-    fs::write(Path::new(INSTANCE).join(path), v).unwrap_or_else(|e| panic!("{path}: {e}"));
-}
 
 /// The ground truth: a tracefs instance with sched_waking and sched_wakeup filtered on the
 /// workload's comm (the woken task's, as in wakeviz's dump).
-struct Trace;
+struct Trace(support::TraceInstance);
 
 impl Trace {
     fn start() -> Self {
-        let _ = fs::remove_dir(INSTANCE);
-        if !Path::new("/sys/kernel/tracing/instances").exists() {
-            let _ = Command::new("mount")
-                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-                .status();
-        }
-        fs::create_dir(INSTANCE).unwrap();
-        write("buffer_size_kb", "16384");
+        let mut t = support::TraceInstance::new("wvz-rings-test");
+        t.write("buffer_size_kb", "16384");
         for ev in ["sched_waking", "sched_wakeup"] {
-            write(
-                &format!("events/sched/{ev}/filter"),
-                &format!("comm == \"{COMM}\""),
-            );
-            write(&format!("events/sched/{ev}/enable"), "1");
+            t.enable(ev, &format!("comm == \"{COMM}\""));
         }
-        write("tracing_on", "1");
-        Trace
+        t.on();
+        Trace(t)
     }
 
     /// Counts per event, after checking the buffer lost nothing.
     fn counts(&self) -> (u64, u64) {
-        write("tracing_on", "0");
-        let text = fs::read_to_string(Path::new(INSTANCE).join("trace")).unwrap();
+        let text = self.0.text();
         let header = text
             .lines()
             .find(|l| l.contains("entries-in-buffer/entries-written"))
@@ -60,19 +44,6 @@ impl Trace {
                 .count() as u64
         };
         (count("sched_waking"), count("sched_wakeup"))
-    }
-}
-
-impl Drop for Trace {
-    fn drop(&mut self) {
-        let _ = fs::write(Path::new(INSTANCE).join("tracing_on"), "0");
-        for ev in ["sched_waking", "sched_wakeup"] {
-            let _ = fs::write(
-                Path::new(INSTANCE).join(format!("events/sched/{ev}/enable")),
-                "0",
-            );
-        }
-        let _ = fs::remove_dir(INSTANCE);
     }
 }
 

@@ -82,3 +82,75 @@ pub fn controlling_terminal(c: &mut std::process::Command) {
         });
     }
 }
+
+/// A tracefs instance of the test's own (`/sys/kernel/tracing/instances/NAME`): the kernel's
+/// own trace as the ground truth, apart from the global buffer. Dropping it switches off what
+/// it enabled (events, options) and removes the instance.
+#[allow(dead_code)]
+pub struct TraceInstance {
+    dir: std::path::PathBuf,
+    enabled: Vec<String>,
+    options: Vec<String>,
+}
+
+#[allow(dead_code)]
+impl TraceInstance {
+    /// Creates the instance (mounting tracefs first if needed), replacing a leftover one.
+    pub fn new(name: &str) -> Self {
+        let root = std::path::Path::new("/sys/kernel/tracing");
+        if !root.join("instances").exists() {
+            let _ = std::process::Command::new("mount")
+                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+                .status();
+        }
+        let dir = root.join("instances").join(name);
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        Self {
+            dir,
+            enabled: Vec::new(),
+            options: Vec::new(),
+        }
+    }
+
+    /// Sets `options/NAME` (switched off again on drop).
+    pub fn option(&mut self, name: &str) {
+        self.write(&format!("options/{name}"), "1");
+        self.options.push(name.to_string());
+    }
+
+    /// Writes one of the instance's files (`buffer_size_kb`, `options/record-tgid`, ...).
+    pub fn write(&self, file: &str, v: &str) {
+        std::fs::write(self.dir.join(file), v).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+
+    /// Enables `sched/EVENT` with `filter`.
+    pub fn enable(&mut self, event: &str, filter: &str) {
+        self.write(&format!("events/sched/{event}/filter"), filter);
+        self.write(&format!("events/sched/{event}/enable"), "1");
+        self.enabled.push(event.to_string());
+    }
+
+    pub fn on(&self) {
+        self.write("tracing_on", "1");
+    }
+
+    /// Stops tracing and returns the trace's text.
+    pub fn text(&self) -> String {
+        self.write("tracing_on", "0");
+        std::fs::read_to_string(self.dir.join("trace")).expect("reading the trace")
+    }
+}
+
+impl Drop for TraceInstance {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        for ev in &self.enabled {
+            let _ = std::fs::write(self.dir.join(format!("events/sched/{ev}/enable")), "0");
+        }
+        for o in &self.options {
+            let _ = std::fs::write(self.dir.join(format!("options/{o}")), "0");
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

@@ -117,32 +117,27 @@ pub fn run(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Resul
     let base_irq = median(&irq[0]);
     for (i, t) in tracers.iter().enumerate().skip(1) {
         let (s, q) = (median(&own[i]), median(&irq[i]));
-        sum.add(
-            "31",
-            format!("idle: {} own context switches", t.name()),
-            format!("{s:.1}/s"),
-            if matches!(t, Tracer::Wakeviz) {
-                "<= 5/s"
-            } else {
-                "(info: a peer)"
-            },
-            matches!(t, Tracer::Wakeviz).then_some(s <= 5.0),
-        );
         let added = if base_irq > 0.0 {
             (q / base_irq - 1.0) * 100.0
         } else {
             0.0
         };
+        // wakeviz is judged; the others are its peers, reported beside it.
+        let judged = matches!(t, Tracer::Wakeviz);
+        let target = |goal: &'static str| if judged { goal } else { "(info: a peer)" };
+        sum.add(
+            "31",
+            format!("idle: {} own context switches", t.name()),
+            format!("{s:.1}/s"),
+            target("<= 5/s"),
+            judged.then_some(s <= 5.0),
+        );
         sum.add(
             "31",
             format!("idle: LOC+RES+CAL under {}", t.name()),
             format!("{q:.1}/s vs {base_irq:.1}/s without a tracer ({added:+.1} %)"),
-            if matches!(t, Tracer::Wakeviz) {
-                "<= +10 %"
-            } else {
-                "(info: a peer)"
-            },
-            matches!(t, Tracer::Wakeviz).then_some(added <= 10.0),
+            target("<= +10 %"),
+            judged.then_some(added <= 10.0),
         );
     }
     sum.note("own: bpftrace, the dashboard and `--serve` are not measured by this section yet");

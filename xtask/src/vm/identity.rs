@@ -5,22 +5,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::check::{Findings, PREFIX, Stream};
 
-/// pid -> tgid as each source states it, for the workload threads (final name `wvz-*`).
-fn kernel_tgids(truth: &Stream) -> BTreeMap<u32, u32> {
-    let names = truth.final_names();
-    truth
+/// pid -> tgid of the workload threads (final name `wvz-*`) as `source` states it; `of` gives an
+/// event's (pid, tgid) where it names one.
+fn workload_tgids(
+    source: &Stream,
+    of: impl Fn(&super::check::Ev) -> Option<(u32, u32)>,
+) -> BTreeMap<u32, u32> {
+    let names = source.final_names();
+    source
         .events
         .iter()
-        .filter_map(|e| Some((e.waker_pid?, e.tgid?)))
-        .filter(|(pid, _)| names.get(pid).is_some_and(|n| n.starts_with(PREFIX)))
-        .collect()
-}
-
-fn recorded_tgids(d: &Stream) -> BTreeMap<u32, u32> {
-    let names = d.final_names();
-    d.events
-        .iter()
-        .filter_map(|e| Some((e.pid, e.tgid?)))
+        .filter_map(of)
         .filter(|(pid, _)| names.get(pid).is_some_and(|n| n.starts_with(PREFIX)))
         .collect()
 }
@@ -28,7 +23,9 @@ fn recorded_tgids(d: &Stream) -> BTreeMap<u32, u32> {
 /// Every workload thread both sources place in a process is in the same one, and at least one
 /// process of several threads is among them (the ping-pong workloads run two threads each).
 pub fn check(f: &mut Findings, recorded: &Stream, truth: &Stream) {
-    let (k, w) = (kernel_tgids(truth), recorded_tgids(recorded));
+    // ftrace names the running task's process; the dump, the event's task's.
+    let k = workload_tgids(truth, |e| Some((e.waker_pid?, e.tgid?)));
+    let w = workload_tgids(recorded, |e| Some((e.pid, e.tgid?)));
     let both: Vec<(u32, u32, u32)> = k
         .iter()
         .filter_map(|(pid, kt)| Some((*pid, *kt, *w.get(pid)?)))
