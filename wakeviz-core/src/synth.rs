@@ -495,6 +495,12 @@ impl Synth {
     fn add_task(&mut self, name: &str, role: Role, group: u32, pinned: bool, cpu: u32) -> u32 {
         let i = self.tasks.len() as u32;
         let pid = FIRST_PID + i;
+        // A group's tasks are threads of one process, led by its first task (they are added
+        // one after another); a kworker is its own process.
+        let tgid = match self.tasks.last().zip(self.names.last()) {
+            Some((t, n)) if group != u32::MAX && t.group == group => n.tgid,
+            _ => pid,
+        };
         let prio = if role == Role::Kworker {
             PRIO_KWORKER
         } else {
@@ -514,7 +520,7 @@ impl Synth {
         self.names.push(TaskName {
             pid,
             comm: Comm::new(name),
-            tgid: 0,
+            tgid,
         });
         i
     }

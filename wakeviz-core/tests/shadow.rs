@@ -462,9 +462,13 @@ fn sis_node_crosses_llcs_of_the_node_but_never_the_node_boundary() {
     busy(&mut ev, 1_000, &[1, 2, 3, 4, 5, 6, 7]);
     let r = one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 0, 0, 10), sel);
     assert_eq!(choice(&r, "sis_node"), 0);
-    for (name, cpu) in &r {
+    // sched_ext's built-in policy and bpfland's scan look for an idle CPU anywhere once the
+    // node has none: crossing is their rule, not a bug.
+    let anywhere = ["scx_builtin", "scx_builtin_nosib", "bpfland_scan"];
+    for (name, cpu) in r.iter().filter(|(n, _)| !anywhere.contains(n)) {
         assert!(*cpu < 8, "{name} crossed into node 1 ({cpu})");
     }
+    assert!(anywhere.iter().all(|n| choice(&r, n) >= 8));
 }
 
 #[test]

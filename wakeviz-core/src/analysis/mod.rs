@@ -248,6 +248,9 @@ impl Analysis {
             if self.tasks.learn(*t) {
                 self.filter.renamed(t.pid);
             }
+            if let Some(s) = self.shadow.as_mut() {
+                s.on_task(t);
+            }
         }
         if let Some(s) = &b.stats {
             self.stats = s.clone();

@@ -40,8 +40,12 @@ impl Part for ShadowRows {
     }
 
     fn fill(&self, cx: &Ctx, s: &mut Snapshot) {
-        s.shadow = cx
-            .shadow
-            .map(|e| e.report(cx.subset.then_some(&self.subset)));
+        s.shadow = cx.shadow.map(|e| {
+            let mut r = e.report(cx.subset.then_some(&self.subset));
+            for p in &mut r.processes {
+                p.comm = cx.tasks.get(p.tgid).map(|c| c.as_str().into_owned());
+            }
+            r
+        });
     }
 }

@@ -119,6 +119,10 @@ pub enum DefUnit {
     Us,
     Seconds,
     Probes,
+    /// A mean number of CPUs (not a count: fractional).
+    Cpus,
+    /// A mean number of LLCs.
+    Llcs,
     /// The unit the workload's parser gave the metric.
     Metric,
 }
@@ -133,6 +137,8 @@ impl DefUnit {
             Self::Us => Unit::Us,
             Self::Seconds => Unit::Other("s".into()),
             Self::Probes => Unit::Other("probes".into()),
+            Self::Cpus => Unit::Other("CPUs".into()),
+            Self::Llcs => Unit::Other("LLCs".into()),
             Self::Metric => Unit::Other(String::new()),
         }
     }
@@ -146,6 +152,8 @@ impl DefUnit {
             Self::Us => "us",
             Self::Seconds => "s",
             Self::Probes => "CPUs probed",
+            Self::Cpus => "CPUs (mean)",
+            Self::Llcs => "LLCs (mean)",
             Self::Metric => "the metric's own",
         }
     }

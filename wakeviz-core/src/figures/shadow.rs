@@ -60,6 +60,64 @@ static POLICY: [Def; 5] = [
     ),
 ];
 
+const fn cache(
+    name: &'static str,
+    unit: DefUnit,
+    kind: FigureKind,
+    better: Option<Better>,
+    na_rule: &'static str,
+    help: &'static str,
+) -> Def {
+    Def {
+        na_rule,
+        ..def(name, unit, kind, better, help)
+    }
+}
+
+/// The questions the cache-aware and pick-idle proposals raise, per policy.
+static CACHE: [Def; 5] = [
+    cache(
+        "shadow.{policy}.preferred_llc.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        None,
+        "no wakee's process had a preferred LLC (no tgid in the recording, or too little runtime); absent with the shadow off",
+        "Of wakeups whose process had a preferred LLC (cache-aware occupancy, modelled), those placed in it",
+    ),
+    cache(
+        "shadow.{policy}.llc_moves.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        Some(Better::Lower),
+        "no task was woken twice; absent with the shadow off",
+        "Of wakeups of a task woken before, those the policy placed in another LLC than the task's previous wakeup",
+    ),
+    cache(
+        "shadow.{policy}.stacked_idle_left.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        Some(Better::Lower),
+        "no wakeup evaluated; absent with the shadow off",
+        "Wakeups the policy stacked on a busy CPU while a CPU of the same LLC was idle",
+    ),
+    cache(
+        "shadow.{policy}.idle_left_mean",
+        DefUnit::Cpus,
+        FigureKind::Mean,
+        Some(Better::Lower),
+        "nothing stacked beside an idle CPU; absent with the shadow off",
+        "Idle CPUs in the LLC where the policy stacked a wakee, mean over those stackings",
+    ),
+    cache(
+        "shadow.{policy}.llcs_per_process",
+        DefUnit::Llcs,
+        FigureKind::Mean,
+        None,
+        "no multi-threaded process with known threads woken; absent with the shadow off",
+        "LLCs the policy placed a multi-threaded process's wakees in, mean over processes",
+    ),
+];
+
 static FIDELITY: [Def; 2] = [
     def(
         "shadow.fidelity.agreement.share",
@@ -77,7 +135,7 @@ static FIDELITY: [Def; 2] = [
     ),
 ];
 
-static ALL: [&Def; 7] = [
+static ALL: [&Def; 12] = [
     &FIDELITY[0],
     &FIDELITY[1],
     &POLICY[0],
@@ -85,6 +143,11 @@ static ALL: [&Def; 7] = [
     &POLICY[2],
     &POLICY[3],
     &POLICY[4],
+    &CACHE[0],
+    &CACHE[1],
+    &CACHE[2],
+    &CACHE[3],
+    &CACHE[4],
 ];
 
 pub struct Shadow;
@@ -111,6 +174,17 @@ impl Family for Shadow {
                 (r.est_scan_ns_mean, "est. scan cost"),
             ];
             for (d, (v, words)) in POLICY.iter().zip(values) {
+                o.push(d, &[&k], format!("{l} {words}"), v, na);
+            }
+            let c = &r.cache;
+            let values = [
+                (c.preferred_llc_pct, "in preferred LLC"),
+                (c.llc_moves_pct, "LLC moves"),
+                (c.stacked_idle_left_pct, "stacked beside idle"),
+                (c.idle_left_mean, "idle CPUs left"),
+                (c.llcs_per_process, "LLCs per process"),
+            ];
+            for (d, (v, words)) in CACHE.iter().zip(values) {
                 o.push(d, &[&k], format!("{l} {words}"), v, na);
             }
         }

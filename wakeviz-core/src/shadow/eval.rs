@@ -9,6 +9,7 @@ use super::{
     park::{Parking, Record},
     policies,
     policy::{Ctx, Exact, FlavourSource, KernelRules, Policy, Rule, Scratch, Stage},
+    spread::Spread,
     state::{Run, State},
     tally::Scored,
     topo::{self, ShadowTopo},
@@ -63,6 +64,9 @@ pub struct ShadowEval {
     pub(super) rules: KernelRules,
     /// The kernel's HZ, from the ABI-3 records' jiffies.
     pub(super) hz: HzClock,
+    /// Per task: each policy's LLC at its previous scored wakeup (for the LLC-move figure).
+    last_llc: crate::pidslab::PidSlab<Vec<u32>>,
+    pub(super) spread: Spread,
 }
 
 thread_local! {
@@ -140,6 +144,8 @@ impl ShadowEval {
             nr_cpus: header.topology.nr_cpus(),
             rules: KernelRules::of_features(header.run.sched_features.as_deref()),
             hz: HzClock::default(),
+            last_llc: crate::pidslab::PidSlab::default(),
+            spread: Spread::new(topo.n_llcs(), n),
             topo,
         }
     }
@@ -179,6 +185,11 @@ impl ShadowEval {
         self.fidelity.agreement()
     }
 
+    /// A task fact from the stream: the task's process, when it says one.
+    pub fn on_task(&mut self, t: &crate::event::TaskName) {
+        self.state.set_tgid(t.pid, t.tgid);
+    }
+
     pub fn on_event(&mut self, e: &Event) {
         self.events += 1;
         self.state.advance(e.ts_ns());
@@ -198,6 +209,12 @@ impl ShadowEval {
             Event::Switch(s) => {
                 self.sync
                     .resolve(&mut self.metrics, s.cpu, s.prev_pid, s.prev_state, s.ts_ns);
+                if s.next_pid != 0
+                    && self.topo.valid(s.cpu)
+                    && let Some(g) = self.state.tgid(s.next_pid)
+                {
+                    self.spread.on_ran(g, self.topo.llc(s.cpu));
+                }
                 self.state.on_switch(&self.topo, s);
             }
             Event::Wakeup(w) => self.state.on_wakeup(&self.topo, w),
@@ -294,6 +311,12 @@ impl ShadowEval {
         let llc_size = t.llc_size.get(t.llc(ctx.w) as usize).copied().unwrap_or(1);
         let wide = wake_wide(wf, pf, llc_size);
         ctx.recent_used_cpu = st.recent_used(ctx.pid);
+        ctx.tgid = st.tgid(ctx.pid);
+        ctx.task_util = st.task_util(ctx.pid);
+        ctx.preferred_cpu = ctx
+            .tgid
+            .and_then(|g| st.occ.preferred_cpu(t, g, ctx.ts_ns))
+            .filter(|&c| t.valid(c));
         ctx.compute_front(t, st, wide);
         let nr_running_w = ctx
             .exact
@@ -304,6 +327,7 @@ impl ShadowEval {
         let (t, st) = (&self.topo, &self.state);
         let mut clear = None;
         let mut fired = 0u64;
+        let pref_llc = ctx.preferred_cpu.map(|c| t.llc(c));
         let outs = self.park.outcomes_mut(slot);
         // The policies mostly agree: the last answer's CPU, idle bit and queue length.
         let mut last: Option<(u32, u32, bool, u32)> = None;
@@ -331,6 +355,13 @@ impl ShadowEval {
                 exact: ctx.was_exact(),
                 queue,
                 behind_waker: d.behind_waker,
+                in_pref: pref_llc.map(|l| t.llc(cpu) == l),
+                idle_left: if idle {
+                    0
+                } else {
+                    idle_in_llc(t, st.idle.words(), cpu, &ctx)
+                },
+                llc_moved: None,
             };
             if i == self.kernel.0 {
                 clear = d.clear_hint;
@@ -363,6 +394,7 @@ impl ShadowEval {
                     .task_nr_cpus_allowed
                     .is_some_and(|n| (n as usize) < self.nr_cpus),
             flips_read: ctx.inputs.flips.is_some(),
+            pref_llc,
         };
         if let Some(l) = clear {
             self.state.set_hic(l, false);
@@ -451,6 +483,12 @@ impl ShadowEval {
                 Some((c, q)) if c == kernel => q,
                 _ => self.state.nr_running(kernel).saturating_sub(1),
             };
+            let ctx = Ctx::new(0, pl.pid, 0, rec.w, rec.p);
+            let idle_left = if kernel_idle {
+                0
+            } else {
+                idle_in_llc(&self.topo, self.park.snap(slot), kernel, &ctx)
+            };
             self.park.outcomes_mut(slot)[i] = Outcome {
                 cpu: kernel,
                 probes: kernel_probes,
@@ -459,8 +497,12 @@ impl ShadowEval {
                 exact: true,
                 queue,
                 behind_waker: false,
+                in_pref: rec.pref_llc.map(|l| self.topo.llc(kernel) == l),
+                idle_left,
+                llc_moved: None,
             };
         }
+        self.note_llc_moves(pl.pid, slot);
         let outs = self.park.outcomes(slot);
         // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
         let mut levels: [(u32, Option<Level>, Option<Level>); 4] = [(u32::MAX, None, None); 4];
@@ -507,8 +549,16 @@ impl ShadowEval {
         // The slot goes back to the pool, but its outcomes stay as they are until the next
         // decision, which cannot happen while the returned borrow lives.
         self.park.release(pl.pid);
+        let tgid = self.state.tgid(pl.pid);
+        if let Some(g) = tgid {
+            let t = &self.topo;
+            let llcs = self.park.outcomes(slot).iter().map(|o| t.llc(o.cpu));
+            self.spread.on_placed(g, pl.pid, llcs);
+        }
         Some(Scored {
             pid: pl.pid,
+            tgid,
+            llc_of: &self.topo.llc_of,
             kernel,
             waker: rec.w,
             prev: rec.p,
@@ -516,6 +566,21 @@ impl ShadowEval {
             levels: &self.last_levels,
             verdict,
         })
+    }
+
+    /// Sets each outcome's `llc_moved` from the policy's LLC at `pid`'s previous scored wakeup.
+    fn note_llc_moves(&mut self, pid: u32, slot: u32) {
+        let np = self.policies.len();
+        let last = self.last_llc.get_or_default(pid);
+        if last.len() != np {
+            last.clear();
+            last.resize(np, topo::NONE);
+        }
+        for (o, l) in self.park.outcomes_mut(slot).iter_mut().zip(last.iter_mut()) {
+            let now = self.topo.llc(o.cpu);
+            o.llc_moved = (*l != topo::NONE).then_some(*l != now);
+            *l = now;
+        }
     }
 
     /// Per-policy metrics, registry order (for [`super::Tally`] sizing and the report).
@@ -531,6 +596,16 @@ impl ShadowEval {
         }
         m
     }
+}
+
+/// Idle CPUs the wakee may use in `cpu`'s LLC, from an idle map's words (at most `u16::MAX`).
+fn idle_in_llc(t: &ShadowTopo, idle: &[u64], cpu: u32, ctx: &Ctx) -> u16 {
+    let n = t
+        .llc_cpus(t.llc(cpu))
+        .iter()
+        .filter(|&&c| CpuSet::words_contain(idle, c) && ctx.allows(c))
+        .count();
+    n.min(u16::MAX as usize) as u16
 }
 
 fn select_ctx(s: &Select) -> Ctx {

@@ -108,6 +108,50 @@ pub struct PolicyMetrics {
     pub behind_waker: u64,
     /// Waker behaviour after the wakeups this policy queued behind it.
     pub slept: SleptHist,
+    /// The cache-placement questions (see [`Cache`]).
+    pub cache: Cache,
+}
+
+/// Counts behind the cache-placement figures: where the wakee's process prefers to run, idle
+/// CPUs passed over, and how often a task's LLC changes between wakeups.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cache {
+    /// Decisions whose wakee's process had a preferred LLC, and of those, placed in it.
+    pub pref_known: u64,
+    pub pref_in: u64,
+    /// Stacked decisions with an idle CPU in the chosen CPU's LLC, and those idle CPUs summed.
+    pub idle_left: u64,
+    pub idle_left_cpus: u64,
+    /// Decisions with a previous choice for the same task, and of those, in another LLC.
+    pub moves_known: u64,
+    pub moves: u64,
+}
+
+impl Cache {
+    #[inline]
+    fn record(&mut self, o: &Outcome) {
+        if let Some(i) = o.in_pref {
+            self.pref_known += 1;
+            self.pref_in += u64::from(i);
+        }
+        if o.idle_left > 0 {
+            self.idle_left += 1;
+            self.idle_left_cpus += u64::from(o.idle_left);
+        }
+        if let Some(m) = o.llc_moved {
+            self.moves_known += 1;
+            self.moves += u64::from(m);
+        }
+    }
+
+    fn merge(&mut self, o: &Self) {
+        self.pref_known += o.pref_known;
+        self.pref_in += o.pref_in;
+        self.idle_left += o.idle_left;
+        self.idle_left_cpus += o.idle_left_cpus;
+        self.moves_known += o.moves_known;
+        self.moves += o.moves;
+    }
 }
 
 impl Default for PolicyMetrics {
@@ -127,6 +171,7 @@ impl Default for PolicyMetrics {
             rules: [0; Rule::SLOTS],
             behind_waker: 0,
             slept: SleptHist::default(),
+            cache: Cache::default(),
         }
     }
 }
@@ -145,6 +190,13 @@ pub struct Outcome {
     pub queue: u32,
     /// Queued behind the waker (see `Decision::behind_waker`).
     pub behind_waker: bool,
+    /// The chosen CPU is in the wakee's process's preferred LLC (`None`: no preference known).
+    pub in_pref: Option<bool>,
+    /// Stacked while this many CPUs of the chosen CPU's LLC were idle (0 when not stacked).
+    pub idle_left: u16,
+    /// The chosen LLC differs from the policy's choice at the task's previous scored wakeup
+    /// (`None`: none seen).
+    pub llc_moved: Option<bool>,
 }
 
 impl PolicyMetrics {
@@ -181,6 +233,7 @@ impl PolicyMetrics {
         self.queue_sum += u64::from(o.queue);
         self.rules[o.rule.index()] += 1;
         self.behind_waker += u64::from(o.behind_waker);
+        self.cache.record(o);
     }
 
     pub fn agreement(&self) -> Option<f64> {
@@ -240,6 +293,7 @@ pub struct Counts {
     /// Probes of the decisions past [`PROBE_EXACT`] (the others' sum is in the histogram).
     probes_big: u64,
     queue_sum: u64,
+    cache: Cache,
 }
 
 impl Default for Counts {
@@ -251,6 +305,7 @@ impl Default for Counts {
             probes_hist: [0; PROBE_HIST],
             probes_big: 0,
             queue_sum: 0,
+            cache: Cache::default(),
         }
     }
 }
@@ -282,6 +337,7 @@ impl Counts {
             self.probes_big += u64::from(o.probes);
         }
         self.queue_sum += u64::from(o.queue);
+        self.cache.record(o);
     }
 
     /// Adds these counts to `m`.
@@ -316,6 +372,7 @@ impl Counts {
         }
         m.probes_sum += self.probes_big;
         m.queue_sum += self.queue_sum;
+        m.cache.merge(&self.cache);
     }
 }
 
@@ -349,6 +406,15 @@ mod tests {
                 exact: r & 1 << 21 != 0,
                 queue: (r >> 22) as u32 % 5,
                 behind_waker: r & 1 << 30 != 0,
+                in_pref: [None, Some(true), Some(false)]
+                    .get((r >> 48) as usize % 3)
+                    .copied()
+                    .flatten(),
+                idle_left: (r >> 50) as u16 % 3,
+                llc_moved: [None, Some(true), Some(false)]
+                    .get((r >> 52) as usize % 3)
+                    .copied()
+                    .flatten(),
             };
             let lw = Level::ALL.get((r >> 32) as usize % 7).copied();
             let lp = Level::ALL.get((r >> 36) as usize % 7).copied();

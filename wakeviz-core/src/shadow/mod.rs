@@ -29,20 +29,24 @@
 //!   [`tally`]: subsets; [`report`]: the typed report;
 //! - [`policy`]: the `Policy` trait and the shared kernel stages; [`rule`]: decision rules;
 //!   [`policies`]: one file per policy and the registry;
-//! - [`state`]: the reconstructed scheduler state; [`budget`]: the kernel's budget formulas;
+//! - [`state`]: the reconstructed scheduler state; [`occupancy`]: each process's cache
+//!   occupancy and preferred LLC; [`budget`]: the kernel's budget formulas;
 //!   `hz`: the kernel's HZ from jiffies; [`topo`]: the dense topology;
-//!   [`metrics`], [`fidelity`]: per-policy counters and the fidelity classifier.
+//!   [`metrics`], [`fidelity`]: per-policy counters and the fidelity classifier; [`spread`]: the
+//!   LLCs each process ran on and each policy placed it in.
 pub mod budget;
 pub mod eval;
 pub mod fidelity;
 pub mod flavour;
 mod hz;
 pub mod metrics;
+pub mod occupancy;
 mod park;
 pub mod policies;
 pub mod policy;
 pub mod report;
 pub mod rule;
+pub mod spread;
 pub mod state;
 pub mod tally;
 pub mod topo;

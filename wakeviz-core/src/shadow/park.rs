@@ -31,6 +31,8 @@ pub(super) struct Record {
     pub mask_unknown: bool,
     /// `wake_wide()`'s flips came from the probe (ABI 3), not the replay.
     pub flips_read: bool,
+    /// The LLC the wakee's process prefers, when it has one.
+    pub pref_llc: Option<u32>,
 }
 
 /// Parked decisions, one slot per wakee in flight: the record in a [`PidSlab`], and each

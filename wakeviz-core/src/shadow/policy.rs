@@ -167,6 +167,12 @@ pub struct Ctx {
     /// The kernel's return value when the select record carries it (never shown to policies
     /// other than through the baseline; kept for the baseline's queue length).
     pub kernel_cpu: Option<u32>,
+    /// The wakee's process, when the stream said it.
+    pub tgid: Option<u32>,
+    /// Its process's preferred CPU ([`super::occupancy`], modelled), when it has one.
+    pub preferred_cpu: Option<u32>,
+    /// `task_util(p)` (modelled, 0..1024).
+    pub task_util: f32,
     inexact: Cell<bool>,
     /// P1's answer for this wakeup, computed once and shared by the policies built on it,
     /// with whether it used a reconstructed input.
@@ -190,9 +196,39 @@ impl Ctx {
             allowed: None,
             rules: KernelRules::default(),
             kernel_cpu: None,
+            tgid: None,
+            preferred_cpu: None,
+            task_util: 0.0,
             inexact: Cell::new(false),
             sis_util_memo: Cell::new(None),
         }
+    }
+
+    /// The same wakeup decided as if `p` were the previous CPU (a proposal that redirects
+    /// `prev_cpu` before the affine step): FRONT recomputed, `recent_used_cpu` not consulted,
+    /// and the kernel reads that were about the real previous CPU (its LLC's scan state, its
+    /// load and capacity) dropped, so what depends on them is modelled and marked so.
+    pub fn with_prev(&self, t: &ShadowTopo, st: &State, p: u32) -> Self {
+        let mut c = Self::new(self.ts_ns, self.pid, self.waker_pid, self.w, p);
+        c.wake_flags = self.wake_flags;
+        c.exact = Exact {
+            p_nr_idle_scan: None,
+            p_has_idle_cores: None,
+            ..self.exact
+        };
+        c.has_select = self.has_select;
+        c.inputs = SelectInputs {
+            prev_load: None,
+            prev_capacity: None,
+            ..self.inputs
+        };
+        c.allowed = self.allowed.clone();
+        c.rules = self.rules;
+        c.tgid = self.tgid;
+        c.preferred_cpu = self.preferred_cpu;
+        c.task_util = self.task_util;
+        c.compute_front(t, st, self.front.wide);
+        c
     }
 
     /// Starts a policy's evaluation: clears the "used a reconstructed input" flag.

@@ -176,6 +176,25 @@ pub struct PolicyRow {
     /// reports only: the watch is not per task).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waker_slept_after: Option<SleptReport>,
+    /// The cache-placement questions.
+    pub cache: CacheRow,
+}
+
+/// One policy's answers to the questions the cache-aware and pick-idle proposals raise. Each
+/// is `None` where nothing qualified (no process with a preferred LLC, no task woken twice,
+/// nothing stacked, no multi-threaded process).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CacheRow {
+    /// Of the wakeups whose process had a preferred LLC (modelled), placed in it.
+    pub preferred_llc_pct: Option<f64>,
+    /// Of the wakeups of a task seen woken before, placed in another LLC than last time.
+    pub llc_moves_pct: Option<f64>,
+    /// Of all wakeups, stacked on a busy CPU while a CPU of the same LLC was idle.
+    pub stacked_idle_left_pct: Option<f64>,
+    /// Idle CPUs in that LLC at those stackings, mean.
+    pub idle_left_mean: Option<f64>,
+    /// LLCs the policy placed a multi-threaded process's wakees in, mean over processes.
+    pub llcs_per_process: Option<f64>,
 }
 
 impl PolicyRow {
@@ -215,6 +234,14 @@ impl PolicyRow {
             vs_model: Deltas::default(),
             cannot_differ: None,
             waker_slept_after: (slept && m.behind_waker > 0).then(|| (&m.slept).into()),
+            cache: CacheRow {
+                preferred_llc_pct: pct_of(m.cache.pref_in, m.cache.pref_known),
+                llc_moves_pct: pct_of(m.cache.moves, m.cache.moves_known),
+                stacked_idle_left_pct: pct_of(m.cache.idle_left, m.evaluated),
+                idle_left_mean: (m.cache.idle_left > 0)
+                    .then(|| m.cache.idle_left_cpus as f64 / m.cache.idle_left as f64),
+                llcs_per_process: None,
+            },
         }
     }
 }
@@ -353,6 +380,8 @@ pub struct ShadowReport {
     pub policies: Vec<PolicyRow>,
     pub fidelity: FidelityReport,
     pub wf_sync: WfSyncReport,
+    /// The processes with the most evaluated wakeups: threads, LLCs ran on and placed in.
+    pub processes: Vec<super::spread::ProcessRow>,
     pub approximations: Vec<&'static str>,
 }
 
@@ -392,10 +421,11 @@ impl ShadowEval {
         let all = self.policy_metrics();
         let (ns, src) = self.per_probe_ns_of(&all);
         let slice = self.base_slice_us();
-        let (metrics, fidelity, evaluated) = match subset {
-            Some(t) => (&t.metrics, &t.fidelity, t.evaluated()),
-            None => (&all, &self.fidelity, self.evaluated),
+        let (metrics, fidelity, evaluated, spread) = match subset {
+            Some(t) => (&t.metrics, &t.fidelity, t.evaluated(), &t.spread),
+            None => (&all, &self.fidelity, self.evaluated, &self.spread),
         };
+        let per_process = spread.llcs_per_process();
         let empty = PolicyMetrics::default();
         let mut policies: Vec<PolicyRow> = self
             .policies
@@ -403,7 +433,9 @@ impl ShadowEval {
             .enumerate()
             .map(|(i, p)| {
                 let m = metrics.get(i).unwrap_or(&empty);
-                PolicyRow::new(p.as_ref(), m, ns, slice, subset.is_none())
+                let mut row = PolicyRow::new(p.as_ref(), m, ns, slice, subset.is_none());
+                row.cache.llcs_per_process = per_process.get(i).copied().flatten();
+                row
             })
             .collect();
         let model_row = policies.get(self.kernel.0).cloned();
@@ -428,8 +460,10 @@ impl ShadowEval {
             .collect();
         let (inputs, derived) = APPROXIMATIONS.split_at(GENERAL_BEFORE_POLICIES);
         let mut approximations = inputs.to_vec();
-        for p in &self.policies {
-            approximations.extend_from_slice(p.approximations());
+        for a in self.policies.iter().flat_map(|p| p.approximations()) {
+            if !approximations.contains(a) {
+                approximations.push(a);
+            }
         }
         approximations.extend_from_slice(derived);
         let kname = self
@@ -459,6 +493,7 @@ impl ShadowEval {
                 sync_wakeups: (&self.sync.all).into(),
                 queued_behind_waker: ByPolicy(queued),
             },
+            processes: spread.top(),
             approximations,
         }
     }

@@ -24,6 +24,10 @@
 //!   the busy fraction of each CPU with a PELT-like exponential decay of [`UTIL_HALF_LIFE_NS`]
 //!   (util_est is not modelled);
 //!
+//! - per task: its process (from the stream's task facts), a PELT-like utilisation (same
+//!   half-life, running = 1024) and when it last blocked; per process: its cache occupancy
+//!   ([`super::occupancy`]).
+//!
 //! State only one policy reads (SIS_PROP's `avg_idle`) lives in that policy, fed by
 //! `Policy::on_event`.
 //!
@@ -31,7 +35,10 @@
 //! reconstruction is the fallback. Events naming CPUs outside the topology are ignored.
 use std::collections::VecDeque;
 
-use super::topo::{NONE, ShadowTopo};
+use super::{
+    occupancy::Occupancy,
+    topo::{NONE, ShadowTopo},
+};
 use crate::topology::CpuSet;
 
 pub use super::budget::{
@@ -39,6 +46,20 @@ pub use super::budget::{
     SCHED_CAPACITY_SCALE, UTIL_HALF_LIFE_NS, jiffies, sis_prop_budget, sis_util_nr_idle_scan,
 };
 pub use crate::horizons::CLAIM_MAX_NS;
+
+/// Moves a task's utilisation towards 1024 for the time it ran (`ran`), towards 0 otherwise.
+fn decay_task_util(t: &mut Task, ts: u64, ran: bool) {
+    if t.util_ts != 0 && ts > t.util_ts {
+        let d = (-((ts - t.util_ts) as f64) / UTIL_HALF_LIFE_NS).exp2() as f32;
+        let target = if ran {
+            SCHED_CAPACITY_SCALE as f32
+        } else {
+            0.0
+        };
+        t.util = target + (t.util - target) * d;
+    }
+    t.util_ts = ts;
+}
 
 /// A task's run state with stale queue entries (older queue epoch) read as unknown.
 fn live_run(t: &Task, cpus: &[Cpu]) -> Run {
@@ -84,6 +105,13 @@ struct Task {
     flips: Flips,
     /// A wakeup of this task reached `select_task_rq_fair` (so it is not pinned).
     select_path: bool,
+    /// Its process (0: unknown).
+    tgid: u32,
+    /// PELT-like utilisation (0..1024) and when it was last decayed.
+    util: f32,
+    util_ts: u64,
+    /// When it last blocked (0: not seen blocking).
+    blocked_ns: u64,
 }
 
 impl Default for Task {
@@ -96,6 +124,10 @@ impl Default for Task {
             claim_ns: 0,
             flips: Flips::default(),
             select_path: false,
+            tgid: 0,
+            util: 0.0,
+            util_ts: 0,
+            blocked_ns: 0,
         }
     }
 }
@@ -116,6 +148,8 @@ struct Cpu {
     /// Utilisation estimate (0..1024) and when it was last decayed.
     util: f32,
     util_ts: u64,
+    /// When the running task was switched in.
+    since: u64,
 }
 
 impl Cpu {
@@ -148,6 +182,8 @@ pub struct State {
     pub nr_idle_scan: Vec<u32>,
     scan_refreshed_ns: Option<u64>,
     pub now_ns: u64,
+    /// Each process's cache occupancy (the cache-aware proposals' input).
+    pub occ: Occupancy,
 }
 
 impl State {
@@ -173,6 +209,7 @@ impl State {
             nr_idle_scan: t.llc_size.clone(),
             scan_refreshed_ns: None,
             now_ns: 0,
+            occ: Occupancy::new(t),
         }
     }
 
@@ -404,6 +441,39 @@ impl State {
         }
     }
 
+    /// `pid`'s process, when a task fact said it.
+    pub fn tgid(&self, pid: u32) -> Option<u32> {
+        self.tasks.get(pid).map(|t| t.tgid).filter(|&g| g != 0)
+    }
+
+    /// Records `pid`'s process (from the stream's task facts).
+    pub fn set_tgid(&mut self, pid: u32, tgid: u32) {
+        if pid != 0 && tgid != 0 {
+            self.tasks.get_or_default(pid).tgid = tgid;
+        }
+    }
+
+    /// `task_util(p)`: the task's utilisation (0..1024) as of its last switch, PELT-like.
+    pub fn task_util(&self, pid: u32) -> f32 {
+        self.tasks.get(pid).map_or(0.0, |t| t.util)
+    }
+
+    /// When `pid` last blocked, if it was seen blocking.
+    pub fn blocked_at(&self, pid: u32) -> Option<u64> {
+        self.tasks
+            .get(pid)
+            .map(|t| t.blocked_ns)
+            .filter(|&b| b != 0)
+    }
+
+    /// The summed utilisation of LLC `llc` and its capacity (`sd_llc_shared->util_avg`,
+    /// `sd_llc_size x 1024`), from the per-CPU estimates.
+    pub fn llc_util(&self, t: &ShadowTopo, llc: u32) -> (u64, u64) {
+        let cpus = t.llc_cpus(llc);
+        let util: f32 = cpus.iter().map(|&c| self.util(c)).sum();
+        (util as u64, cpus.len() as u64 * SCHED_CAPACITY_SCALE)
+    }
+
     fn flips_of(&self, pid: u32) -> u32 {
         if pid == 0 {
             return 0;
@@ -474,6 +544,20 @@ impl State {
             self.release(t, s.next_pid);
         }
         if s.prev_pid != 0 {
+            let ran = s.ts_ns.saturating_sub(self.cpus[ci].since);
+            let task = self.tasks.get_or_default(s.prev_pid);
+            decay_task_util(task, s.ts_ns, true);
+            if s.prev_state != 0 {
+                task.blocked_ns = s.ts_ns;
+            }
+            let tgid = if task.tgid == 0 {
+                s.prev_pid
+            } else {
+                task.tgid
+            };
+            if self.cpus[ci].since != 0 {
+                self.occ.account(c, tgid, ran, s.ts_ns);
+            }
             let task = self.tasks.get_or_default(s.prev_pid);
             let was = live_run(task, &self.cpus);
             if s.prev_state == 0 {
@@ -492,8 +576,10 @@ impl State {
                 }
             }
         }
+        self.cpus[ci].since = s.ts_ns;
         if s.next_pid != 0 {
             let task = self.tasks.get_or_default(s.next_pid);
+            decay_task_util(task, s.ts_ns, false);
             let was = live_run(task, &self.cpus);
             task.run = Run::Running(c);
             if let Run::Queued(x) = was

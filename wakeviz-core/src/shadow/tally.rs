@@ -7,6 +7,7 @@ use super::{
     eval::ShadowEval,
     fidelity::{Fidelity, Verdict},
     metrics::{Outcome, PolicyMetrics},
+    spread::Spread,
 };
 use crate::topology::Level;
 
@@ -14,6 +15,10 @@ use crate::topology::Level;
 #[derive(Clone, Copy, Debug)]
 pub struct Scored<'a> {
     pub pid: u32,
+    /// The wakee's process, when known.
+    pub tgid: Option<u32>,
+    /// Each CPU's LLC (the evaluator's dense topology).
+    pub llc_of: &'a [u32],
     /// The kernel's CPU the evaluator scored against (the select record's return value when
     /// there is one, else the `sched_wakeup` CPU).
     pub kernel: u32,
@@ -33,6 +38,7 @@ pub struct Scored<'a> {
 pub struct Tally {
     pub(super) metrics: Vec<PolicyMetrics>,
     pub(super) fidelity: Fidelity,
+    pub(super) spread: Spread,
 }
 
 impl Tally {
@@ -41,6 +47,7 @@ impl Tally {
         Self {
             metrics: vec![PolicyMetrics::default(); ev.policy_count()],
             fidelity: Fidelity::default(),
+            spread: Spread::new(ev.topo().n_llcs(), ev.policy_count()),
         }
     }
 
@@ -53,6 +60,15 @@ impl Tally {
             m.record(o, s.kernel, s.prev, lw, lp);
         }
         self.fidelity.add(&s.verdict);
+        if !self.spread.is_sized() {
+            let valid = s.llc_of.iter().filter(|&&l| l != super::topo::NONE);
+            let n_llcs = valid.max().map_or(1, |&l| l as usize + 1);
+            self.spread = Spread::new(n_llcs, s.outcomes.len());
+        }
+        if let Some(g) = s.tgid {
+            let llc = |o: &Outcome| s.llc_of.get(o.cpu as usize).copied().unwrap_or(0);
+            self.spread.on_placed(g, s.pid, s.outcomes.iter().map(llc));
+        }
     }
 
     /// Placements added.

@@ -654,11 +654,57 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
                         .collect();
                     f.line(format!("    disagreements: {}", nz.join(", ")));
                 }
+                if name == "busy" {
+                    cache_table(f, &r);
+                }
             }
             Err(e) => f.fail(format!("{name}: {e:#}")),
         }
     }
     // The reads' cost is measured with the function-probe cost runs (`vm/fentry.sh`).
+}
+
+/// The cache-placement figures of every policy on the busy run (four unpinned two-thread
+/// ping-pong processes and six hogs over two LLCs), open loop. The recording carries each
+/// thread's tgid (tp_btf), so the kernel's own row must have a preferred-LLC share.
+fn cache_table(f: &mut Findings, r: &Value) {
+    let Some(rows) = r
+        .get("shadow")
+        .and_then(|s| s.get("policies"))
+        .and_then(Value::as_object)
+    else {
+        f.fail("busy: no shadow.policies in the report".to_string());
+        return;
+    };
+    let pct = |v: Option<&Value>| {
+        v.and_then(Value::as_f64)
+            .map_or("-".to_string(), |x| format!("{x:.1}"))
+    };
+    f.line(
+        "    cache placement, open loop (policy: in preferred LLC %, stacked %, LLC moves %, stacked beside idle %, LLCs/process):"
+            .to_string(),
+    );
+    for (name, row) in rows {
+        let c = row.get("cache");
+        let get = |k: &str| c.and_then(|c| c.get(k));
+        f.line(format!(
+            "      {name:<18} {:>6} {:>6} {:>6} {:>6} {:>5}",
+            pct(get("preferred_llc_pct")),
+            pct(row.get("stacked_pct")),
+            pct(get("llc_moves_pct")),
+            pct(get("stacked_idle_left_pct")),
+            get("llcs_per_process")
+                .and_then(Value::as_f64)
+                .map_or("-".to_string(), |x| format!("{x:.2}")),
+        ));
+    }
+    let observed = rows
+        .get("observed")
+        .and_then(|o| o.get("cache"))
+        .and_then(|c| c.get("preferred_llc_pct"));
+    if observed.and_then(Value::as_f64).is_none() {
+        f.fail("busy: the kernel's row has no preferred-LLC share: tgids or runtimes missing".to_string());
+    }
 }
 
 /// SIS_UTIL's fidelity from `shadow.fidelity`: a number, or an object/list keyed by policy.

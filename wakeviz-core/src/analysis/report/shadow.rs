@@ -62,6 +62,58 @@ fn slept(h: &SleptReport) -> String {
     )
 }
 
+/// What each policy does to a process's cache locality, and the processes themselves.
+fn cache_section(s: &mut String, r: &ShadowReport) {
+    let _ = writeln!(
+        s,
+        "Cache placement (the cache-aware and pick-idle proposals' questions):"
+    );
+    let _ = writeln!(
+        s,
+        "{:<22} {:>10} {:>10} {:>12} {:>10} {:>10}",
+        "policy", "pref LLC%", "LLC move%", "stack+idle%", "idle left", "LLCs/proc"
+    );
+    let pct = |v: Option<f64>| opt(v, |v| format!("{v:.1}"));
+    for row in &r.policies {
+        let c = &row.cache;
+        let _ = writeln!(
+            s,
+            "{:<22} {:>10} {:>10} {:>12} {:>10} {:>10}",
+            row.name,
+            pct(c.preferred_llc_pct),
+            pct(c.llc_moves_pct),
+            pct(c.stacked_idle_left_pct),
+            opt(c.idle_left_mean, |v| format!("{v:.2}")),
+            opt(c.llcs_per_process, |v| format!("{v:.2}")),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(pref LLC: of wakeups whose process had a preferred LLC, placed in it; LLC move: placed in another LLC than the task's previous wakeup; stack+idle: stacked on a busy CPU while its LLC had an idle one, with the idle CPUs left there on average; LLCs/proc: LLCs a multi-threaded process's wakees were placed in)"
+    );
+    if r.processes.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "Processes with the most wakeups:");
+    let _ = writeln!(
+        s,
+        "{:>8} {:<16} {:>8} {:>9} {:>9} {:>11}",
+        "tgid", "comm", "threads", "wakeups", "LLCs ran", "LLCs placed"
+    );
+    for p in &r.processes {
+        let _ = writeln!(
+            s,
+            "{:>8} {:<16} {:>8} {:>9} {:>9} {:>11}",
+            p.tgid,
+            p.comm.as_deref().unwrap_or("-"),
+            p.threads,
+            p.wakeups,
+            p.llcs_ran_on,
+            p.llcs_placed
+        );
+    }
+}
+
 /// The shadow section as text.
 pub fn text(r: &ShadowReport) -> String {
     text_on(r, &|_| true)
@@ -150,7 +202,7 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<19} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
+        "{:<22} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
         "policy",
         "agree%",
         "idle%",
@@ -165,7 +217,7 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
     for row in &r.policies {
         let _ = writeln!(
             s,
-            "{:<19} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
+            "{:<22} {:>7} {:>15} {:>15} {:>17} {:>5} {:>9} {:>15} {:>6} {:>6}",
             row.name,
             opt(row.agreement, |a| format!("{:.2}", 100.0 * a)),
             delta(row.idle_pct, row.vs_model.idle_pt),
@@ -194,7 +246,7 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
     let _ = writeln!(s);
     let _ = writeln!(s, "Locality of the choice, % of wakeups:");
     let short = ["cpu", "smt", "llc", "node", "pkg", "xpkg"];
-    let mut hdr = format!("{:<19}", "policy");
+    let mut hdr = format!("{:<22}", "policy");
     for side in ["waker", "prev"] {
         for n in short {
             hdr.push_str(&format!(" {:>6}", format!("{}:{}", &side[..1], n)));
@@ -203,7 +255,7 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
     }
     let _ = writeln!(s, "{}", hdr.trim_end());
     for row in &r.policies {
-        let mut line = format!("{:<19}", row.name);
+        let mut line = format!("{:<22}", row.name);
         for counts in [&row.placement.vs_waker, &row.placement.vs_prev] {
             for l in Level::iter() {
                 let p = pct_of(counts.get(l), row.evaluated);
@@ -222,6 +274,8 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
         s,
         "(w: vs the waker's CPU, p: vs the previous CPU; cpu/smt/llc/node/pkg/xpkg = same CPU, SMT sibling, same LLC, same node, same package, other package)"
     );
+    let _ = writeln!(s);
+    cache_section(&mut s, r);
     let _ = writeln!(s);
     let w = &r.wf_sync;
     let _ = writeln!(

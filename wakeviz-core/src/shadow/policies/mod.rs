@@ -16,13 +16,27 @@
 //! | `idle_core_first` | P6b | pure idle-core-first on the true idle map |
 //! | `sis_util_true_hint` | P6a | SIS_UTIL with the true idle-core state, unbounded core scan |
 //! | `idler_llc` | P8 | Srikar's idler-LLC wake_affine on SIS_UTIL |
+//! | `cache_aware` | P9 | cache-aware wake steering to the process's preferred LLC (RFC v4, 2025) |
+//! | `sis_cache` | P10 | SIS_CACHE: idle CPUs reserved for short sleepers (v2, 2023) |
+//! | `scx_builtin` | X1 | sched_ext's built-in idle policy, prev's SMT sibling first |
+//! | `scx_builtin_nosib` | X1b | the same before the SMT-sibling preference |
+//! | `bpfland_scan` | X2 | scx_bpfland's `--preferred-idle-scan` order |
+//! | `lavd` | X3 | scx_lavd's `pick_idle_cpu` |
+//!
+//! `scx_pick` holds the sched_ext idle-mask primitives the X policies share.
 #[cfg(test)]
 mod always_waker;
+mod bpfland;
+mod cache_aware;
 mod full_scan;
 mod idle_core_first;
 mod idler_llc;
+mod lavd;
 mod observed;
 mod prev_only;
+mod scx_builtin;
+mod scx_pick;
+mod sis_cache;
 mod sis_node;
 mod sis_prop;
 mod sis_util;
@@ -61,6 +75,12 @@ pub fn registry(t: &ShadowTopo) -> Vec<Box<dyn Policy>> {
         Box::new(idle_core_first::IdleCoreFirst),
         Box::new(idle_core_first::TrueHint),
         Box::new(idler_llc::IdlerLlc),
+        Box::new(cache_aware::CacheAware),
+        Box::new(sis_cache::SisCache::new(t)),
+        Box::new(scx_builtin::ScxBuiltin::new(t, true)),
+        Box::new(scx_builtin::ScxBuiltin::new(t, false)),
+        Box::new(bpfland::Bpfland::new(t)),
+        Box::new(lavd::Lavd::new(t)),
     ];
     #[cfg(test)]
     v.push(Box::new(always_waker::AlwaysWaker::default()));

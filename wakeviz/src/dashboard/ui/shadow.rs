@@ -115,9 +115,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         )));
     }
     let policies = rows.len().saturating_sub(1);
-    // Under the table: the legend (2 lines), the selected row's description and locality (3).
+    // Under the table: the legend (2 lines), the selected row's description, locality and
+    // cache placement (4).
     let room = usize::from(area.height)
-        .saturating_sub(lines.len() + 5)
+        .saturating_sub(lines.len() + 6)
         .max(1);
     let psel = sel.saturating_sub(1);
     let first = psel.saturating_sub(room.saturating_sub(1));
@@ -173,6 +174,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             }
             lines.push(Line::raw(s));
         }
+        lines.push(Line::raw(cache(r)));
     } else {
         lines.push(Line::from(Span::styled(
             "no placed wakeups compared yet",
@@ -182,6 +184,21 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     // Cut (marked with …) rather than wrapped: a wrapped head would push the policy rows, the
     // view's main figure, off a short terminal.
     f.render_widget(Paragraph::new(fmt::fit_lines(lines, area.width)), area);
+}
+
+/// The selected policy's answers to the cache-placement questions ("-": nothing qualified).
+fn cache(r: &PolicyRow) -> String {
+    let c = &r.cache;
+    let p = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}%"));
+    let n = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
+    format!(
+        "cache: in preferred LLC {} · LLC moves {} · stacked beside idle {} ({} idle left) · LLCs/process {}",
+        p(c.preferred_llc_pct),
+        p(c.llc_moves_pct),
+        p(c.stacked_idle_left_pct),
+        n(c.idle_left_mean),
+        n(c.llcs_per_process)
+    )
 }
 
 /// `value delta`: the value, and its difference from the kernel model's in points (the
