@@ -359,6 +359,20 @@ inputs_runs() {
             /tmp/wvz-aff workload pingpong --iterations $WVZ_ITER --comm wvz-aff & done; wait" \
         >/out/aff.log 2>&1 || fail "affinity run failed: see aff.log"
     log "affinity run done at $(now)"
+    # `cache`: the cache-placement questions on several multi-threaded processes waking each
+    # other all over the machine: three fan-out processes (2 groups of a sender and 3
+    # receivers: 8 threads each) and two ping-pong processes, none pinned, fewer runnable
+    # threads than CPUs most of the time.
+    link_comm wvz-cache
+    "$WVZ" --record /out/cache.wvz --headless --label cache -- sh -c "
+        for i in 1 2 3; do
+            /tmp/wvz-cache workload fanout --groups 2 --receivers 3 --loops 200 \
+                --comm wvz-cache & done
+        for i in 1 2; do
+            /tmp/wvz-cache workload pingpong --iterations $WVZ_ITER --comm wvz-cache & done
+        wait" \
+        >/out/cache.log 2>&1 || fail "cache run failed: see cache.log"
+    log "cache run done at $(now)"
 }
 
 snapshot_sysfs

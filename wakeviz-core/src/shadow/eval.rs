@@ -65,7 +65,9 @@ pub struct ShadowEval {
     /// The kernel's HZ, from the ABI-3 records' jiffies.
     pub(super) hz: HzClock,
     /// Per task: each policy's LLC at its previous scored wakeup (for the LLC-move figure).
-    last_llc: crate::pidslab::PidSlab<Vec<u32>>,
+    last_llc: crate::pidslab::PidSlab<Vec<u16>>,
+    /// Each outcome's LLC for the placement being scored (reused).
+    llc_buf: Vec<u32>,
     pub(super) spread: Spread,
 }
 
@@ -82,7 +84,7 @@ pub fn evaluators_built() -> u64 {
 impl ShadowEval {
     /// Per-task entries the evaluator dropped over the budget (see [`crate::pidmap`]).
     pub fn evicted(&self) -> u64 {
-        self.state.evicted() + self.park.evicted()
+        self.state.evicted() + self.park.evicted() + self.last_llc.evicted() + self.spread.untracked
     }
 
     pub fn new(header: &Header) -> Self {
@@ -145,6 +147,7 @@ impl ShadowEval {
             rules: KernelRules::of_features(header.run.sched_features.as_deref()),
             hz: HzClock::default(),
             last_llc: crate::pidslab::PidSlab::default(),
+            llc_buf: Vec::with_capacity(n),
             spread: Spread::new(topo.n_llcs(), n),
             topo,
         }
@@ -502,6 +505,10 @@ impl ShadowEval {
                 llc_moved: None,
             };
         }
+        self.llc_buf.clear();
+        let t = &self.topo;
+        let llcs = self.park.outcomes(slot).iter().map(|o| t.llc(o.cpu));
+        self.llc_buf.extend(llcs);
         self.note_llc_moves(pl.pid, slot);
         let outs = self.park.outcomes(slot);
         // Levels per distinct chosen CPU (policies mostly agree): (cpu, vs waker, vs prev).
@@ -551,9 +558,8 @@ impl ShadowEval {
         self.park.release(pl.pid);
         let tgid = self.state.tgid(pl.pid);
         if let Some(g) = tgid {
-            let t = &self.topo;
-            let llcs = self.park.outcomes(slot).iter().map(|o| t.llc(o.cpu));
-            self.spread.on_placed(g, pl.pid, llcs);
+            self.spread
+                .on_placed(g, pl.pid, self.llc_buf.iter().copied());
         }
         Some(Scored {
             pid: pl.pid,
@@ -568,17 +574,20 @@ impl ShadowEval {
         })
     }
 
-    /// Sets each outcome's `llc_moved` from the policy's LLC at `pid`'s previous scored wakeup.
+    /// Sets each outcome's `llc_moved` from the policy's LLC at `pid`'s previous scored wakeup
+    /// (`llc_buf` holds the outcomes' LLCs).
     fn note_llc_moves(&mut self, pid: u32, slot: u32) {
         let np = self.policies.len();
         let last = self.last_llc.get_or_default(pid);
         if last.len() != np {
             last.clear();
-            last.resize(np, topo::NONE);
+            last.resize(np, u16::MAX);
         }
-        for (o, l) in self.park.outcomes_mut(slot).iter_mut().zip(last.iter_mut()) {
-            let now = self.topo.llc(o.cpu);
-            o.llc_moved = (*l != topo::NONE).then_some(*l != now);
+        let outs = self.park.outcomes_mut(slot).iter_mut();
+        for ((o, l), &llc) in outs.zip(last.iter_mut()).zip(&self.llc_buf) {
+            // LLC numbers are dense, below the CPU count; u16 halves the per-task memory.
+            let now = u16::try_from(llc).unwrap_or(u16::MAX - 1);
+            o.llc_moved = (*l != u16::MAX).then_some(*l != now);
             *l = now;
         }
     }
@@ -600,12 +609,18 @@ impl ShadowEval {
 
 /// Idle CPUs the wakee may use in `cpu`'s LLC, from an idle map's words (at most `u16::MAX`).
 fn idle_in_llc(t: &ShadowTopo, idle: &[u64], cpu: u32, ctx: &Ctx) -> u16 {
-    let n = t
-        .llc_cpus(t.llc(cpu))
+    let mask = t.llc_mask(t.llc(cpu)).words();
+    let allowed = ctx.allowed.as_ref().map(CpuSet::words);
+    let n: u32 = mask
         .iter()
-        .filter(|&&c| CpuSet::words_contain(idle, c) && ctx.allows(c))
-        .count();
-    n.min(u16::MAX as usize) as u16
+        .zip(idle)
+        .enumerate()
+        .map(|(i, (m, x))| {
+            let a = allowed.map_or(!0, |a| a.get(i).copied().unwrap_or(0));
+            (m & x & a).count_ones()
+        })
+        .sum();
+    n.min(u32::from(u16::MAX)) as u16
 }
 
 fn select_ctx(s: &Select) -> Ctx {

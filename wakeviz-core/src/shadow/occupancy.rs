@@ -25,6 +25,13 @@ pub const EPOCH_NS: u64 = 10_000_000;
 /// `EPOCH_OLD`: epochs without running after which a preference is dropped.
 pub const EPOCH_OLD: u64 = 5;
 const NICE_0_LOAD: u64 = 1024;
+/// Processes followed at once: when full, those idle for more than `EPOCH_OLD` epochs (no
+/// preference any more) are dropped, and a new process that still finds no room is counted in
+/// [`Occupancy::untracked`]. A file can claim any number of processes.
+pub const MAX_PROCESSES: usize = 4096;
+/// CPUs remembered per process: past this, a new CPU replaces the one with the least decayed
+/// runtime (whose occupancy is the smallest).
+pub const MAX_CPUS_PER_PROCESS: usize = 128;
 
 /// A runtime halved once per epoch since `epoch`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,6 +71,10 @@ struct Proc {
 pub struct Occupancy {
     cpus: Vec<Decayed>,
     procs: PidMap<Proc>,
+    /// Runtime credits dropped because no room was left for a new process.
+    pub untracked: u64,
+    /// The epoch of the last purge of idle processes (at most one per epoch).
+    purged: Option<u64>,
 }
 
 impl Occupancy {
@@ -71,6 +82,8 @@ impl Occupancy {
         Self {
             cpus: vec![Decayed::default(); t.bound],
             procs: PidMap::default(),
+            untracked: 0,
+            purged: None,
         }
     }
 
@@ -86,15 +99,26 @@ impl Occupancy {
         };
         let epoch = ts_ns / EPOCH_NS;
         c.add(epoch, ns);
+        if !self.procs.contains_key(&tgid) && self.procs.len() >= MAX_PROCESSES {
+            if self.purged != Some(epoch) {
+                self.purged = Some(epoch);
+                self.procs
+                    .retain(|_, p| epoch.saturating_sub(p.last_run_epoch) <= EPOCH_OLD);
+            }
+            if self.procs.len() >= MAX_PROCESSES {
+                self.untracked += 1;
+                return;
+            }
+        }
         let p = self.procs.entry(tgid).or_default();
         p.last_run_epoch = epoch;
-        match p.on.iter_mut().find(|(x, _)| *x == cpu) {
-            Some((_, d)) => d.add(epoch, ns),
-            None => {
-                let mut d = Decayed { runtime: 0, epoch };
-                d.add(epoch, ns);
-                p.on.push((cpu, d));
-            }
+        let fresh = Decayed { runtime: ns, epoch };
+        if let Some((_, d)) = p.on.iter_mut().find(|(x, _)| *x == cpu) {
+            d.add(epoch, ns);
+        } else if p.on.len() < MAX_CPUS_PER_PROCESS {
+            p.on.push((cpu, fresh));
+        } else if let Some(least) = p.on.iter_mut().min_by_key(|(_, d)| d.at(epoch).runtime) {
+            *least = (cpu, fresh);
         }
     }
 
@@ -193,6 +217,26 @@ mod tests {
         // Not run for more than EPOCH_OLD epochs: no preference.
         assert_eq!(o.preferred_cpu(&t, 7, 29_000_000 + 6 * EPOCH_NS), None);
         assert_eq!(o.preferred_cpu(&t, 99, 1), None);
+    }
+
+    /// A file claiming more processes than followed, or a process on more CPUs than
+    /// remembered, costs bounded memory; idle processes make room for new ones.
+    #[test]
+    fn processes_and_their_cpus_are_bounded() {
+        let t = topo();
+        let mut o = Occupancy::new(&t);
+        for g in 0..MAX_PROCESSES as u32 + 10 {
+            o.account(0, g, 1_000, 1_000);
+        }
+        assert_eq!((o.procs.len(), o.untracked), (MAX_PROCESSES, 10));
+        // Ten epochs later the idle ones are dropped for a newcomer.
+        o.account(0, 999_999, 1_000, 10 * EPOCH_NS);
+        assert_eq!(o.procs.len(), 1);
+        for c in 0..t.bound as u32 {
+            o.account(c, 5, 1_000 + u64::from(c), 10 * EPOCH_NS);
+        }
+        let p = o.procs.get(&5).expect("tracked");
+        assert_eq!(p.on.len(), MAX_CPUS_PER_PROCESS.min(t.bound));
     }
 
     /// A process with a tiny share of every CPU it touched has no preference

@@ -189,7 +189,7 @@ pub struct State {
 impl State {
     /// Tasks dropped over the budget (see [`crate::pidmap`]).
     pub fn evicted(&self) -> u64 {
-        self.tasks.evicted()
+        self.tasks.evicted() + self.occ.evicted() + self.occ.untracked
     }
 
     pub fn new(t: &ShadowTopo) -> Self {

@@ -12,24 +12,14 @@
 //! A previous CPU the wakee may no longer use is replaced first by the waker's CPU, else by its
 //! first allowed CPU (`bpfland_select_cpu`). The primary domain is taken as every CPU (its
 //! default); the hybrid-core "move towards a faster waker" rule does not apply to symmetric CPUs.
-use super::scx_pick::{SCX_CAVEAT, Spans, idle};
+use super::scx_pick::{SCX_CAVEAT, first_idle, idle};
 use crate::shadow::{
     policy::{Ctx, Decision, Policy, Rule, Scratch, Stage},
     state::State,
     topo::ShadowTopo,
 };
 
-pub struct Bpfland {
-    spans: Spans,
-}
-
-impl Bpfland {
-    pub fn new(t: &ShadowTopo) -> Self {
-        Self {
-            spans: Spans::new(t),
-        }
-    }
-}
+pub struct Bpfland;
 
 const IDLE_CORE: Rule = Rule::own(0);
 const IDLE_CPU: Rule = Rule::own(1);
@@ -67,15 +57,14 @@ impl Policy for Bpfland {
         if ctx.inputs.task_nr_cpus_allowed == Some(1) && idle(ctx, st, p, &mut n) {
             return done(p, n, Rule::stage(Stage::Prev));
         }
-        let order = &self.spans.all;
+        // The preferred order is ascending CPU numbers on symmetric CPUs.
         if t.smt {
             n += 1;
             if st.core_idle(t, p) && idle(ctx, st, p, &mut n) {
                 return done(p, n, IDLE_CORE);
             }
             n += 1;
-            let core = |&c: &u32| c != p && ctx.allows(c) && st.core_idle(t, c);
-            if let Some(c) = order.iter().copied().find(core) {
+            if let Some(c) = first_idle(ctx, t, st, &t.online, 0, true) {
                 return done(c, n, IDLE_CORE);
             }
         }
@@ -83,8 +72,7 @@ impl Policy for Bpfland {
             return done(p, n, Rule::stage(Stage::Prev));
         }
         n += 1;
-        let cpu = |&c: &u32| c != p && ctx.allows(c) && st.is_idle(c);
-        match order.iter().copied().find(cpu) {
+        match first_idle(ctx, t, st, &t.online, 0, false) {
             Some(c) => done(c, n, IDLE_CPU),
             None => done(p, n, Rule::stage(Stage::Stacked)),
         }
@@ -118,7 +106,7 @@ mod tests {
             st.on_switch(&t, &e);
         };
         busy(&mut st, p);
-        let mut b = Bpfland::new(&t);
+        let mut b = Bpfland;
         let mut ctx = Ctx::new(10, 5, 6, p, p);
         ctx.compute_front(&t, &st, true);
         let d = b.decide(&ctx, &t, &st, &mut s);

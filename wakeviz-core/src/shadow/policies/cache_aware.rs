@@ -15,7 +15,7 @@
 //!    finds nothing, starts again from the real previous CPU (`goto again`, no affine step).
 use crate::shadow::{
     policy::{
-        Ctx, Decision, Policy, Rule, ScanOut, Scratch, Stage, select_idle_cpu, shortcuts, sis_util,
+        Ctx, Decision, Policy, Rule, ScanOut, Scratch, select_idle_cpu, shortcuts, sis_util,
         sis_util_budget,
     },
     state::State,
@@ -111,10 +111,9 @@ impl Policy for CacheAware {
         }
         let util = ctx.task_util as u64;
         if forbidden(t, st, ctx.p, pref, util) {
+            // Placed as without the patch; the rule counts how often the veto decided.
             let mut d = sis_util(ctx, t, st, s).0;
-            if d.rule == Rule::stage(Stage::Target) || d.rule == Rule::stage(Stage::Prev) {
-                d.rule = FORBIDDEN;
-            }
+            d.rule = FORBIDDEN;
             return d;
         }
         let steered = ctx.with_prev(t, st, pref);

@@ -13,7 +13,7 @@
 //! Not modelled: the active/overflow sets (every CPU active; lavd's power modes shrink them),
 //! migration to a neighbour domain that is a "stealer" (load-balancing state), big/LITTLE task
 //! and core types, the preemption-vulnerable repartition.
-use super::scx_pick::{Cursors, SCX_CAVEAT, idle};
+use super::scx_pick::{Cursors, SCX_CAVEAT, Span, Spans, idle};
 use crate::shadow::{
     policy::{Ctx, Decision, Policy, Rule, Scratch, Stage},
     state::State,
@@ -22,12 +22,14 @@ use crate::shadow::{
 
 pub struct Lavd {
     cursors: Cursors,
+    spans: Spans,
 }
 
 impl Lavd {
     pub fn new(t: &ShadowTopo) -> Self {
         Self {
             cursors: Cursors::new(t),
+            spans: Spans::new(t),
         }
     }
 }
@@ -86,7 +88,7 @@ impl Policy for Lavd {
         };
         let fallback = sticky.unwrap_or(w);
         n += 1;
-        if st.idle.count_and(&t.online) == 0 {
+        if st.idle.is_empty() {
             return done(fallback, n, STICKY);
         }
         if t.smt {
@@ -96,8 +98,11 @@ impl Policy for Lavd {
             {
                 return done(c, n, STICKY);
             }
-            let cpus = t.llc_cpus(dom);
-            if let Some(c) = self.cursors.pick(ctx, t, st, cpus, true, &mut n) {
+            let span = Span::Llc(dom);
+            if let Some(c) = self
+                .cursors
+                .pick(ctx, t, st, &self.spans, span, true, &mut n)
+            {
                 return done(c, n, IDLE_CORE);
             }
         }
@@ -112,8 +117,11 @@ impl Policy for Lavd {
         {
             return done(w, n, SYNC_WAKER);
         }
-        let cpus = t.llc_cpus(dom);
-        if let Some(c) = self.cursors.pick(ctx, t, st, cpus, false, &mut n) {
+        let span = Span::Llc(dom);
+        if let Some(c) = self
+            .cursors
+            .pick(ctx, t, st, &self.spans, span, false, &mut n)
+        {
             return done(c, n, IDLE_CPU);
         }
         let cpu = if ctx.allows(p) { p } else { fallback };

@@ -79,7 +79,7 @@ pub fn registry(t: &ShadowTopo) -> Vec<Box<dyn Policy>> {
         Box::new(sis_cache::SisCache::new(t)),
         Box::new(scx_builtin::ScxBuiltin::new(t, true)),
         Box::new(scx_builtin::ScxBuiltin::new(t, false)),
-        Box::new(bpfland::Bpfland::new(t)),
+        Box::new(bpfland::Bpfland),
         Box::new(lavd::Lavd::new(t)),
     ];
     #[cfg(test)]

@@ -13,7 +13,7 @@
 //!
 //! The LLC and node steps run only where the kernel enables them (`scx_selcpu_topo_llc/numa`:
 //! an LLC smaller than the machine, a node that is neither the machine nor one LLC).
-use super::scx_pick::{Cursors, SCX_CAVEAT, Spans, idle};
+use super::scx_pick::{Cursors, SCX_CAVEAT, Span, Spans, idle};
 use crate::shadow::{
     policy::{Ctx, Decision, Policy, Rule, Scratch},
     state::State,
@@ -84,30 +84,35 @@ impl Policy for ScxBuiltin {
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, _s: &mut Scratch) -> Decision {
         let (p, w) = (ctx.p, ctx.w);
         let mut n = 0;
-        let llc = t.llc_cpus(t.llc(p));
-        let node = self.spans.node_of(t, p);
-        let all = &self.spans.all;
-        let llc_on = llc.len() < all.len();
-        let node_on = self.spans.n_nodes() > 1 && node.len() != llc.len();
+        let sp = &self.spans;
+        let llc_len = t.llc_size.get(t.llc(p) as usize).copied().unwrap_or(0) as usize;
+        let llc_on = llc_len < sp.all_len();
+        let node_on = sp.n_nodes() > 1 && sp.node_len(t, p) != llc_len;
         if ctx.sync() {
             if t.share_llc(w, p) && idle(ctx, st, p, &mut n) {
                 return pick(p, n, SYNC_PREV);
             }
             n += 1;
-            let node_idle = self.spans.node_of(t, w).iter().any(|&c| st.is_idle(c));
-            if st.nr_running(w) <= 1 && node_idle && ctx.allows(w) {
+            if st.nr_running(w) <= 1 && sp.node_has_idle(t, st, w) && ctx.allows(w) {
                 return pick(w, n, SYNC_WAKER);
             }
         }
+        let spans = [
+            (llc_on, Span::Llc(t.llc(p))),
+            (node_on, Span::NodeOf(p)),
+            (true, Span::All),
+        ];
         let c = &mut self.cursors;
         if t.smt {
             n += 1;
             if ctx.allows(p) && st.core_idle(t, p) && st.is_idle(p) {
                 return pick(p, n, IDLE_CORE);
             }
-            let spans = [(llc_on, llc), (node_on, node), (true, &all[..])];
-            for (on, cpus) in spans {
-                if let Some(x) = on.then(|| c.pick(ctx, t, st, cpus, true, &mut n)).flatten() {
+            for (on, span) in spans {
+                if let Some(x) = on
+                    .then(|| c.pick(ctx, t, st, sp, span, true, &mut n))
+                    .flatten()
+                {
                     return pick(x, n, IDLE_CORE);
                 }
             }
@@ -122,10 +127,9 @@ impl Policy for ScxBuiltin {
                 }
             }
         }
-        let spans = [(llc_on, llc), (node_on, node), (true, &all[..])];
-        for (on, cpus) in spans {
+        for (on, span) in spans {
             if let Some(x) = on
-                .then(|| c.pick(ctx, t, st, cpus, false, &mut n))
+                .then(|| c.pick(ctx, t, st, sp, span, false, &mut n))
                 .flatten()
             {
                 return pick(x, n, IDLE_CPU);

@@ -6,7 +6,7 @@
 //!   (`update_avg`); a longer sleep halves it;
 //! - reservation (v2 2/3): when a task blocks and its CPU goes idle, the CPU is cache-hot until
 //!   `max(timeout, now + avg_hot_dur)`;
-//! - scan (v1 2/2 of 26 Sep 2023; v2 3/3 keeps the rule): `select_idle_cpu` skips cache-hot idle
+//! - scan (v1 2/2 of 26 Sep 2023; v2 3/3, same title, was not at hand): `select_idle_cpu` skips cache-hot idle
 //!   CPUs and idle cores, remembering the first hot idle CPU, which it returns when no cold one
 //!   turned up; a budget that runs out returns nothing. The SIS shortcuts (target, prev,
 //!   recent_used_cpu, prev's SMT sibling) still take a reserved CPU, as in the patch.
@@ -57,53 +57,85 @@ impl SisCache {
             return (None, 0);
         }
         let llc = t.llc(tg);
+        if !hic {
+            return self.plain_scan(ctx, st, cand, t.llc_mask(llc), tg, limit);
+        }
         let cpus = t.llc_cpus(llc);
         let start = cpus.partition_point(|&c| c <= tg);
         let order = cpus[start..].iter().chain(&cpus[..start]).copied();
         cand.copy_from(t.llc_mask(llc));
-        let (mut probes, mut nr) = (0u32, limit.map_or(u32::MAX, |l| l + 1));
-        let (mut fallback, mut first_hot) = (None, None);
+        // Idle-core mode: each core once, at its first sibling met; a hot idle core is passed
+        // over (its siblings stay candidates, as the kernel's mask does).
+        let (mut probes, mut fallback) = (0u32, None);
         for cpu in order.filter(|&c| ctx.allows(c)) {
-            if hic {
-                if !cand.contains(cpu) {
+            if !cand.contains(cpu) {
+                continue;
+            }
+            let mut all = true;
+            for &sib in t.siblings(cpu) {
+                probes += 1;
+                if !st.is_idle(sib) {
+                    all = false;
+                    if fallback.is_some() {
+                        break;
+                    }
                     continue;
                 }
-                let mut all = true;
-                for &sib in t.siblings(cpu) {
-                    probes += 1;
-                    if !st.is_idle(sib) {
-                        all = false;
-                        if fallback.is_some() {
-                            break;
-                        }
-                        continue;
-                    }
-                    if fallback.is_none() && ctx.allows(sib) {
-                        fallback = Some(sib);
-                    }
-                }
-                if !all {
-                    for &sib in t.siblings(cpu) {
-                        cand.remove(sib);
-                    }
-                } else if !self.hot(cpu, ctx.ts_ns) {
-                    return (Some(cpu), probes);
-                }
-            } else {
-                nr -= 1;
-                if nr == 0 {
-                    return (None, probes);
-                }
-                probes += 1;
-                if st.is_idle(cpu) {
-                    if !self.hot(cpu, ctx.ts_ns) {
-                        return (Some(cpu), probes);
-                    }
-                    first_hot.get_or_insert(cpu);
+                if fallback.is_none() && ctx.allows(sib) {
+                    fallback = Some(sib);
                 }
             }
+            if !all {
+                for &sib in t.siblings(cpu) {
+                    cand.remove(sib);
+                }
+            } else if !self.hot(cpu, ctx.ts_ns) {
+                return (Some(cpu), probes);
+            }
         }
-        (first_hot.or(fallback), probes)
+        (fallback, probes)
+    }
+
+    /// The plain (no idle core) scan of `llc` ∩ allowed from `tg + 1`: the first cold idle CPU
+    /// within `limit` probes; past the budget nothing (the kernel's `if (!--nr) return -1`),
+    /// after a full walk the first hot idle CPU. Word-parallel over the idle map.
+    fn plain_scan(
+        &self,
+        ctx: &Ctx,
+        st: &State,
+        cand: &mut CpuSet,
+        llc: &CpuSet,
+        tg: u32,
+        limit: Option<u32>,
+    ) -> (Option<u32>, u32) {
+        cand.copy_from(llc);
+        if let Some(a) = ctx.allowed.as_ref() {
+            let aw = a.words();
+            for (i, w) in cand.words_mut().iter_mut().enumerate() {
+                *w &= aw.get(i).copied().unwrap_or(0);
+            }
+        }
+        let total = cand.len() as u32;
+        let lim = limit.unwrap_or(u32::MAX);
+        let (mut probes, mut s, mut first_hot) = (0u32, tg.wrapping_add(1), None);
+        loop {
+            let room = lim.min(total).saturating_sub(probes);
+            if room == 0 {
+                break;
+            }
+            let (hit, n) = cand.wrap_first(&st.idle, s, room);
+            probes += n;
+            let Some(c) = hit else { break };
+            if !self.hot(c, ctx.ts_ns) {
+                return (Some(c), probes);
+            }
+            first_hot.get_or_insert(c);
+            s = c + 1;
+        }
+        if probes >= lim && total > lim {
+            return (None, probes);
+        }
+        (first_hot, probes)
     }
 }
 
