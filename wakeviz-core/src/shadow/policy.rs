@@ -615,6 +615,19 @@ pub struct Decision {
     pub behind_waker: bool,
 }
 
+impl Decision {
+    /// A decision with no hint to clear and nothing queued behind the waker.
+    pub const fn new(cpu: u32, probes: u32, rule: Rule) -> Self {
+        Self {
+            cpu,
+            probes,
+            rule,
+            clear_hint: None,
+            behind_waker: false,
+        }
+    }
+}
+
 /// Which policy the running kernel applies, from its release (see [`super::kernel_policy`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
@@ -893,6 +906,28 @@ pub fn shortcuts(
         }
     }
     None
+}
+
+/// What a SIS-shaped policy does before its own scan: FRONT (`WF_CURRENT_CPU` ends there) and
+/// SHORTCUTS from FRONT's target. `Ok`: decided; `Err((target, idle-core hint, probes so
+/// far))`: the scan comes next.
+pub fn before_scan(
+    ctx: &Ctx,
+    t: &ShadowTopo,
+    st: &State,
+    s: &mut Scratch,
+) -> Result<Decision, (u32, bool, u32)> {
+    let f = ctx.front();
+    if let Some(d) = f.current_cpu() {
+        return Ok(d);
+    }
+    let tg = f.target;
+    let hic = ctx.has_idle_cores(t, st, t.llc(tg));
+    let mut probes = f.probes;
+    match s.shortcuts(ctx, t, st, tg, hic, &mut probes) {
+        Some((cpu, rule)) => Ok(Decision::new(cpu, probes, rule.into())),
+        None => Err((tg, hic, probes)),
+    }
 }
 
 /// How a kernel-like policy bounds the scan, given the target LLC and the idle-core hint.

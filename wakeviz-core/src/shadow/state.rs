@@ -678,3 +678,20 @@ impl State {
         self.move_claim(t, m.pid, d);
     }
 }
+
+#[cfg(test)]
+impl State {
+    /// Test set-up: `pid` switches in on `cpu` at `ts_ns`, from idle.
+    pub(crate) fn run_on(&mut self, t: &ShadowTopo, cpu: u32, pid: u32, ts_ns: u64) {
+        let s = crate::event::Switch {
+            ts_ns,
+            cpu,
+            prev_pid: 0,
+            next_pid: pid,
+            prev_state: 0,
+            prev_prio: 120,
+            next_prio: 120,
+        };
+        self.on_switch(t, &s);
+    }
+}

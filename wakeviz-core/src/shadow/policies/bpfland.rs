@@ -47,13 +47,7 @@ impl Policy for Bpfland {
             };
         }
         let mut n = 0;
-        let done = |cpu, n, rule| Decision {
-            cpu,
-            probes: n,
-            rule,
-            clear_hint: None,
-            behind_waker: false,
-        };
+        let done = Decision::new;
         if ctx.inputs.task_nr_cpus_allowed == Some(1) && idle(ctx, st, p, &mut n) {
             return done(p, n, Rule::stage(Stage::Prev));
         }
@@ -82,7 +76,7 @@ impl Policy for Bpfland {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{event::Switch, shadow::topo::NODE_RECLAIM_DISTANCE, topology::fixture};
+    use crate::{shadow::topo::NODE_RECLAIM_DISTANCE, topology::fixture};
 
     /// bpfland's scan ignores LLCs: with prev busy, the lowest-numbered idle core anywhere
     /// wins over an idle core next to prev; with no idle core, prev if idle.
@@ -93,19 +87,7 @@ mod tests {
         let mut st = State::new(&t);
         let mut s = Scratch::new(&t);
         let p = t.llc_cpus(3)[0];
-        let busy = |st: &mut State, cpu: u32| {
-            let e = Switch {
-                ts_ns: 1,
-                cpu,
-                prev_pid: 0,
-                next_pid: 1000 + cpu,
-                prev_state: 0,
-                prev_prio: 120,
-                next_prio: 120,
-            };
-            st.on_switch(&t, &e);
-        };
-        busy(&mut st, p);
+        st.run_on(&t, p, 1000 + p, 1);
         let mut b = Bpfland;
         let mut ctx = Ctx::new(10, 5, 6, p, p);
         ctx.compute_front(&t, &st, true);
@@ -116,11 +98,11 @@ mod tests {
         let mut st = State::new(&t);
         for c in 0..t.bound as u32 {
             if t.valid(c) && t.siblings(c).first() == Some(&c) && c != p {
-                busy(&mut st, c);
+                st.run_on(&t, c, 1000 + c, 1);
             }
         }
         let sib = *t.siblings(p).iter().find(|&&x| x != p).expect("SMT");
-        busy(&mut st, sib);
+        st.run_on(&t, sib, 1000 + sib, 1);
         let d = b.decide(&ctx, &t, &st, &mut s);
         assert_eq!(d.cpu, p);
     }

@@ -53,25 +53,16 @@ fn sis(ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch, tg: u32) -> (Deci
     let mut probes = 0;
     let hic = ctx.has_idle_cores(t, st, t.llc(tg));
     if let Some((cpu, rule)) = shortcuts(ctx, t, st, tg, hic, &mut probes) {
-        let d = Decision {
-            cpu,
-            probes,
-            rule: rule.into(),
-            clear_hint: None,
-            behind_waker: false,
-        };
-        return (d, ScanOut::default());
+        return (Decision::new(cpu, probes, rule.into()), ScanOut::default());
     }
     let llc = t.llc(tg);
     let limit = sis_util_budget(ctx, t, st, llc, hic);
     let scan = select_idle_cpu(t, st, s, llc, tg, hic, limit);
-    let d = Decision {
-        cpu: scan.cpu.unwrap_or(tg),
-        probes: probes + scan.probes,
-        rule: scan.rule.into(),
-        clear_hint: None,
-        behind_waker: false,
-    };
+    let d = Decision::new(
+        scan.cpu.unwrap_or(tg),
+        probes + scan.probes,
+        scan.rule.into(),
+    );
     (d, scan)
 }
 
@@ -142,7 +133,6 @@ impl Policy for CacheAware {
 mod tests {
     use super::*;
     use crate::{
-        event::Switch,
         shadow::{policy::KernelRules, topo::NODE_RECLAIM_DISTANCE},
         topology::fixture,
     };
@@ -152,21 +142,6 @@ mod tests {
         let t = ShadowTopo::new(&topo, NODE_RECLAIM_DISTANCE);
         let st = State::new(&t);
         (t, st)
-    }
-
-    fn busy(t: &ShadowTopo, st: &mut State, cpu: u32, pid: u32, ts: u64) {
-        st.on_switch(
-            t,
-            &Switch {
-                ts_ns: ts,
-                cpu,
-                prev_pid: 0,
-                next_pid: pid,
-                prev_state: 0,
-                prev_prio: 120,
-                next_prio: 120,
-            },
-        );
     }
 
     fn ctx(t: &ShadowTopo, st: &State, w: u32, p: u32, pref: Option<u32>) -> Ctx {
@@ -189,8 +164,8 @@ mod tests {
         let mut s = Scratch::new(&t);
         let mut p = CacheAware;
         // Waker and prev busy in LLC 0, preferred CPU in LLC 1, everything else idle.
-        busy(&t, &mut st, l0[0], 900, 10);
-        busy(&t, &mut st, l0[1], 901, 10);
+        st.run_on(&t, l0[0], 900, 10);
+        st.run_on(&t, l0[1], 901, 10);
         let wide_ctx = |st: &State, pref| ctx(&t, st, l0[0], l0[1], pref);
         // No preference: SIS_UTIL from prev (an idle CPU of prev's LLC).
         let d = p.decide(&wide_ctx(&st, None), &t, &st, &mut s);
@@ -205,7 +180,7 @@ mod tests {
         assert_eq!((d.cpu, d.rule), (l1[3], STEERED));
         // The preferred LLC full: nothing idle there, SIS again from the real prev.
         for (i, &c) in l1.iter().enumerate() {
-            busy(&t, &mut st, c, 1000 + i as u32, 20);
+            st.run_on(&t, c, 1000 + i as u32, 20);
         }
         s.reset();
         let d = p.decide(&wide_ctx(&st, Some(l1[3])), &t, &st, &mut s);
@@ -224,7 +199,7 @@ mod tests {
         // Utilisation approaches 1024 on the busy CPUs over 10 half-lives.
         let run_for = |st: &mut State, cpus: &[u32], now: u64| {
             for &c in cpus {
-                busy(&t, st, c, 2000 + c, 1);
+                st.run_on(&t, c, 2000 + c, 1);
             }
             st.refresh_nr_idle_scan(&t, now);
         };

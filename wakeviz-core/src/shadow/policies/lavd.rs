@@ -69,13 +69,7 @@ impl Policy for Lavd {
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, _s: &mut Scratch) -> Decision {
         let (p, w) = (ctx.p, ctx.w);
         let mut n = 0;
-        let done = |cpu, n, rule| Decision {
-            cpu,
-            probes: n,
-            rule,
-            clear_hint: None,
-            behind_waker: false,
-        };
+        let done = Decision::new;
         if ctx.inputs.task_nr_cpus_allowed == Some(1) {
             return done(p, n, Rule::stage(Stage::Prev));
         }
@@ -132,11 +126,7 @@ impl Policy for Lavd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        event::{Switch, wf},
-        shadow::topo::NODE_RECLAIM_DISTANCE,
-        topology::fixture,
-    };
+    use crate::{event::wf, shadow::topo::NODE_RECLAIM_DISTANCE, topology::fixture};
 
     /// lavd stays in the sticky domain: prev idle is kept even when a whole idle core exists
     /// elsewhere only if prev's core is idle too; with prev busy an idle core of prev's LLC is
@@ -150,18 +140,6 @@ mod tests {
         let mut s = Scratch::new(&t);
         let l0 = t.llc_cpus(0).to_vec();
         let (p, w) = (l0[0], l0[1]);
-        let busy = |st: &mut State, cpu: u32| {
-            let e = Switch {
-                ts_ns: 1,
-                cpu,
-                prev_pid: 0,
-                next_pid: 1000 + cpu,
-                prev_state: 0,
-                prev_prio: 120,
-                next_prio: 120,
-            };
-            st.on_switch(&t, &e);
-        };
         let ctx = |st: &State, flags| {
             let mut c = Ctx::new(10, 5, 6, w, p);
             c.wake_flags = flags;
@@ -170,12 +148,12 @@ mod tests {
         };
         let mut l = Lavd::new(&t);
         assert_eq!(l.decide(&ctx(&st, None), &t, &st, &mut s).cpu, p);
-        busy(&mut st, p);
+        st.run_on(&t, p, 1000 + p, 1);
         let d = l.decide(&ctx(&st, None), &t, &st, &mut s);
         assert_eq!((t.llc(d.cpu), d.rule), (0, IDLE_CORE));
         // The whole LLC busy but the waker's CPU runs only the waker: sync goes to the waker.
         for &c in &l0 {
-            busy(&mut st, c);
+            st.run_on(&t, c, 1000 + c, 1);
         }
         let d = l.decide(&ctx(&st, Some(wf::SYNC | wf::TTWU)), &t, &st, &mut s);
         assert_eq!((d.cpu, d.rule), (w, SYNC_WAKER));

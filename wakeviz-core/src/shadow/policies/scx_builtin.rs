@@ -44,14 +44,8 @@ const IDLE_PREV: Rule = Rule::own(3);
 const IDLE_CPU: Rule = Rule::own(4);
 
 /// A decision of rule `rule` (the SMT-sibling step is counted with the idle prev's).
-fn pick(cpu: u32, probes: u32, rule: Rule) -> Decision {
-    Decision {
-        cpu,
-        probes,
-        rule,
-        clear_hint: None,
-        behind_waker: false,
-    }
+const fn pick(cpu: u32, probes: u32, rule: Rule) -> Decision {
+    Decision::new(cpu, probes, rule)
 }
 
 impl Policy for ScxBuiltin {
@@ -142,24 +136,7 @@ impl Policy for ScxBuiltin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        event::{Switch, wf},
-        shadow::topo::NODE_RECLAIM_DISTANCE,
-        topology::fixture,
-    };
-
-    fn busy(t: &ShadowTopo, st: &mut State, cpu: u32) {
-        let s = Switch {
-            ts_ns: 1,
-            cpu,
-            prev_pid: 0,
-            next_pid: 1000 + cpu,
-            prev_state: 0,
-            prev_prio: 120,
-            next_prio: 120,
-        };
-        st.on_switch(t, &s);
-    }
+    use crate::{event::wf, shadow::topo::NODE_RECLAIM_DISTANCE, topology::fixture};
 
     /// From situations where `scx_select_cpu_dfl`'s answer is known: a fully idle core beats
     /// a half-idle prev; with no idle core, prev's idle sibling comes before the rest of the
@@ -180,7 +157,7 @@ mod tests {
             c
         };
         // prev busy, its sibling idle, other cores idle: an idle core elsewhere wins.
-        busy(&t, &mut st, p);
+        st.run_on(&t, p, 1000 + p, 1);
         let mut with = ScxBuiltin::new(&t, true);
         let d = with.decide(&ctx(&st, None), &t, &st, &mut s);
         assert!(st.core_idle(&t, d.cpu) && t.share_llc(d.cpu, p), "{d:?}");
@@ -188,7 +165,7 @@ mod tests {
         // prev's LLC: the sibling step takes the sibling, the older order the LLC's first idle.
         for c in 0..t.bound as u32 {
             if t.valid(c) && c != sib && c != l0[3] && c != p {
-                busy(&t, &mut st, c);
+                st.run_on(&t, c, 1000 + c, 1);
             }
         }
         let d = ScxBuiltin::new(&t, true).decide(&ctx(&st, None), &t, &st, &mut s);
@@ -201,7 +178,7 @@ mod tests {
         );
         // Sync, prev idle and sharing the waker's LLC: prev.
         let mut st2 = State::new(&t);
-        busy(&t, &mut st2, l0[2]);
+        st2.run_on(&t, l0[2], 1000 + l0[2], 1);
         let d = with.decide(&ctx(&st2, Some(wf::SYNC | wf::TTWU)), &t, &st2, &mut s);
         assert_eq!((d.cpu, d.rule), (p, SYNC_PREV));
     }

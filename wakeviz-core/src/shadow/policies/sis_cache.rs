@@ -15,7 +15,7 @@ use crate::{
     pidmap::PidMap,
     shadow::{
         budget::MIGRATION_COST_NS,
-        policy::{Ctx, Decision, Policy, Rule, Scratch, Stage, sis_util_budget},
+        policy::{Ctx, Decision, Policy, Rule, Scratch, Stage, before_scan, sis_util_budget},
         state::State,
         topo::ShadowTopo,
     },
@@ -187,22 +187,10 @@ impl Policy for SisCache {
         }
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
-        let f = ctx.front();
-        if let Some(d) = f.current_cpu() {
-            return d;
-        }
-        let tg = f.target;
-        let hic = ctx.has_idle_cores(t, st, t.llc(tg));
-        let mut probes = f.probes;
-        if let Some((cpu, rule)) = s.shortcuts(ctx, t, st, tg, hic, &mut probes) {
-            return Decision {
-                cpu,
-                probes,
-                rule: rule.into(),
-                clear_hint: None,
-                behind_waker: false,
-            };
-        }
+        let (tg, hic, probes) = match before_scan(ctx, t, st, s) {
+            Ok(d) => return d,
+            Err(next) => next,
+        };
         let limit = sis_util_budget(ctx, t, st, t.llc(tg), hic);
         let (cpu, n) = self.scan(ctx, t, st, &mut s.cand, tg, hic, limit);
         let rule = match cpu {
@@ -211,13 +199,7 @@ impl Policy for SisCache {
             Some(_) if hic => Rule::stage(Stage::ScanCore),
             Some(_) => Rule::stage(Stage::ScanIdle),
         };
-        Decision {
-            cpu: cpu.unwrap_or(tg),
-            probes: probes + n,
-            rule,
-            clear_hint: None,
-            behind_waker: false,
-        }
+        Decision::new(cpu.unwrap_or(tg), probes + n, rule)
     }
 }
 

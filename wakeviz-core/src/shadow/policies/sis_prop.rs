@@ -13,7 +13,7 @@
 use crate::{
     event::{Event, Kind},
     shadow::{
-        policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, select_idle_cpu},
+        policy::{Ctx, Decision, KernelFlavour, Policy, Scratch, before_scan, select_idle_cpu},
         state::{MIGRATION_COST_NS, State, jiffies, sis_prop_budget},
         topo::ShadowTopo,
     },
@@ -114,22 +114,10 @@ impl Policy for SisProp {
         }
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
-        let f = ctx.front();
-        if let Some(d) = f.current_cpu() {
-            return d;
-        }
-        let tg = f.target;
-        let hic = ctx.has_idle_cores(t, st, t.llc(tg));
-        let mut probes = f.probes;
-        if let Some((cpu, rule)) = s.shortcuts(ctx, t, st, tg, hic, &mut probes) {
-            return Decision {
-                cpu,
-                probes,
-                rule: rule.into(),
-                clear_hint: None,
-                behind_waker: false,
-            };
-        }
+        let (tg, hic, probes) = match before_scan(ctx, t, st, s) {
+            Ok(d) => return d,
+            Err(next) => next,
+        };
         // The SIS_PROP state is emulated, never read: always inexact.
         ctx.mark_inexact();
         let now_j = jiffies(ctx.ts_ns);
