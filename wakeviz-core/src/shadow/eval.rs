@@ -362,7 +362,7 @@ impl ShadowEval {
                 idle_left: if idle {
                     0
                 } else {
-                    idle_in_llc(t, st.idle.words(), cpu, &ctx)
+                    idle_in_llc(t, st.idle.words(), cpu, ctx.allowed.as_ref())
                 },
                 llc_moved: None,
             };
@@ -486,11 +486,10 @@ impl ShadowEval {
                 Some((c, q)) if c == kernel => q,
                 _ => self.state.nr_running(kernel).saturating_sub(1),
             };
-            let ctx = Ctx::new(0, pl.pid, 0, rec.w, rec.p);
             let idle_left = if kernel_idle {
                 0
             } else {
-                idle_in_llc(&self.topo, self.park.snap(slot), kernel, &ctx)
+                idle_in_llc(&self.topo, self.park.snap(slot), kernel, None)
             };
             self.park.outcomes_mut(slot)[i] = Outcome {
                 cpu: kernel,
@@ -608,9 +607,9 @@ impl ShadowEval {
 }
 
 /// Idle CPUs the wakee may use in `cpu`'s LLC, from an idle map's words (at most `u16::MAX`).
-fn idle_in_llc(t: &ShadowTopo, idle: &[u64], cpu: u32, ctx: &Ctx) -> u16 {
+fn idle_in_llc(t: &ShadowTopo, idle: &[u64], cpu: u32, allowed: Option<&CpuSet>) -> u16 {
     let mask = t.llc_mask(t.llc(cpu)).words();
-    let allowed = ctx.allowed.as_ref().map(CpuSet::words);
+    let allowed = allowed.map(CpuSet::words);
     let n: u32 = mask
         .iter()
         .zip(idle)

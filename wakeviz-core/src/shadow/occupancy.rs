@@ -1,6 +1,6 @@
 //! Each process's cache occupancy per CPU, and the LLC it prefers, as the cache-aware
-//! scheduling patches account it (`account_mm_sched`, `task_cache_work` in the RFC v4 series of
-//! 9 Aug 2025, patch 01/28, Peter Zijlstra's accounting): folded exactly from `sched_switch`
+//! scheduling patches account it (`account_mm_sched`, `task_cache_work` in the RFC v4 series,
+//! patch 01/28, Peter Zijlstra's accounting): folded exactly from `sched_switch`
 //! runtimes, decayed per 10 ms epoch as the patch decays it.
 //!
 //! - every CPU keeps the runtime of all tasks it ran and each process the runtime its threads

@@ -468,9 +468,10 @@ impl Ctx {
 /// A remembered idle-core scan: (LLC, start CPU) -> (idle core, fallback, probes).
 type CoreMemo = (u32, u32, Option<u32>, Option<u32>, u32);
 
-/// A remembered SHORTCUTS run: (target, hint) -> (answer, probes spent, whether it read a
-/// reconstructed input).
-type ShortcutMemo = (u32, bool, Option<(u32, Stage)>, u32, bool);
+/// A remembered SHORTCUTS run: (target, hint, previous CPU) -> (answer, probes spent, whether
+/// it read a reconstructed input). The previous CPU is part of the key because a policy may
+/// decide as if another CPU were prev ([`Ctx::with_prev`]).
+type ShortcutMemo = (u32, bool, u32, Option<(u32, Stage)>, u32, bool);
 
 /// Reusable buffers, so no decision allocates, and a per-wakeup memo of idle-core scans
 /// (several policies scan the same LLC from the same CPU; the state does not change while
@@ -496,7 +497,7 @@ impl Scratch {
             cand: CpuSet::with_bound(t.bound),
             memo: [(0, 0, None, None, 0); 4],
             memo_len: 0,
-            sc_memo: [(0, false, None, 0, false); 4],
+            sc_memo: [(0, false, 0, None, 0, false); 4],
             sc_len: 0,
             allowed: None,
             span: CpuSet::with_bound(t.bound),
@@ -522,13 +523,13 @@ impl Scratch {
     ) -> Option<(u32, Stage)> {
         if let Some(m) = self.sc_memo[..self.sc_len]
             .iter()
-            .find(|m| m.0 == tg && m.1 == hic)
+            .find(|m| m.0 == tg && m.1 == hic && m.2 == ctx.p)
         {
-            if m.4 {
+            if m.5 {
                 ctx.mark_inexact();
             }
-            *probes += m.3;
-            return m.2;
+            *probes += m.4;
+            return m.3;
         }
         let before = ctx.inexact.get();
         ctx.inexact.set(false);
@@ -538,7 +539,7 @@ impl Scratch {
         ctx.inexact.set(before || used);
         *probes += n;
         let i = self.sc_len % self.sc_memo.len();
-        self.sc_memo[i] = (tg, hic, r, n, used);
+        self.sc_memo[i] = (tg, hic, ctx.p, r, n, used);
         self.sc_len = (self.sc_len + 1).min(self.sc_memo.len());
         r
     }

@@ -1,5 +1,5 @@
 //! scx_bpfland's own idle scan (`pick_idle_cpu_scan`, `--preferred-idle-scan`), as in
-//! sched-ext/scx `scheds/rust/scx_bpfland/src/bpf/main.bpf.c` at 34b791da0886 (7 Jul 2026).
+//! sched-ext/scx `scheds/rust/scx_bpfland/src/bpf/main.bpf.c` at commit 34b791da0886.
 //! bpfland's default mode calls the built-in policy (the `scx_builtin` row); this mode walks
 //! the CPUs in its preferred order (capacity, highest first; CPU number on symmetric machines)
 //! with no regard for LLCs, which is what the row shows:

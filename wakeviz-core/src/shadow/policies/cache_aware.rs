@@ -1,9 +1,10 @@
 //! Cache-aware wake steering (`CONFIG_SCHED_CACHE` with `SCHED_CACHE_WAKE` on), as in the RFC
-//! v4 series "Cache aware scheduling" (Chen Yu and Tim Chen, 9 Aug 2025, 28 patches: 01/28,
-//! Peter Zijlstra's steering and `select_idle_sibling` retry; the keep-prev-in-the-preferred-LLC
-//! rule; 20/28, the migrate-forbid rule). The non-RFC series of 2026 leaves the wakeup path out;
-//! this is its last posted form, off by default there because it stacked wakees of one process
-//! on one LLC. `select_cache_cpu(p, prev_cpu)`, then SIS_UTIL's `select_task_rq_fair`:
+//! v4 series "Cache aware scheduling" (Chen Yu and Tim Chen, 28 patches: 01/28, Peter
+//! Zijlstra's steering and `select_idle_sibling` retry, message id
+//! `9157186cf9e3fd541f62c637579ff736b3704c51.1754712565.git.tim.c.chen@linux.intel.com`; the
+//! keep-prev-in-the-preferred-LLC rule; 20/28, the migrate-forbid rule). The later non-RFC
+//! series leaves the wakeup path out, so this is its last posted form; it was off by default
+//! there because it stacked wakees of one process on one LLC. `select_cache_cpu(p, prev_cpu)`, then SIS_UTIL's `select_task_rq_fair`:
 //! 1. the wakee's process unknown (no `mm`), the wakee pinned, or no preferred CPU: prev;
 //! 2. prev in the preferred LLC: prev;
 //! 3. `_get_migrate_hint(prev, preferred, task_util, to_pref)`: both LLCs at or above
@@ -15,7 +16,7 @@
 //!    finds nothing, starts again from the real previous CPU (`goto again`, no affine step).
 use crate::shadow::{
     policy::{
-        Ctx, Decision, Policy, Rule, ScanOut, Scratch, select_idle_cpu, shortcuts, sis_util,
+        Ctx, Decision, Policy, Rule, ScanOut, Scratch, select_idle_sibling, sis_util,
         sis_util_budget,
     },
     state::State,
@@ -47,23 +48,10 @@ fn forbidden(t: &ShadowTopo, st: &State, src: u32, dst: u32, tsk_util: u64) -> b
     !fits(du, dc) && du * 100 > su * (100 + AGGR_IMB_PCT)
 }
 
-/// `select_idle_sibling` from target `tg` for `ctx`, without the per-wakeup memo (the memo is
-/// keyed for the real previous CPU).
+/// `select_idle_sibling` from target `tg` for `ctx`, SIS_UTIL-bounded.
 fn sis(ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch, tg: u32) -> (Decision, ScanOut) {
-    let mut probes = 0;
     let hic = ctx.has_idle_cores(t, st, t.llc(tg));
-    if let Some((cpu, rule)) = shortcuts(ctx, t, st, tg, hic, &mut probes) {
-        return (Decision::new(cpu, probes, rule.into()), ScanOut::default());
-    }
-    let llc = t.llc(tg);
-    let limit = sis_util_budget(ctx, t, st, llc, hic);
-    let scan = select_idle_cpu(t, st, s, llc, tg, hic, limit);
-    let d = Decision::new(
-        scan.cpu.unwrap_or(tg),
-        probes + scan.probes,
-        scan.rule.into(),
-    );
-    (d, scan)
+    select_idle_sibling(ctx, t, st, s, tg, hic, &mut sis_util_budget)
 }
 
 impl Policy for CacheAware {

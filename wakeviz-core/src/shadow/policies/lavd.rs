@@ -1,5 +1,5 @@
 //! scx_lavd's idle-CPU selection (`pick_idle_cpu`, sched-ext/scx
-//! `scheds/rust/scx_lavd/src/bpf/idle.bpf.c` at 5699c7f08582, 28 Jul 2026), with its defaults
+//! `scheds/rust/scx_lavd/src/bpf/idle.bpf.c` at commit 5699c7f08582), with its defaults
 //! (`--warm-cpu-us 0`: no warm-prev rule) on symmetric CPUs, compute domain = LLC:
 //! 1. a pinned task: prev;
 //! 2. sticky CPU and domain: prev; on a sync wakeup from another CPU, the waker's domain instead

@@ -16,8 +16,8 @@
 //! | `idle_core_first` | P6b | pure idle-core-first on the true idle map |
 //! | `sis_util_true_hint` | P6a | SIS_UTIL with the true idle-core state, unbounded core scan |
 //! | `idler_llc` | P8 | Srikar's idler-LLC wake_affine on SIS_UTIL |
-//! | `cache_aware` | P9 | cache-aware wake steering to the process's preferred LLC (RFC v4, 2025) |
-//! | `sis_cache` | P10 | SIS_CACHE: idle CPUs reserved for short sleepers (v2, 2023) |
+//! | `cache_aware` | P9 | cache-aware wake steering to the process's preferred LLC (RFC v4) |
+//! | `sis_cache` | P10 | SIS_CACHE: idle CPUs reserved for short sleepers (v2) |
 //! | `scx_builtin` | X1 | sched_ext's built-in idle policy, prev's SMT sibling first |
 //! | `scx_builtin_nosib` | X1b | the same before the SMT-sibling preference |
 //! | `bpfland_scan` | X2 | scx_bpfland's `--preferred-idle-scan` order |

@@ -1,4 +1,4 @@
-//! SIS_CACHE (Chen Yu, "[PATCH v2 0/3] Introduce SIS_CACHE", 21 Nov 2023, not merged) on
+//! SIS_CACHE (Chen Yu, "[PATCH v2 0/3] Introduce SIS_CACHE", not merged) on
 //! SIS_UTIL: a short-sleeping task's previous CPU is reserved as cache-hot for a while, and
 //! other wakees' scans skip it.
 //! - cache-hot duration (v2 1/3): at each wakeup, a sleep shorter than
@@ -6,7 +6,9 @@
 //!   (`update_avg`); a longer sleep halves it;
 //! - reservation (v2 2/3): when a task blocks and its CPU goes idle, the CPU is cache-hot until
 //!   `max(timeout, now + avg_hot_dur)`;
-//! - scan (v1 2/2 of 26 Sep 2023; v2 3/3, same title, was not at hand): `select_idle_cpu` skips cache-hot idle
+//! - scan (v1 2/2, message id
+//!   `4f2131940d43060eda55847a2affc8042179b4ee.1695704179.git.yu.c.chen@intel.com`; v2 3/3, same
+//!   title, was not at hand): `select_idle_cpu` skips cache-hot idle
 //!   CPUs and idle cores, remembering the first hot idle CPU, which it returns when no cold one
 //!   turned up; a budget that runs out returns nothing. The SIS shortcuts (target, prev,
 //!   recent_used_cpu, prev's SMT sibling) still take a reserved CPU, as in the patch.
