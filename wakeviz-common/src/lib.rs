@@ -20,7 +20,16 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// 2: [`SelectEvent`] may be followed by [`SelectInputs`] (and [`SelectMask`]); records of
 /// version 1 are still read (their new inputs are unknown).
 /// 3: [`SelectFlips`] may follow the inputs ([`exact::FLIPS`]); version-2 records still decode.
-pub const ABI_VERSION: u32 = 3;
+/// 4: a select record may carry [`SELECT_AT_WAKING`] in its `wake_flags`.
+pub const ABI_VERSION: u32 = 4;
+
+/// A [`SelectEvent::wake_flags`] bit no kernel wake flag uses (they stay below `0x100`): the
+/// record is not a `select_task_rq_fair` call but the same inputs read by the `sched_waking`
+/// tp_btf probe, where the function probes are unavailable, so the tracepoint-only shadow
+/// knows the wakee's affinity, loads and flips. Its `chosen_cpu` is [`UNKNOWN_U32`], its
+/// `entry_ts_ns` is the read, and the kernel's other wake flags are not known (zero). It is
+/// sent just before the `sched_waking` record of the same wakeup, on the same CPU.
+pub const SELECT_AT_WAKING: u32 = 1 << 31;
 
 /// Length of a task name as the kernel keeps it (`TASK_COMM_LEN`).
 pub const COMM_LEN: usize = 16;

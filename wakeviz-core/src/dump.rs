@@ -46,9 +46,13 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
             m.insert("prev_cpu".into(), json!(s.prev_cpu));
             m.insert("wake_flags".into(), json!(s.wake_flags));
             m.insert("sync".into(), json!(s.wake_flags & wf::SYNC != 0));
-            m.insert("chosen_cpu".into(), json!(s.chosen_cpu));
+            m.insert("chosen_cpu".into(), json!(s.chosen()));
             m.insert("entry_ts_ns".into(), json!(s.entry_ts_ns));
-            m.insert("duration_ns".into(), json!(s.duration_ns()));
+            m.insert(
+                "duration_ns".into(),
+                json!((!s.at_waking()).then(|| s.duration_ns())),
+            );
+            m.insert("at_sched_waking".into(), json!(s.at_waking()));
             m.insert("waker_nr_running".into(), json!(s.waker_nr_running));
             m.insert("nr_idle_scan".into(), json!(s.nr_idle_scan));
             m.insert("has_idle_cores".into(), json!(s.has_idle_cores));

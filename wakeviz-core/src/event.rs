@@ -184,6 +184,22 @@ impl Select {
     pub fn duration_ns(&self) -> u64 {
         self.ts_ns.saturating_sub(self.entry_ts_ns)
     }
+
+    /// Not a `select_task_rq_fair` call: the same inputs read at `sched_waking` where the
+    /// function probes are unavailable ([`wf::AT_WAKING`]); no chosen CPU, no wake flags, no
+    /// duration.
+    pub const fn at_waking(&self) -> bool {
+        self.wake_flags & wf::AT_WAKING != 0
+    }
+
+    /// The kernel's return value, when this is a call whose exit was read.
+    pub const fn chosen(&self) -> Option<u32> {
+        if self.at_waking() || self.chosen_cpu == u32::MAX {
+            None
+        } else {
+            Some(self.chosen_cpu)
+        }
+    }
 }
 
 /// `wake_flags` bits (include/linux/sched.h / kernel/sched/sched.h, stable since 5.10).
@@ -194,6 +210,8 @@ pub mod wf {
     pub const SYNC: u32 = 0x10;
     pub const MIGRATED: u32 = 0x20;
     pub const CURRENT_CPU: u32 = 0x40;
+    /// wakeviz's own marker, no kernel flag: see [`super::Select::at_waking`].
+    pub const AT_WAKING: u32 = wakeviz_common::SELECT_AT_WAKING;
 }
 
 /// Not `Copy`: the select record is boxed. Inline, its optional inputs made every event 216

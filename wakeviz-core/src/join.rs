@@ -155,6 +155,8 @@ impl Joiner {
                 p.self_wake = self_wake;
                 None
             }
+            // Inputs read at sched_waking are the shadow's, not a placement's select call.
+            Event::Select(s) if s.at_waking() => None,
             Event::Select(s) => {
                 self.pending.slot(s.pid).select = Some(**s);
                 None

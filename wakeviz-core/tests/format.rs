@@ -108,8 +108,14 @@ fn events(n: u64) -> Vec<Event> {
                     cpu,
                     pid: 102,
                     prev_cpu: 1,
-                    wake_flags: 0x18,
-                    chosen_cpu: 2,
+                    // Some are inputs read at sched_waking: the marker and the unknown
+                    // chosen CPU round-trip.
+                    wake_flags: if i % 4 == 3 {
+                        wakeviz_core::event::wf::AT_WAKING
+                    } else {
+                        0x18
+                    },
+                    chosen_cpu: if i % 4 == 3 { u32::MAX } else { 2 },
                     waker_pid: 99,
                     waker_nr_running: (i % 2 == 0).then_some(1),
                     nr_idle_scan: Some(16),

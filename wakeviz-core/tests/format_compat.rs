@@ -99,3 +99,36 @@ fn a_format_3_recording_replays_with_its_kernel_counters() {
     );
     assert_eq!(row("cpu", "ttwu_count"), Some((Some(1123), Some(1126))));
 }
+
+/// A live tracepoint-only capture on a kernel that refuses fentry, format 6: the `sched_waking`
+/// probe read the select inputs (a pinned `perf bench sched pipe`, then an unpinned
+/// `perf bench sched messaging`). Without those records the same stream places the pinned
+/// tasks where they may not run.
+#[test]
+fn a_format_6_recording_with_inputs_read_at_sched_waking_replays_with_its_figures() {
+    let rel = "wakeviz-core/tests/fixtures/recordings/live-tp-waking-inputs.wvz";
+    check(rel, 6);
+    let path = repo(rel);
+    let with = analysis_support::replay_report(&path);
+    let without = analysis_support::replay_report_keeping(
+        &path,
+        |e| !matches!(e, wakeviz_core::event::Event::Select(s) if s.at_waking()),
+    );
+    let agreement = |r: &serde_json::Value| {
+        r["shadow"]["fidelity"]["agreement"]
+            .as_f64()
+            .expect("agreement")
+    };
+    assert_eq!(with["shadow"]["decision_time"], "sched_waking_with_inputs");
+    assert!(with["shadow"]["decisions_with_waking_inputs"].as_u64() > Some(2000));
+    assert_eq!(without["shadow"]["decision_time"], "sched_waking");
+    let (a, b) = (agreement(&with), agreement(&without));
+    assert!(a >= 0.99, "with the inputs read at sched_waking: {a}");
+    assert!(a - b >= 0.05, "with {a}, without {b}");
+    // They are no select calls: no scan is measured from them.
+    assert_eq!(with["scan_latency"]["available"], false);
+    assert_eq!(
+        with["shadow"]["evaluated"], without["shadow"]["evaluated"],
+        "the same placements are scored"
+    );
+}

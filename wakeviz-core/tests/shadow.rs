@@ -632,6 +632,77 @@ fn tracepoint_only_mode_decides_at_waking_and_buckets_disagreements() {
     assert!(text.contains("sis_util"));
 }
 
+/// A tracepoint-only wakeup of task 20, pinned to CPU 6 (busy) while CPU 7 is idle: woken
+/// from CPU 0 with prev 6, and the kernel keeps it on 6; `inputs` are what the `sched_waking`
+/// probe read, sent before the waking record. Returns the evaluator and the joined placement's
+/// select.
+fn pinned_tracepoint_wakeup(inputs: Option<SelectInputs>) -> (ShadowEval, Option<Select>) {
+    let mut ev = ShadowEval::new(&header(smt8(), false));
+    let mut j = Joiner::new();
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 2, 3, 4, 5, 6]);
+    let mut events = Vec::new();
+    if let Some(i) = inputs {
+        let mut s = select(9_990, 0, 20, 6, u32::MAX, 10, exact_sel(i));
+        s.wake_flags = wf::AT_WAKING;
+        events.push(Event::Select(Box::new(s)));
+    }
+    events.push(Event::Waking(wake(10_000, 0, 20, 6, 10)));
+    events.push(Event::Wakeup(wake(10_020, 6, 20, 6, 10)));
+    let mut joined = None;
+    for e in &events {
+        ev.on_event(e);
+        if let Some(p) = j.on_event(e) {
+            joined = Some(p.select);
+            let _ = ev.on_placement(&p);
+        }
+    }
+    assert_eq!(ev.evaluated(), 1);
+    (ev, joined.expect("placed"))
+}
+
+#[test]
+fn inputs_read_at_sched_waking_give_the_tracepoint_only_shadow_the_wakees_affinity() {
+    let mut mask = [0u64; 4];
+    mask[0] = 1 << 6;
+    let pinned = SelectInputs {
+        task_nr_cpus_allowed: Some(1),
+        allowed: Some(mask),
+        ..loads(100, 2000, 50)
+    };
+    // Without the inputs the shadow puts the pinned task on the idle sibling 7.
+    let (ev, _) = pinned_tracepoint_wakeup(None);
+    let v = json(&ev);
+    assert_eq!(v["decision_time"], "sched_waking");
+    assert_eq!(v["fidelity"]["agreement"], 0.0);
+    assert_eq!(
+        v["fidelity"]["disagreements"]["tracepoint_only_no_select_inputs"],
+        1
+    );
+    // With them it keeps the task where it may run, as the kernel did; the record is no
+    // select call: the placement joins without it and the decision stays tracepoint-only.
+    let (ev, joined) = pinned_tracepoint_wakeup(Some(pinned));
+    assert_eq!(joined, None);
+    let v = json(&ev);
+    assert_eq!(v["decision_time"], "sched_waking_with_inputs");
+    assert_eq!(v["decisions_with_waking_inputs"], 1);
+    assert_eq!(v["fidelity"]["agreement"], 1.0);
+    assert_eq!(v["policies"]["sis_util"]["exact_inputs_pct"], 0.0);
+    // Inputs of another task, or read on another CPU, are not this wakeup's.
+    let mut other = Select {
+        pid: 21,
+        ..select(9_990, 0, 21, 6, u32::MAX, 10, exact_sel(pinned))
+    };
+    other.wake_flags = wf::AT_WAKING;
+    let mut ev = ShadowEval::new(&header(smt8(), false));
+    ev.on_event(&Event::Select(Box::new(other)));
+    ev.on_event(&Event::Waking(wake(10_000, 0, 20, 6, 10)));
+    assert_eq!(
+        json(&ev)["decisions_with_waking_inputs"],
+        serde_json::Value::Null
+    );
+}
+
 #[test]
 fn runnable_wakee_in_tracepoint_mode_is_not_a_placement() {
     let mut ev = ShadowEval::new(&header(smt8(), false));

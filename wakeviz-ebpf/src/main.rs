@@ -28,6 +28,8 @@ use wakeviz_common::EventKind;
 
 #[btf_tracepoint(function = "sched_waking")]
 pub fn btf_sched_waking(ctx: BtfTracePointContext) -> i32 {
+    // The inputs first: the shadow decides when it meets the waking record.
+    select::waking(ctx.arg(0));
     emit::wake_from_task(Access::Direct, EventKind::Waking, ctx.arg(0))
 }
 
@@ -244,6 +246,7 @@ mod maps {
     pub use crate::{
         batch::BATCH_PENDING,
         emit::{EVENTS, RING_OF_CPU, RINGS, STATS},
+        select::WAKING_INPUTS,
     };
 }
 wakeviz_common::for_each_map!(check_maps);

@@ -11,8 +11,8 @@ use aya_ebpf::{
     maps::{Array, PerCpuArray},
 };
 use wakeviz_common::{
-    EventKind, SelectEvent, SelectEventMaskedV3, SelectEventV3, SelectFlips, SelectInputs,
-    SelectMask, UNKNOWN_U32, exact, stat,
+    EventKind, SELECT_AT_WAKING, SelectEvent, SelectEventMaskedV3, SelectEventV3, SelectFlips,
+    SelectInputs, SelectMask, UNKNOWN_U32, exact, stat,
 };
 
 mod inputs;
@@ -166,13 +166,22 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
     let Some(e) = SELECT_ENTRY.get_ptr_mut(0) else {
         return 0;
     };
+    // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (IRQs off).
+    unsafe { *e = read_entry(task, prev_cpu as u32, wake_flags as u32) };
+    0
+}
+
+/// The entry state of a placement of `task` from `prev_cpu`: the stamp, and every kernel input
+/// this kernel lets the probe read (in `current`'s context, the waker's).
+#[inline(always)]
+fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
     let mut v = Entry {
         // SAFETY: helper without preconditions.
         ts_ns: unsafe { bpf_ktime_get_ns() },
         idle_scan_start_ns: 0,
         pid: field::<u32>(Access::Direct, task, OFF_TASK_PID.load()).unwrap_or(0),
-        prev_cpu: prev_cpu as u32,
-        wake_flags: wake_flags as u32,
+        prev_cpu,
+        wake_flags,
         valid: 1,
         waker_nr_running: UNKNOWN_U32,
         nr_idle_scan: UNKNOWN_U32,
@@ -211,8 +220,8 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
             v.has_idle_cores = cores;
             v.exact_mask |= exact::NR_IDLE_SCAN | exact::HAS_IDLE_CORES;
         }
-        let prev_rq = RQ_OF_CPU.get(prev_cpu as u32).copied().unwrap_or(0);
-        if let Some((scan, cores)) = llc_inputs(prev_cpu as u32, prev_rq) {
+        let prev_rq = RQ_OF_CPU.get(prev_cpu).copied().unwrap_or(0);
+        if let Some((scan, cores)) = llc_inputs(prev_cpu, prev_rq) {
             v.prev_nr_idle_scan = scan;
             v.prev_has_idle_cores = cores;
             v.exact_mask |= exact::PREV_NR_IDLE_SCAN | exact::PREV_HAS_IDLE_CORES;
@@ -223,8 +232,85 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
             v.exact_mask |= inputs::read_flips(task, cur, &mut v.flips);
         }
     }
-    // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (IRQs off).
-    unsafe { *e = v };
+    v
+}
+
+/// A task allowed one CPU: `select_task_rq()` takes that CPU without asking the class, so its
+/// mask is the whole answer and the other reads (most of the probe's cost) are skipped.
+#[inline(always)]
+fn read_mask_only(task: u64, prev_cpu: u32) -> Entry {
+    let mut v = Entry {
+        // SAFETY: helper without preconditions.
+        ts_ns: unsafe { bpf_ktime_get_ns() },
+        idle_scan_start_ns: 0,
+        pid: field::<u32>(Access::Direct, task, OFF_TASK_PID.load()).unwrap_or(0),
+        prev_cpu,
+        wake_flags: SELECT_AT_WAKING,
+        valid: 1,
+        waker_nr_running: UNKNOWN_U32,
+        nr_idle_scan: UNKNOWN_U32,
+        has_idle_cores: UNKNOWN_U32,
+        prev_nr_idle_scan: UNKNOWN_U32,
+        prev_has_idle_cores: UNKNOWN_U32,
+        exact_mask: exact::INPUTS | exact::TASK_CPUS,
+        idle_scan_ns: UNKNOWN_U32,
+        _pad0: 0,
+        inputs: SelectInputs::default(),
+        flips: SelectFlips::default(),
+        mask: SelectMask::default(),
+    };
+    v.inputs.task_nr_cpus_allowed = 1;
+    // The mask block holds CPUs 0..255 (as in `inputs::read`).
+    if SELECT_ALL_CPUS.load() <= 256 {
+        let m = at::<u64>(task, OFF_TASK_CPUS_PTR.load()).and_then(|ptr| at0::<SelectMask>(ptr, 0));
+        if let Some(m) = m {
+            v.mask = m;
+            v.exact_mask |= exact::MASK;
+        }
+    }
+    v
+}
+
+/// 1 in slot 0 when the `sched_waking` tp_btf probe reads the select inputs itself (userspace
+/// sets it when the function probes are not attached; see `wakeviz_common::SELECT_AT_WAKING`).
+#[map]
+pub static WAKING_INPUTS: Array<u32> = Array::with_max_entries(1, 0);
+
+/// The entry state of a wakeup read at `sched_waking` ([`waking`]); its own slot, so it never
+/// meets a select call's.
+#[map]
+static WAKING_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
+
+/// At `sched_waking` (tp_btf, so `task` is BTF-typed): the select inputs of this wakeup, sent as
+/// a select record marked [`SELECT_AT_WAKING`] before the waking record, when userspace asked
+/// for them. Self-wakeups never reach `select_task_rq`, and the tracepoint fires with the
+/// task's `pi_lock` held and IRQs off, so one per-CPU slot is enough.
+pub fn waking(task: u64) -> i32 {
+    if WAKING_INPUTS.get(0).copied().unwrap_or(0) == 0 {
+        return 0;
+    }
+    let waker_pid = aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32;
+    let pid = field::<u32>(Access::Direct, task, OFF_TASK_PID.load()).unwrap_or(0);
+    let Some(prev_cpu) = field::<u32>(Access::Direct, task, OFF_TASK_CPU.load()) else {
+        return 0;
+    };
+    if pid == waker_pid {
+        return 0;
+    }
+    let Some(e) = WAKING_ENTRY.get_ptr_mut(0) else {
+        return 0;
+    };
+    let one_cpu = field::<u32>(Access::Direct, task, OFF_TASK_NR_CPUS_ALLOWED.load()) == Some(1);
+    // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (see above).
+    unsafe {
+        *e = if one_cpu {
+            read_mask_only(task, prev_cpu)
+        } else {
+            read_entry(task, prev_cpu, SELECT_AT_WAKING)
+        }
+    };
+    // SAFETY: as above.
+    send_record(unsafe { &*e }, pid, UNKNOWN_U32, waker_pid);
     0
 }
 
@@ -241,13 +327,20 @@ pub fn exit(task: u64, ret: u64) -> i32 {
     }
     v.valid = 0;
     let waker_pid = aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32;
+    send_record(v, pid, ret as u32, waker_pid);
+    0
+}
+
+/// The select record of entry state `v`, stamped now, with the inputs that were read.
+#[inline(always)]
+fn send_record(v: &Entry, pid: u32, chosen_cpu: u32, waker_pid: u32) {
     let route = Route::by_current(waker_pid);
     let ev = SelectEvent {
         hdr: header(EventKind::Select, pid),
         entry_ts_ns: v.ts_ns,
         prev_cpu: v.prev_cpu,
         wake_flags: v.wake_flags,
-        chosen_cpu: ret as u32,
+        chosen_cpu,
         waker_pid,
         waker_nr_running: v.waker_nr_running,
         nr_idle_scan: v.nr_idle_scan,
@@ -279,7 +372,6 @@ pub fn exit(task: u64, ret: u64) -> i32 {
     } else {
         send(EventKind::Select, ev, route);
     }
-    0
 }
 
 pub fn idle_scan_entry() -> i32 {

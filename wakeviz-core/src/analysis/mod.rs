@@ -73,6 +73,9 @@ pub struct Analysis {
     /// The workload's outcome, when the stream carried one (`-- CMD` recordings).
     pub(crate) workload: Option<crate::run::WorkloadOutcome>,
     seen: u64,
+    /// Select records that are inputs read at `sched_waking`, not calls (counted with the
+    /// select kind, never as a scan).
+    pub(crate) waking_inputs: u64,
 }
 
 impl Analysis {
@@ -93,6 +96,7 @@ impl Analysis {
             subset: !own.is_empty() || header.run.scope.is_some(),
             own,
             own_events: 0,
+            waking_inputs: 0,
             own_wakeups: 0,
             outside_wakeups: 0,
             shadow: Some(crate::shadow::ShadowEval::new(header)),
@@ -273,8 +277,10 @@ impl Analysis {
         self.first_ts.get_or_insert(ts);
         self.last_ts = self.last_ts.max(ts);
         self.seen += 1;
-        if let Event::WakeupNew(w) = e {
-            self.filter.forked(w.waker_pid, w.pid);
+        match e {
+            Event::WakeupNew(w) => self.filter.forked(w.waker_pid, w.pid),
+            Event::Select(s) if s.at_waking() => self.waking_inputs += 1,
+            _ => {}
         }
         if self.seen.is_multiple_of(1 << 16) {
             self.waits.expire(self.last_ts);
@@ -285,7 +291,8 @@ impl Analysis {
                 Event::Waking(w) | Event::WakeupNew(w) => self.own(w.pid) || self.own(w.waker_pid),
                 // Counted where its placement is left out: its waker is known only there.
                 Event::Wakeup(_) => false,
-                Event::Select(s) => self.own(s.pid) || self.own(s.waker_pid),
+                // Inputs read at sched_waking: that wakeup is counted with its waking record.
+                Event::Select(s) => !s.at_waking() && (self.own(s.pid) || self.own(s.waker_pid)),
                 _ => false,
             };
             self.own_events += u64::from(own);
@@ -300,7 +307,8 @@ impl Analysis {
         match e {
             // Fork/exec placements take the slow path (find_idlest_cpu), not the idle scan.
             Event::Select(s)
-                if s.wake_flags & (wf::FORK | wf::EXEC) == 0 && self.wanted(s.pid, s.waker_pid) =>
+                if s.wake_flags & (wf::FORK | wf::EXEC | wf::AT_WAKING) == 0
+                    && self.wanted(s.pid, s.waker_pid) =>
             {
                 let sample = part::ScanSample {
                     ts_ns: ts,

@@ -477,7 +477,7 @@ impl Analysis {
     pub fn snapshot(&self) -> Snapshot {
         let mut snap = self.skeleton();
         self.parts.fill(&self.ctx(), &mut snap);
-        let available = snap.events.0[Kind::Select] > 0;
+        let available = snap.events.0[Kind::Select] > self.waking_inputs;
         let scan = &mut snap.scan_latency;
         scan.available = available;
         scan.status = (!available).then_some(match self.header.scan_source {

@@ -69,6 +69,11 @@ pub struct ShadowEval {
     /// Each outcome's LLC for the placement being scored (reused).
     llc_buf: Vec<u32>,
     pub(super) spread: Spread,
+    /// Per CPU: the select inputs its `sched_waking` probe read for the wakeup whose waking
+    /// record comes next on that CPU ([`Select::at_waking`]).
+    waking_inputs: Vec<Option<Select>>,
+    /// Tracepoint-only decisions made with inputs read at `sched_waking`.
+    pub(super) with_waking_inputs: u64,
 }
 
 thread_local! {
@@ -138,6 +143,8 @@ impl ShadowEval {
             park: Parking::new(n, topo.nwords),
             sync: SyncWatch::new(topo.bound),
             select_ns: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 2).ok(),
+            waking_inputs: vec![None; topo.bound],
+            with_waking_inputs: 0,
             excluded: super::Excluded::default(),
             evaluated: 0,
             late: 0,
@@ -233,6 +240,7 @@ impl ShadowEval {
             }
             Event::Migrate(m) => self.state.on_migrate(&self.topo, m),
             Event::Waking(w) => {
+                let read = self.take_waking_inputs(w);
                 if w.pid == w.waker_pid || !self.topo.valid(w.target_cpu) {
                     return;
                 }
@@ -265,10 +273,21 @@ impl ShadowEval {
                     };
                     return;
                 }
-                let ctx = Ctx::new(w.ts_ns, w.pid, w.waker_pid, w.cpu, w.target_cpu);
+                let ctx = match read {
+                    Some(s) => {
+                        self.with_waking_inputs += 1;
+                        waking_ctx(w, &s)
+                    }
+                    None => Ctx::new(w.ts_ns, w.pid, w.waker_pid, w.cpu, w.target_cpu),
+                };
                 self.decide(ctx);
                 // ttwu_pending on the old CPU until a migrate record says otherwise.
                 self.state.claim(&self.topo, w.pid, w.target_cpu);
+            }
+            Event::Select(s) if s.at_waking() => {
+                if let Some(slot) = self.waking_inputs.get_mut(s.cpu as usize) {
+                    *slot = Some(**s);
+                }
             }
             Event::Select(s) => {
                 self.select_mode = true;
@@ -289,6 +308,12 @@ impl ShadowEval {
                 }
             }
         }
+    }
+
+    /// The inputs read at this `sched_waking`, when the record before it on its CPU has them.
+    fn take_waking_inputs(&mut self, w: &crate::event::Wake) -> Option<Select> {
+        let s = self.waking_inputs.get_mut(w.cpu as usize)?.take()?;
+        (s.pid == w.pid && s.prev_cpu == w.target_cpu && s.entry_ts_ns <= w.ts_ns).then_some(s)
     }
 
     /// Runs every policy on `ctx` as of now and parks the answers under the wakee's pid.
@@ -398,6 +423,7 @@ impl ShadowEval {
                     .is_some_and(|n| (n as usize) < self.nr_cpus),
             flips_read: ctx.inputs.flips.is_some(),
             pref_llc,
+            at_waking: ctx.at_waking,
         };
         if let Some(l) = clear {
             self.state.set_hic(l, false);
@@ -549,6 +575,7 @@ impl ShadowEval {
                 kthread: rec.kthread,
                 mask_unknown: rec.mask_unknown,
                 flips_read: rec.flips_read,
+                at_waking: rec.at_waking,
             },
         );
         self.fidelity.add(&verdict);
@@ -627,6 +654,21 @@ fn select_ctx(s: &Select) -> Ctx {
     c.wake_flags = Some(s.wake_flags);
     c.has_select = true;
     c.kernel_cpu = Some(s.chosen_cpu);
+    read_inputs(&mut c, s);
+    c
+}
+
+/// A tracepoint-only decision at `sched_waking` with the inputs its probe read: the wake flags
+/// stay unknown (WF_SYNC treated as not sync), so it is no select decision.
+fn waking_ctx(w: &crate::event::Wake, s: &Select) -> Ctx {
+    let mut c = Ctx::new(w.ts_ns, w.pid, w.waker_pid, w.cpu, w.target_cpu);
+    c.at_waking = true;
+    read_inputs(&mut c, s);
+    c
+}
+
+/// The kernel inputs a select record carries.
+fn read_inputs(c: &mut Ctx, s: &Select) {
     c.exact = Exact {
         waker_nr_running: s.waker_nr_running,
         w_nr_idle_scan: s.nr_idle_scan,
@@ -640,5 +682,4 @@ fn select_ctx(s: &Select) -> Ctx {
         m.words_mut().copy_from_slice(&words);
         m
     });
-    c
 }

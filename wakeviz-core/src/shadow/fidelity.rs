@@ -4,6 +4,9 @@
 //! Disagreements are put in the first bucket whose condition holds:
 //! 1. `tracepoint_only_no_select_inputs`: no select record, so no wake flags (WF_SYNC), no
 //!    kernel inputs, and a decision time approximated by `sched_waking`;
+//!    `tracepoint_only_no_wake_flags` when the `sched_waking` probe read the kernel inputs (the
+//!    wakee's affinity, loads, flips, run-queue state): still no wake flags, and the inputs and
+//!    the decision time are those of `sched_waking`, a little before the kernel's;
 //! 2. `unknown_in_task_kthread_rule`: waker CPU = prev CPU and the waker CPU ran at most one
 //!    task, and either the kernel kept the task there while the waker's `PF_KTHREAD` was not
 //!    read (older recordings), or the waker was read as a per-CPU kthread, the shadow applied
@@ -51,6 +54,8 @@ use super::{
 pub enum Bucket {
     #[strum(serialize = "tracepoint_only_no_select_inputs")]
     TracepointOnly,
+    #[strum(serialize = "tracepoint_only_no_wake_flags")]
+    TracepointWaking,
     #[strum(serialize = "unknown_in_task_kthread_rule")]
     KthreadRule,
     #[strum(serialize = "affinity_mask_unknown")]
@@ -105,6 +110,8 @@ pub struct Disagreement {
     pub mask_unknown: bool,
     /// `wake_wide()`'s flips were read by the probe.
     pub flips_read: bool,
+    /// Tracepoint-only with the inputs read at `sched_waking`.
+    pub at_waking: bool,
 }
 
 /// The wake-wide bucket's condition (module docs, bucket 5): the other `wake_wide()` answer
@@ -146,7 +153,11 @@ fn weight_other_side(t: &ShadowTopo, d: &Disagreement) -> bool {
 
 pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
     if !d.has_select {
-        Bucket::TracepointOnly
+        if d.at_waking {
+            Bucket::TracepointWaking
+        } else {
+            Bucket::TracepointOnly
+        }
     } else if kthread_rule(d) {
         Bucket::KthreadRule
     } else if d.mask_unknown {

@@ -33,6 +33,8 @@ pub(super) struct Record {
     pub flips_read: bool,
     /// The LLC the wakee's process prefers, when it has one.
     pub pref_llc: Option<u32>,
+    /// Tracepoint-only, with the select inputs read at `sched_waking`.
+    pub at_waking: bool,
 }
 
 /// Parked decisions, one slot per wakee in flight: the record in a [`PidSlab`], and each

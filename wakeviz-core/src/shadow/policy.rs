@@ -159,6 +159,8 @@ pub struct Ctx {
     pub front: Front,
     /// The decision comes from a select record (not tracepoint-only).
     pub has_select: bool,
+    /// Tracepoint-only, with the select inputs read at `sched_waking` (no wake flags).
+    pub at_waking: bool,
     /// The ABI-2 select inputs (loads, delayed count, waker kthread, affinity).
     pub inputs: SelectInputs,
     /// The wakee's allowed CPUs when it may not run everywhere (from `inputs.allowed`).
@@ -192,6 +194,7 @@ impl Ctx {
             exact: Exact::default(),
             front: Front::default(),
             has_select: false,
+            at_waking: false,
             inputs: SelectInputs::default(),
             allowed: None,
             rules: KernelRules::default(),
@@ -217,6 +220,7 @@ impl Ctx {
             ..self.exact
         };
         c.has_select = self.has_select;
+        c.at_waking = self.at_waking;
         c.inputs = SelectInputs {
             prev_load: None,
             prev_capacity: None,

@@ -53,6 +53,9 @@ pub enum DecisionTime {
     SelectTaskRqFair,
     /// At `sched_waking` (tracepoint-only: no wake flags, no kernel inputs).
     SchedWaking,
+    /// At `sched_waking`, with the kernel inputs its probe read (tracepoint-only: no wake
+    /// flags); `decisions_with_waking_inputs` says how many had them.
+    SchedWakingWithInputs,
 }
 
 /// Where `per_probe_ns` comes from.
@@ -365,6 +368,9 @@ pub struct ShadowReport {
     pub late_decisions: u64,
     pub excluded: super::Excluded,
     pub decision_time: DecisionTime,
+    /// Tracepoint-only decisions made with the inputs read at `sched_waking`.
+    #[serde(skip_serializing_if = "crate::format::is_zero")]
+    pub decisions_with_waking_inputs: u64,
     pub per_probe_ns: f64,
     pub per_probe_source: ProbeCostSource,
     /// The traced kernel's HZ from the select records' jiffies (`None`: no ABI-3 records, or
@@ -478,9 +484,12 @@ impl ShadowEval {
             excluded: self.excluded,
             decision_time: if self.select_mode {
                 DecisionTime::SelectTaskRqFair
+            } else if self.with_waking_inputs > 0 {
+                DecisionTime::SchedWakingWithInputs
             } else {
                 DecisionTime::SchedWaking
             },
+            decisions_with_waking_inputs: self.with_waking_inputs,
             per_probe_ns: ns,
             per_probe_source: src,
             kernel_hz_measured: self.hz.measured(),

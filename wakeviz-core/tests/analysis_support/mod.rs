@@ -162,12 +162,23 @@ pub fn names(list: &[(u32, &str)]) -> Vec<TaskName> {
 /// through `ReplaySource` into `Analysis` with every shadow policy. Panics on a warning (the
 /// recordings the goldens pin are intact).
 pub fn replay_report(path: &std::path::Path) -> serde_json::Value {
+    replay_report_keeping(path, |_| true)
+}
+
+/// [`replay_report`] of the events `keep` keeps.
+pub fn replay_report_keeping(
+    path: &std::path::Path,
+    keep: impl Fn(&Event) -> bool,
+) -> serde_json::Value {
     use wakeviz_core::source::{EventSource as _, Poll, ReplaySource};
     let mut src = ReplaySource::open(path).expect("open");
     let mut an = wakeviz_core::analysis::Analysis::new(src.header());
     loop {
         match src.poll(std::time::Duration::ZERO).expect("poll") {
-            Poll::Batch(b) => an.on_batch(&b),
+            Poll::Batch(mut b) => {
+                b.events.retain(&keep);
+                an.on_batch(&b);
+            }
             Poll::End => break,
             Poll::Pending => unreachable!("a replay never waits"),
         }

@@ -541,6 +541,19 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
     } else {
         ScanSource::None
     };
+    let waking_btf = status
+        .iter()
+        .any(|s| s.name == "sched_waking" && s.attached() && s.mode == Some(ProbeMode::TpBtf));
+    if !attached(program::SELECT_TASK_RQ_FAIR.name)
+        && waking_btf
+        && offsets.rq_ok()
+        && read_inputs()
+    {
+        match waking_inputs_on(&mut ebpf) {
+            Ok(()) => notes.push("select_task_rq_fair not attached: the sched_waking probe reads the placement's inputs (affinity, loads, wake_wide flips, run-queue state) for the shadow; the wake flags (WF_SYNC) stay unknown".into()),
+            Err(why) => notes.push(format!("select inputs at sched_waking not read: {why}")),
+        }
+    }
     if attached(program::SELECT_TASK_RQ_FAIR.name) && !offsets.rq_ok() {
         notes.push("run-queue offsets not in BTF: kernel inputs (nr_running, nr_idle_scan, has_idle_cores) not captured".into());
     }
@@ -554,6 +567,17 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         ring_plan: cfg.rings.clone(),
         batching: cfg.batching,
     })
+}
+
+/// Asks the `sched_waking` tp_btf probe to read the select inputs itself
+/// (`wakeviz_common::SELECT_AT_WAKING`).
+fn waking_inputs_on(ebpf: &mut Ebpf) -> Result<(), String> {
+    let m = ebpf
+        .map_mut(map::WAKING_INPUTS)
+        .ok_or("no WAKING_INPUTS map")?;
+    let mut a: aya::maps::Array<&mut aya::maps::MapData, u32> =
+        aya::maps::Array::try_from(m).map_err(|e| reason(&e))?;
+    a.set(0, 1, 0).map_err(|e| reason(&e))
 }
 
 /// Kernel-measured cost of one program (BPF_ENABLE_STATS), as bpftop reads it.

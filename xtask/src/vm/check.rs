@@ -624,10 +624,12 @@ pub fn replay_report(wakeviz: &Path, wvz: &Path) -> Result<Value> {
 }
 
 /// The select-input guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz`,
-/// the same workload by the tracepoints alone (`busy_tp.wvz`: the gap a capture without the
-/// select probe leaves, reported) and `aff.wvz` (replayed here), the affinity run's kernel and shadow CPUs (all must be 1 or 6),
-/// and the ping-pong time ratio with and without the ABI-2 select reads.
+/// the same workload by the tracepoints alone (`busy_tp.wvz`, whose `sched_waking` probe reads
+/// the select inputs: its fidelity must be within [`TP_GAP_PT`] of `busy.wvz`'s) and `aff.wvz`
+/// (replayed here), the affinity run's kernel and shadow CPUs (all must be 1 or 6), and the
+/// ping-pong time ratio with and without the ABI-2 select reads.
 pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
+    let mut agreement = std::collections::HashMap::new();
     for (name, what) in [
         ("busy", "busy 2-LLC"),
         ("busy_tp", "busy 2-LLC, --no-function-probes"),
@@ -644,6 +646,19 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
                 let _ = std::fs::write(results.join(format!("{name}_report.json")), r.to_string());
                 f.line(format!("  {what}: {}", sis_util_fidelity(&r)));
                 let fid = r.get("shadow").and_then(|s| s.get("fidelity"));
+                if let Some(a) = fid.and_then(|x| x.get("agreement")).and_then(Value::as_f64) {
+                    agreement.insert(name, a);
+                }
+                if name == "busy_tp" {
+                    let n = r["shadow"]["decisions_with_waking_inputs"].as_u64();
+                    f.line(format!(
+                        "    decisions with the inputs read at sched_waking: {}",
+                        n.unwrap_or(0)
+                    ));
+                    if n.is_none_or(|n| n == 0) {
+                        f.fail("busy_tp: no decision had the inputs read at sched_waking");
+                    }
+                }
                 if let Some(b) = fid
                     .and_then(|x| x.get("disagreements"))
                     .and_then(Value::as_object)
@@ -662,8 +677,27 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
             Err(e) => f.fail(format!("{name}: {e:#}")),
         }
     }
+    if let (Some(a), Some(b)) = (agreement.get("busy"), agreement.get("busy_tp")) {
+        let gap = (a - b) * 100.0;
+        f.line(format!(
+            "  tracepoint-only gap: {gap:+.2} pt (function probes minus tracepoints alone; at most {TP_GAP_PT} pt)"
+        ));
+        if gap.abs() > TP_GAP_PT {
+            f.fail(format!(
+                "busy_tp: fidelity {:.2} % is {gap:+.2} pt from busy's {:.2} %, want within {TP_GAP_PT} pt",
+                b * 100.0,
+                a * 100.0
+            ));
+        }
+    } else {
+        f.fail("busy / busy_tp: no fidelity to compare");
+    }
     // The reads' cost is measured with the function-probe cost runs (`vm/fentry.sh`).
 }
+
+/// How far the tracepoint-only shadow (inputs read at `sched_waking`) may be from the one with
+/// the select probe, on the same workload.
+const TP_GAP_PT: f64 = 2.0;
 
 /// The cache-placement figures of every policy on the `cache` run (three fan-out and two
 /// ping-pong processes, unpinned), open loop. The recording carries each thread's tgid

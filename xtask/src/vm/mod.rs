@@ -172,6 +172,7 @@ pub fn run(a: &Args) -> Result<()> {
 
     let mut summary = String::new();
     let mut failed = Vec::new();
+    let mut problems = Vec::new();
     for spec in &specs {
         eprintln!("vm-test: == {} ({})", spec.name, spec.title);
         let r = run_topology(a, spec, &kernel, &base, wakeviz.as_deref(), &out_root);
@@ -186,11 +187,14 @@ pub fn run(a: &Args) -> Result<()> {
                 } else {
                     let _ = writeln!(summary, "  FAIL ({} problem(s))", f.failures.len());
                     failed.push(spec.name);
+                    // Repeated at the end: CI logs keep only their tail.
+                    problems.extend(f.failures.iter().map(|m| format!("{}: {m}", spec.name)));
                 }
             }
             Err(e) => {
                 let _ = writeln!(summary, "  FAIL: {e:#}");
                 failed.push(spec.name);
+                problems.push(format!("{}: {e:#}", spec.name));
             }
         }
     }
@@ -211,6 +215,9 @@ pub fn run(a: &Args) -> Result<()> {
         started.elapsed().as_secs_f64(),
         out_root.display()
     );
+    for p in &problems {
+        println!("  FAIL {p}");
+    }
     if !failed.is_empty() {
         bail!(
             "vm-test failed on {} (work dirs kept under {})",

@@ -136,8 +136,12 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
             ""
         },
         match r.decision_time {
-            DecisionTime::SelectTaskRqFair => "select_task_rq_fair",
-            DecisionTime::SchedWaking => "sched_waking, tracepoint-only",
+            DecisionTime::SelectTaskRqFair => "select_task_rq_fair".to_string(),
+            DecisionTime::SchedWaking => "sched_waking, tracepoint-only".to_string(),
+            DecisionTime::SchedWakingWithInputs => format!(
+                "sched_waking, tracepoint-only; kernel inputs read there for {} decisions",
+                r.decisions_with_waking_inputs
+            ),
         },
         r.excluded.fork_exec,
         r.excluded.no_placement,

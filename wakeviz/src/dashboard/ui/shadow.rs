@@ -26,6 +26,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let decision = match sv.decision_time {
         DecisionTime::SelectTaskRqFair => "select_task_rq_fair",
         DecisionTime::SchedWaking => "sched_waking",
+        DecisionTime::SchedWakingWithInputs => "sched_waking, inputs read there",
     };
     let mut lines = vec![Line::from(Span::styled(
         "open loop: the policies' choices do not feed back into later events",

@@ -148,7 +148,7 @@ impl Events {
         self.entry_ts.append_option(sel.map(|s| s.entry_ts_ns));
         self.prev_cpu.append_option(sel.map(|s| s.prev_cpu));
         self.wake_flags.append_option(sel.map(|s| s.wake_flags));
-        self.chosen_cpu.append_option(sel.map(|s| s.chosen_cpu));
+        self.chosen_cpu.append_option(sel.and_then(|s| s.chosen()));
         self.waker_nr_running
             .append_option(sel.and_then(|s| s.waker_nr_running));
         self.nr_idle_scan
@@ -161,7 +161,8 @@ impl Events {
             .append_option(sel.and_then(|s| s.prev_has_idle_cores));
         self.idle_scan_ns
             .append_option(sel.and_then(|s| s.idle_scan_ns));
-        self.select_ns.append_option(sel.map(|s| s.duration_ns()));
+        self.select_ns
+            .append_option(sel.filter(|s| !s.at_waking()).map(|s| s.duration_ns()));
     }
 }
 
