@@ -69,6 +69,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
                 pid: e.hdr.pid,
                 comm: Comm(e.comm),
                 tgid: e.tgid,
+                cgroup: 0,
             };
             let ev = match kind {
                 EventKind::Waking => Event::Waking(w),
@@ -92,6 +93,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
                 pid: e.next_pid,
                 comm: Comm(e.next_comm),
                 tgid: 0,
+                cgroup: 0,
             });
             (ev, name)
         }

@@ -397,6 +397,10 @@ pub struct TaskName {
     /// Thread-group id; 0 = not said by this fact (a switch record, a classic tracepoint, an
     /// older recording), which keeps whatever an earlier fact said.
     pub tgid: u32,
+    /// The process's cgroup v2 (the inode number of its directory, which is the kernel's
+    /// cgroup id), as the capture read it from `/proc/TGID/cgroup` when it first saw the
+    /// process; 0 = not said, which keeps whatever an earlier fact said.
+    pub cgroup: u64,
 }
 
 /// A task as the table knows it.
@@ -405,6 +409,8 @@ pub struct Task {
     pub comm: Comm,
     /// 0 = unknown.
     pub tgid: u32,
+    /// 0 = unknown.
+    pub cgroup: u64,
 }
 
 /// pid -> latest name and process. Memory is bounded by the number of distinct tasks, not by
@@ -431,7 +437,16 @@ impl TaskTable {
         } else {
             t.tgid
         };
-        let new = Task { comm: t.comm, tgid };
+        let cgroup = if t.cgroup == 0 {
+            old.map_or(0, |o| o.cgroup)
+        } else {
+            t.cgroup
+        };
+        let new = Task {
+            comm: t.comm,
+            tgid,
+            cgroup,
+        };
         if old == Some(new) {
             return false;
         }
@@ -446,7 +461,13 @@ impl TaskTable {
             pid,
             comm: t.comm,
             tgid: t.tgid,
+            cgroup: t.cgroup,
         })
+    }
+
+    /// `pid`'s cgroup id; `None` when no fact said it.
+    pub fn cgroup(&self, pid: u32) -> Option<u64> {
+        self.names.get(&pid).map(|t| t.cgroup).filter(|&c| c != 0)
     }
 
     pub fn get(&self, pid: u32) -> Option<&Comm> {

@@ -521,6 +521,7 @@ impl Synth {
             pid,
             comm: Comm::new(name),
             tgid,
+            cgroup: 0,
         });
         i
     }

@@ -159,6 +159,7 @@ fn write(path: &Path, evs: &[Event], chunk_events: u32, finish: bool) -> Capture
         pid: 100,
         comm: Comm::new("pingpong"),
         tgid: 0,
+        cgroup: 0,
     });
     // The process becomes known (a wake record), then a switch record (no tgid) repeats the
     // name: one more entry, carrying the tgid, and nothing for the repeat.
@@ -166,11 +167,13 @@ fn write(path: &Path, evs: &[Event], chunk_events: u32, finish: bool) -> Capture
         pid: 100,
         comm: Comm::new("pingpong"),
         tgid: 98,
+        cgroup: 0,
     });
     r.learn_task(TaskName {
         pid: 100,
         comm: Comm::new("pingpong"),
         tgid: 0,
+        cgroup: 0,
     });
     let mut stats = CaptureStats::default();
     for e in evs {

@@ -367,3 +367,102 @@ fn a_command_capture_is_scoped_to_the_command_tree() {
         "the neighbour's sleeps alone: {n} of {outside} outside"
     );
 }
+
+/// Where cgroup v2 is mounted (`/proc/self/mountinfo`), read here without wakeviz's code.
+fn cgroup2_mount() -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        (post.split_whitespace().next()? == "cgroup2")
+            .then(|| pre.split_whitespace().nth(4).map(std::path::PathBuf::from))
+            .flatten()
+    })
+}
+
+/// A cgroup made for one test, removed when it ends (its tasks have exited by then).
+struct TestCgroup(std::path::PathBuf);
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // A cgroup can be removed only once the kernel has let go of its last exited task.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// `--scope cgroup:`: a workload moved into its own cgroup is the scope, the neighbour beside it
+/// outside, whether the cgroup is named by its id or by its path; the kernel's own count of the
+/// workload's blocks bounds the in-scope wakeups as for the command scope.
+#[test]
+fn a_cgroup_scope_is_the_tasks_of_that_cgroup() {
+    if !support::root() {
+        return;
+    }
+    let Some(mount) = cgroup2_mount() else {
+        eprintln!("SKIPPED: no cgroup2 mount");
+        return;
+    };
+    let _g = SERIAL.lock();
+    let name = format!("wakeviz-test-{}", std::process::id());
+    let cg = TestCgroup(mount.join(&name));
+    std::fs::create_dir(&cg.0).unwrap();
+    let id = {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(&cg.0).unwrap().ino()
+    };
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("cg.wvz");
+    let mut neighbour = Command::new("sh")
+        .args(["-c", "while :; do sleep 0.002; done"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {BIN} workload pingpong --iterations 5000 --comm wvz-cg",
+        cg.0.display()
+    );
+    let out = record(&f, &["sh", "-c", &script], &["--scope", "all"]);
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let blocked: u64 = said
+        .split("blocked ")
+        .skip(1)
+        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(blocked > 1_000, "the workload's counts: {said}");
+    let by_id = replay_json_with(&f, &["--scope", &format!("cgroup:{id}")]);
+    let by_path = replay_json_with(&f, &["--scope", &format!("cgroup:/{name}")]);
+    assert_eq!(by_id["scope"]["name"], format!("cgroup:{id}"));
+    assert_eq!(by_path["scope"]["name"], format!("cgroup:{id}"));
+    let placed = by_id["placement"]["wakeups"]["count"].as_u64().unwrap();
+    assert_eq!(
+        placed,
+        by_path["placement"]["wakeups"]["count"].as_u64().unwrap()
+    );
+    let outside = by_id["scope"]["outside_wakeups"].as_u64().unwrap();
+    let lost = by_id["drops"]["total"].as_u64().unwrap();
+    assert!(
+        placed <= blocked + 10 + blocked / 100 && placed + lost + 10 >= blocked,
+        "the cgroup's wakeups only: {placed} placed in it, {blocked} blocks by the kernel's count, {lost} events lost ({stderr})"
+    );
+    assert!(
+        outside > 50,
+        "the neighbour's wakeups are outside: {outside}"
+    );
+    // A cgroup that held nothing of the capture scopes to nothing.
+    let root_id = {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(&mount).unwrap().ino()
+    };
+    let none = replay_json_with(&f, &["--scope", &format!("cgroup:{}", root_id + 1_000_000)]);
+    assert_eq!(none["placement"]["wakeups"]["count"], 0);
+}

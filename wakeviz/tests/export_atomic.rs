@@ -43,6 +43,7 @@ fn recording() -> &'static Path {
                 pid: 4_000_000 + i,
                 comm: Comm::new(&format!("idle-name-{i}")),
                 tgid: 0,
+                cgroup: 0,
             });
         }
         let mut stats = CaptureStats::default();

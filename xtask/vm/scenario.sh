@@ -344,6 +344,7 @@ inputs_runs() {
             /tmp/wvz-busy workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-busy & done
         wait" \
         >/out/busy.log 2>&1 || fail "busy run failed: see busy.log"
+    log "busy run with the function probes done at $(now)"
     # The same run by the tracepoints alone: the shadow's fidelity without the select record.
     "$WVZ" --record /out/busy_tp.wvz --headless --label busy-tp --no-function-probes \
         -- taskset -c 0-7 sh -c "

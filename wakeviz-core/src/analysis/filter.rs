@@ -26,6 +26,10 @@ pub enum Filter {
     Process(u32),
     /// Tasks whose comm contains this substring (case-sensitive, as `pgrep` without `-i`).
     Comm(String),
+    /// The tasks of the processes in this cgroup v2, by its id (the inode number of its
+    /// directory), as the capture read each process's cgroup when it first saw it: the
+    /// directory itself, not its descendants (cgroup v2 keeps processes in leaves).
+    Cgroup(u64),
     /// This task and every task it, or a task of the tree, creates during the capture.
     Tree(u32),
     /// The tasks wakeviz's own threads create during the capture (the `-- CMD` it runs) and
@@ -39,6 +43,8 @@ pub enum FilterError {
     Empty,
     #[error("bad pid in task filter: {0:?}")]
     BadPid(String),
+    #[error("bad cgroup in task filter: {0:?} (cgroup:ID, or a path where the capture runs)")]
+    BadCgroup(String),
 }
 
 impl FromStr for Filter {
@@ -68,6 +74,15 @@ impl FromStr for Filter {
         if let Some(p) = s.strip_prefix("tgid:") {
             return pid(p).map(Self::Process);
         }
+        if let Some(c) = s.strip_prefix("cgroup:") {
+            return c
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&id| id != 0)
+                .map(Self::Cgroup)
+                .ok_or_else(|| FilterError::BadCgroup(c.into()));
+        }
         if let Some(c) = s.strip_prefix("comm:") {
             return if c.is_empty() {
                 Err(FilterError::Empty)
@@ -89,6 +104,7 @@ impl fmt::Display for Filter {
             Self::Process(p) => write!(f, "tgid:{p}"),
             Self::Comm(c) => write!(f, "comm:{c}"),
             Self::Tree(p) => write!(f, "tree:{p}"),
+            Self::Cgroup(id) => write!(f, "cgroup:{id}"),
             Self::Command => f.write_str("cmd"),
         }
     }
@@ -110,7 +126,7 @@ impl FromStr for Scope {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}: expected all, cmd, tree:PID, tgid:PID, pid:PID or comm:TEXT")]
+#[error("{0}: expected all, cmd, tree:PID, tgid:PID, pid:PID, cgroup:ID or comm:TEXT")]
 pub struct ScopeError(FilterError);
 
 impl fmt::Display for Scope {
@@ -139,6 +155,9 @@ impl Filter {
             Self::Process(p) => format!("wakeups of the threads of process {p} (tgid)"),
             Self::Comm(c) => format!("wakeups of tasks whose name contains {c:?}"),
             Self::Tree(p) => format!("wakeups of pid {p} and the tasks its tree creates"),
+            Self::Cgroup(id) => format!(
+                "wakeups of the tasks of cgroup {id} (its processes as first seen; not its descendants)"
+            ),
             Self::Command => {
                 "wakeups of the -- CMD process tree (the tasks wakeviz started and their descendants)"
                     .into()
@@ -193,6 +212,10 @@ impl Matcher {
                 .cache
                 .entry(pid)
                 .or_insert_with(|| tasks.tgid(pid) == Some(*g)),
+            Some(Filter::Cgroup(id)) => *self
+                .cache
+                .entry(pid)
+                .or_insert_with(|| tasks.cgroup(pid) == Some(*id)),
             Some(Filter::Comm(c)) => *self.cache.entry(pid).or_insert_with(|| {
                 tasks
                     .get(pid)
@@ -203,7 +226,10 @@ impl Matcher {
 
     /// A pid's name or process changed: a cached answer may be wrong now.
     fn renamed(&mut self, pid: u32) {
-        if matches!(self.filter, Some(Filter::Comm(_) | Filter::Process(_))) {
+        if matches!(
+            self.filter,
+            Some(Filter::Comm(_) | Filter::Process(_) | Filter::Cgroup(_))
+        ) {
             self.cache.remove(&pid);
         }
     }
@@ -297,6 +323,7 @@ mod tests {
             pid: 5,
             comm: Comm::new("nginx: worker"),
             tgid: 0,
+            cgroup: 0,
         });
         let mut s = FilterState::default();
         s.set(Some(Filter::Comm("worker".into())));
@@ -305,6 +332,7 @@ mod tests {
             pid: 6,
             comm: Comm::new("worker2"),
             tgid: 0,
+            cgroup: 0,
         });
         s.renamed(6);
         assert!(s.matches(6, &t));
@@ -319,6 +347,7 @@ mod tests {
             pid,
             comm: Comm::new("w"),
             tgid,
+            cgroup: 0,
         };
         t.learn(fact(40, 40));
         t.learn(fact(41, 0));
@@ -331,6 +360,42 @@ mod tests {
         // A record without a tgid keeps it.
         assert!(!t.learn(fact(41, 0)));
         assert_eq!(t.tgid(41), Some(40));
+    }
+
+    #[test]
+    fn a_cgroup_is_the_tasks_its_processes_were_seen_in() {
+        assert_eq!("cgroup:4242".parse(), Ok(Filter::Cgroup(4242)));
+        assert_eq!(Filter::Cgroup(4242).to_string(), "cgroup:4242");
+        for bad in [
+            "cgroup:",
+            "cgroup:0",
+            "cgroup:/sys/fs/cgroup/x",
+            "cgroup:-1",
+        ] {
+            assert!(
+                matches!(bad.parse::<Filter>(), Err(FilterError::BadCgroup(_))),
+                "{bad}"
+            );
+        }
+        let mut t = TaskTable::default();
+        let fact = |pid, cgroup| TaskName {
+            pid,
+            comm: Comm::new("w"),
+            tgid: pid,
+            cgroup,
+        };
+        t.learn(fact(50, 4242));
+        t.learn(fact(51, 77));
+        t.learn(fact(52, 0));
+        let mut s = FilterState::new(Some(Filter::Cgroup(4242)), &[]);
+        assert!(s.in_scope(50, &t) && !s.in_scope(51, &t) && !s.in_scope(52, &t));
+        // 52's cgroup becomes known: the cached "no" goes with the change; a fact without one
+        // keeps it.
+        assert!(t.learn(fact(52, 4242)));
+        s.renamed(52);
+        assert!(s.in_scope(52, &t));
+        assert!(!t.learn(fact(52, 0)));
+        assert_eq!(t.cgroup(52), Some(4242));
     }
 
     #[test]

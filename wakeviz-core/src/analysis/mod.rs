@@ -25,7 +25,7 @@ mod wake;
 mod wakeups;
 pub mod window;
 
-pub use filter::{Filter, FilterError, Scope};
+pub use filter::{Filter, FilterError, Scope, ScopeError};
 pub use records::PlacementRecord;
 pub use snapshot::{
     ByLevel, CpuRow, Drops, EventCounts, LatencySection, OwnThreads, PlacementSection,

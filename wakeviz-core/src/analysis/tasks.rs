@@ -329,6 +329,7 @@ mod tests {
                 pid,
                 comm: Comm::new(comm),
                 tgid: 0,
+                cgroup: 0,
             });
         }
         t

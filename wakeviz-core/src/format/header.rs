@@ -6,7 +6,8 @@ pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// Bumped whenever a file of this version could not be read whole by a reader of the previous
 /// one, or would be folded into other figures by it (the rule: docs/reference/recording-format.md,
 /// "Compatibility"). Version 6 may hold select records that are inputs read at `sched_waking`
-/// (`wf::AT_WAKING`), which an older reader would count as calls; version 5 gives each `TASKS` entry its thread-group id; version 4 records the run's scope (`run.scope`), which a replay folds with
+/// (`wf::AT_WAKING`), which an older reader would count as calls, and ends each `TASKS` entry
+/// with the process's cgroup id; version 5 gives each `TASKS` entry its thread-group id; version 4 records the run's scope (`run.scope`), which a replay folds with
 /// by default; version 3 adds the `SCHEDSTAT` chunk; version 2 made `EVENTS` payloads columns
 /// ([`super::columns`]); version 1 files (rows of varints, [`super::codec`]) are still read. A
 /// reader refuses a newer version by this number instead of misreading its chunks.
@@ -15,6 +16,9 @@ pub const FORMAT_VERSION: u32 = 6;
 pub const SCHEDSTAT_SINCE: u32 = 3;
 /// The first format version whose `TASKS` entries end with the task's tgid.
 pub const TGID_SINCE: u32 = 5;
+/// The first format version whose `TASKS` entries end with the process's cgroup id, after the
+/// tgid.
+pub const CGROUP_SINCE: u32 = 6;
 
 /// How a probe is attached, best first within its group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

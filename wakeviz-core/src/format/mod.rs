@@ -14,7 +14,7 @@
 //! everything before it, and names the chunk index and byte offset.
 //!
 //! Chunk kinds:
-//! - `TASKS`: pid -> comm (and, from format 5, tgid) entries learnt since the previous chunk (always written before the
+//! - `TASKS`: pid -> comm (and, from format 5, tgid; from format 6, cgroup id) entries learnt since the previous chunk (always written before the
 //!   event chunk that first references them), so the dictionary is incremental and survives a
 //!   crash exactly as far as the events do;
 //! - `EVENTS`: events, zstd-compressed, in the layout the format version names: version 2,
@@ -41,8 +41,9 @@ mod writer;
 pub use error::FormatError;
 pub(crate) use header::is_zero;
 pub use header::{
-    BatchStats, CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC, ProbeClock, ProbeMode,
-    ProbeState, ProbeStatus, RingStats, SCHEDSTAT_SINCE, ScanSource, TGID_SINCE,
+    BatchStats, CGROUP_SINCE, CaptureStats, ClockSnapshot, FORMAT_VERSION, Header, MAGIC,
+    ProbeClock, ProbeMode, ProbeState, ProbeStatus, RingStats, SCHEDSTAT_SINCE, ScanSource,
+    TGID_SINCE,
 };
 pub use reader::{ChunkPayload, Reader, read_all};
 pub use writer::{Recorder, RecorderConfig};

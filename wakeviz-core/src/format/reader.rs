@@ -9,7 +9,9 @@ use super::{
     chunk::{self, ChunkHeader},
     codec::{self, Cursor},
     columns,
-    header::{CaptureStats, FORMAT_VERSION, Header, MAGIC, SCHEDSTAT_SINCE, TGID_SINCE},
+    header::{
+        CGROUP_SINCE, CaptureStats, FORMAT_VERSION, Header, MAGIC, SCHEDSTAT_SINCE, TGID_SINCE,
+    },
 };
 use crate::event::{Comm, Event, SchedstatSample, Select, TaskName};
 
@@ -379,10 +381,16 @@ impl<R: Read> Reader<R> {
                     } else {
                         0
                     };
+                    let cgroup = if self.version >= CGROUP_SINCE {
+                        c.varint().map_err(|m| self.bad(m))?
+                    } else {
+                        0
+                    };
                     tasks.push(TaskName {
                         pid,
                         comm: Comm(comm),
                         tgid,
+                        cgroup,
                     });
                 }
                 ChunkPayload::Tasks(tasks)

@@ -158,6 +158,7 @@ impl<W: Write> Recorder<W> {
                 raw.push(len as u8);
                 raw.extend_from_slice(&t.comm.0[..len]);
                 put_varint(&mut raw, u64::from(t.tgid));
+                put_varint(&mut raw, t.cgroup);
             }
             let n = self.pending_tasks.len() as u32;
             self.write_chunk(chunk::KIND_TASKS, &raw, n)?;

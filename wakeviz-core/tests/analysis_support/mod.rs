@@ -154,6 +154,7 @@ pub fn names(list: &[(u32, &str)]) -> Vec<TaskName> {
             pid,
             comm: Comm::new(c),
             tgid: 0,
+            cgroup: 0,
         })
         .collect()
 }

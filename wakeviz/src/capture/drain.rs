@@ -90,6 +90,18 @@ pub(super) struct Names {
     /// Bounded by the number of tasks that ever ran.
     sent: RefCell<TaskTable>,
     pending_ts: RefCell<Vec<u64>>,
+    /// Each process's cgroup, read when this ring first names one of its threads: in the
+    /// drain, while a short-lived process is likely still there to ask.
+    cgroups: super::cgroup::Cgroups,
+}
+
+impl Names {
+    pub fn with_cgroups() -> Self {
+        Self {
+            cgroups: super::cgroup::Cgroups::new(),
+            ..Self::default()
+        }
+    }
 }
 
 pub(super) fn now_ns() -> u64 {
@@ -178,10 +190,11 @@ impl Drain {
                         if !self.own(&ev) {
                             *read += 1;
                         }
-                        if let Some(n) = name
+                        if let Some(mut n) = name
                             && n.comm.0[0] != 0
                             && self.names.sent.borrow_mut().learn(n)
                         {
+                            n.cgroup = self.names.cgroups.of(n.pid, n.tgid);
                             batch.tasks.push(n);
                             self.names.pending_ts.borrow_mut().push(ev.ts_ns());
                         }

@@ -10,6 +10,7 @@
 //! drops), the drain task counts batches it could not hand over because the channel was full
 //! (user drops). The UI or recorder never slows the kernel side down: it just sees drops.
 mod batches;
+pub(crate) mod cgroup;
 mod drain;
 mod hold;
 pub(crate) mod meta;
@@ -141,7 +142,7 @@ impl LiveSource {
                 tx: tx.clone(),
                 sh: Arc::clone(&shared),
                 idle_max: drain::idle_max(header.ringbuf_bytes),
-                names: drain::Names::default(),
+                names: drain::Names::with_cgroups(),
             };
             let h = std::thread::Builder::new()
                 .name(format!("wakeviz-drain{i}"))

@@ -21,8 +21,9 @@ use wakeviz_core::{
 /// consumers take one by one.
 const MAX_BATCH: usize = 1 << 16;
 
-/// A fact: its time, its arrival (to keep ties in order), the task, its name and its tgid.
-type Fact = Reverse<(u64, u64, u32, [u8; 16], u32)>;
+/// A fact: its time, its arrival (to keep ties in order), the task, its name, its tgid and
+/// its cgroup.
+type Fact = Reverse<(u64, u64, u32, [u8; 16], u32, u64)>;
 
 #[derive(Default)]
 pub(super) struct Timeline {
@@ -39,8 +40,9 @@ impl Timeline {
     /// A ring's fact: `t` was the task's name at `ts_ns`.
     pub fn fact(&mut self, t: TaskName, ts_ns: u64) {
         self.seq += 1;
-        self.facts
-            .push(Reverse((ts_ns, self.seq, t.pid, t.comm.0, t.tgid)));
+        self.facts.push(Reverse((
+            ts_ns, self.seq, t.pid, t.comm.0, t.tgid, t.cgroup,
+        )));
     }
 
     /// Events released by the merge, in time order; the batch to hand on now.
@@ -86,7 +88,7 @@ impl Timeline {
     /// which must not carry it. A process learnt for a task already named is applied at once:
     /// a thread's tgid does not change while its pid lives.
     fn apply_until(&mut self, ts: u64, out: &mut Batch) -> bool {
-        while let Some(Reverse((at, _, pid, comm, tgid))) = self.facts.peek().copied() {
+        while let Some(Reverse((at, _, pid, comm, tgid, cgroup))) = self.facts.peek().copied() {
             if at > ts {
                 break;
             }
@@ -94,6 +96,7 @@ impl Timeline {
                 pid,
                 comm: Comm(comm),
                 tgid,
+                cgroup,
             };
             let renamed = self.named.fact(pid).is_some_and(|old| {
                 old.comm != fact.comm || (tgid != 0 && old.tgid != 0 && old.tgid != tgid)
@@ -122,6 +125,7 @@ mod tests {
             pid,
             comm: Comm::new(comm),
             tgid: 0,
+            cgroup: 0,
         }
     }
 

@@ -43,9 +43,9 @@ pub struct DiffArgs {
     /// Skip the shadow-policy evaluation (several times faster; no shadow section).
     #[arg(long)]
     pub no_shadow: bool,
-    /// Which tasks every run's figures are about (all, cmd, tree:PID, tgid:PID, pid:PID, comm:TEXT);
+    /// Which tasks every run's figures are about (all, cmd, tree:PID, tgid:PID, pid:PID, cgroup:PATH|ID, comm:TEXT);
     /// by default each run's recorded scope (the `-- CMD` tree of a `-- CMD` capture).
-    #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(super::Scope))]
+    #[arg(long, value_name = "SCOPE", value_parser = crate::cli::parse_scope)]
     pub scope: Option<super::Scope>,
 }
 

@@ -35,8 +35,8 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub no_shadow: bool,
     /// Which tasks the runs' figures are about (recorded in each run): cmd, the workload's
-    /// process tree, by default; all, tree:PID, tgid:PID, pid:PID or comm:TEXT.
-    #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(super::Scope))]
+    /// process tree, by default; all, tree:PID, tgid:PID, pid:PID, cgroup:PATH|ID or comm:TEXT.
+    #[arg(long, value_name = "SCOPE", value_parser = crate::cli::parse_scope)]
     pub scope: Option<super::Scope>,
     /// Move existing files of the experiment to FILE.old instead of refusing to start.
     #[arg(long)]

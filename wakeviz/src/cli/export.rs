@@ -22,9 +22,10 @@ pub struct ExportArgs {
     #[arg(long)]
     pub force: bool,
     /// Which tasks' placements are exported (the placement rows and tracks; every event is
-    /// exported whatever the scope): all, cmd, tree:PID, tgid:PID, pid:PID or comm:TEXT. By default
+    /// exported whatever the scope): all, cmd, tree:PID, tgid:PID, pid:PID, cgroup:PATH|ID or
+    /// comm:TEXT. By default
     /// each recording's own scope (the `-- CMD` tree of a `-- CMD` capture).
-    #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(wakeviz_core::analysis::Scope))]
+    #[arg(long, value_name = "SCOPE", value_parser = crate::cli::parse_scope)]
     pub scope: Option<wakeviz_core::analysis::Scope>,
     /// Recordings to export.
     #[arg(value_name = "IN.wvz", required = true)]

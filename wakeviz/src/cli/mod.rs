@@ -15,6 +15,23 @@ use clap::{Parser, ValueEnum};
 
 pub use wakeviz_core::analysis::Scope;
 
+/// `--scope`: the core's syntax, with `cgroup:PATH` (a cgroup v2 directory, or a path as
+/// `/proc/PID/cgroup` writes it) resolved on this machine to the cgroup's id.
+pub fn parse_scope(s: &str) -> Result<Scope, String> {
+    if let Some(p) = s.trim().strip_prefix("cgroup:")
+        && p.trim_start().starts_with('/')
+    {
+        let mount = crate::capture::cgroup::mount()
+            .ok_or_else(|| format!("{s}: this machine has no cgroup2 mount"))?;
+        let id = crate::capture::cgroup::id_of_path(std::path::Path::new(p.trim()), &mount)?;
+        return format!("cgroup:{id}")
+            .parse()
+            .map_err(|e: wakeviz_core::analysis::ScopeError| e.to_string());
+    }
+    s.parse()
+        .map_err(|e: wakeviz_core::analysis::ScopeError| e.to_string())
+}
+
 pub use workload::Workload;
 
 /// Options that only mean something to a live capture: with a recording they would be
@@ -108,11 +125,12 @@ pub struct Cli {
     #[arg(long)]
     pub include_self: bool,
     /// Which tasks the figures are about: all, cmd (the `-- CMD` process tree followed
-    /// through fork and exec: the default of a capture with `-- CMD`), tree:PID, tgid:PID, pid:PID or
-    /// comm:TEXT. A wakeup is in scope when its wakee is. A live run records its scope; a
+    /// through fork and exec: the default of a capture with `-- CMD`), tree:PID, tgid:PID, pid:PID,
+    /// cgroup:PATH|ID (a cgroup v2 directory or its id) or comm:TEXT. A wakeup is in scope when
+    /// its wakee is. A live run records its scope; a
     /// replay folds with the recording's unless this is given. The dashboard's `/` filter
     /// narrows the view within it.
-    #[arg(long, value_name = "SCOPE", value_parser = clap::value_parser!(Scope))]
+    #[arg(long, value_name = "SCOPE", value_parser = crate::cli::parse_scope)]
     pub scope: Option<Scope>,
     /// Replace task names with stable hashes in the recording.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]

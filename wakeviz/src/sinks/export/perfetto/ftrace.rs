@@ -183,6 +183,7 @@ mod tests {
             pid: 7,
             comm: Comm::new("pong"),
             tgid: 0,
+            cgroup: 0,
         });
         let tb = tb();
         let mut b = Bundles::default();

@@ -70,6 +70,7 @@ mod tests {
             pid,
             comm: Comm::new(s),
             tgid,
+            cgroup: 0,
         };
         let tasks = [
             t(0, "swapper", 0),
