@@ -375,7 +375,7 @@ inputs_runs() {
         >/out/cache.log 2>&1 || fail "cache run failed: see cache.log"
     log "cache run done at $(now)"
     # `msg`: a load like `perf bench sched messaging` (fan-out groups of a sender and its
-    # receivers, unpinned; no perf in the guest), recorded with the function probes and by the
+    # receivers, unpinned, more messages than a pipe holds; no perf in the guest), recorded with the function probes and by the
     # tracepoints alone, whose sched_waking probe reads the select inputs: the gap between the
     # two fidelities.
     link_comm wvz-msg
@@ -384,7 +384,7 @@ inputs_runs() {
         [ $m = msg_tp ] && extra=--no-function-probes
         "$WVZ" --record /out/$m.wvz --headless --label $m $extra -- sh -c "
             for i in 1 2 3 4; do
-                /tmp/wvz-msg workload fanout --groups 2 --receivers 3 --loops 200 \
+                /tmp/wvz-msg workload fanout --groups 2 --receivers 3 --loops 1500 \
                     --comm wvz-msg & done
             wait" \
             >/out/$m.log 2>&1 || fail "$m run failed: see $m.log"
