@@ -171,11 +171,10 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
     0
 }
 
-/// The entry state of a placement of `task` from `prev_cpu`: the stamp, and every kernel input
-/// this kernel lets the probe read (in `current`'s context, the waker's).
+/// An entry with its stamp and every input unknown.
 #[inline(always)]
-fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
-    let mut v = Entry {
+fn stamp(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
+    Entry {
         // SAFETY: helper without preconditions.
         ts_ns: unsafe { bpf_ktime_get_ns() },
         idle_scan_start_ns: 0,
@@ -194,7 +193,14 @@ fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
         inputs: SelectInputs::default(),
         flips: SelectFlips::default(),
         mask: SelectMask::default(),
-    };
+    }
+}
+
+/// The entry state of a placement of `task` from `prev_cpu`: the stamp, and every kernel input
+/// this kernel lets the probe read (in `current`'s context, the waker's).
+#[inline(always)]
+fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
+    let mut v = stamp(task, prev_cpu, wake_flags);
     if READ_RQ.load() != 0 {
         // SAFETY: helper without preconditions.
         let cpu = unsafe { bpf_get_smp_processor_id() };
@@ -239,26 +245,8 @@ fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
 /// mask is the whole answer and the other reads (most of the probe's cost) are skipped.
 #[inline(always)]
 fn read_mask_only(task: u64, prev_cpu: u32) -> Entry {
-    let mut v = Entry {
-        // SAFETY: helper without preconditions.
-        ts_ns: unsafe { bpf_ktime_get_ns() },
-        idle_scan_start_ns: 0,
-        pid: field::<u32>(Access::Direct, task, OFF_TASK_PID.load()).unwrap_or(0),
-        prev_cpu,
-        wake_flags: SELECT_AT_WAKING,
-        valid: 1,
-        waker_nr_running: UNKNOWN_U32,
-        nr_idle_scan: UNKNOWN_U32,
-        has_idle_cores: UNKNOWN_U32,
-        prev_nr_idle_scan: UNKNOWN_U32,
-        prev_has_idle_cores: UNKNOWN_U32,
-        exact_mask: exact::INPUTS | exact::TASK_CPUS,
-        idle_scan_ns: UNKNOWN_U32,
-        _pad0: 0,
-        inputs: SelectInputs::default(),
-        flips: SelectFlips::default(),
-        mask: SelectMask::default(),
-    };
+    let mut v = stamp(task, prev_cpu, SELECT_AT_WAKING);
+    v.exact_mask = exact::INPUTS | exact::TASK_CPUS;
     v.inputs.task_nr_cpus_allowed = 1;
     // The mask block holds CPUs 0..255 (as in `inputs::read`).
     if SELECT_ALL_CPUS.load() <= 256 {
