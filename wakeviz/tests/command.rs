@@ -292,6 +292,32 @@ fn replay_json_with(path: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// A neighbour that wakes a few hundred times a second, and forks: never the workload's.
+fn spawn_neighbour() -> std::process::Child {
+    let c = Command::new("sh")
+        .args(["-c", "while :; do sleep 0.002; done"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    c
+}
+
+/// Each time one ping-pong thread blocked in its read, the other's write woke it: the kernel's
+/// own count of those blocks (voluntary switches, printed by the workload) is the number of
+/// the workload's wakeups.
+fn kernel_blocks(out: &Output) -> u64 {
+    let said = String::from_utf8_lossy(&out.stdout);
+    let blocked: u64 = said
+        .split("blocked ")
+        .skip(1)
+        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(blocked > 1_000, "the workload's counts: {said}");
+    blocked
+}
+
 /// A `-- CMD` capture is about CMD: an unrelated ping-pong beside it is counted outside the
 /// scope, not in the placement figures; `--scope all` on the replay brings it back.
 #[test]
@@ -304,13 +330,7 @@ fn a_command_capture_is_scoped_to_the_command_tree() {
     let f = d.path().join("scoped.wvz");
     // A neighbour that wakes a few hundred times a second, and forks: its children are not
     // the command's either.
-    let mut neighbour = Command::new("sh")
-        .args(["-c", "while :; do sleep 0.002; done"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let mut neighbour = spawn_neighbour();
     let out = record(
         &f,
         &[
@@ -333,16 +353,7 @@ fn a_command_capture_is_scoped_to_the_command_tree() {
     assert_eq!(cmd["scope"]["name"], "cmd");
     let placed = cmd["placement"]["wakeups"]["count"].as_u64().unwrap();
     let outside = cmd["scope"]["outside_wakeups"].as_u64().unwrap();
-    // Each time one ping-pong thread blocked in its read, the other's write woke it: the
-    // kernel's own count of those blocks (voluntary switches, printed by the workload) is the
-    // number of the command's wakeups.
-    let said = String::from_utf8_lossy(&out.stdout);
-    let blocked: u64 = said
-        .split("blocked ")
-        .skip(1)
-        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    assert!(blocked > 1_000, "the workload's counts: {said}");
+    let blocked = kernel_blocks(&out);
     // Never more (nothing of the neighbour's leaks in); fewer only by what the capture lost.
     let lost = cmd["drops"]["total"].as_u64().unwrap();
     assert!(
@@ -416,13 +427,7 @@ fn a_cgroup_scope_is_the_tasks_of_that_cgroup() {
     };
     let d = tempfile::tempdir().unwrap();
     let f = d.path().join("cg.wvz");
-    let mut neighbour = Command::new("sh")
-        .args(["-c", "while :; do sleep 0.002; done"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let mut neighbour = spawn_neighbour();
     let script = format!(
         "echo $$ > {}/cgroup.procs && exec {BIN} workload pingpong --iterations 5000 --comm wvz-cg",
         cg.0.display()
@@ -432,13 +437,7 @@ fn a_cgroup_scope_is_the_tasks_of_that_cgroup() {
     let _ = neighbour.wait();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let said = String::from_utf8_lossy(&out.stdout);
-    let blocked: u64 = said
-        .split("blocked ")
-        .skip(1)
-        .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    assert!(blocked > 1_000, "the workload's counts: {said}");
+    let blocked = kernel_blocks(&out);
     let by_id = replay_json_with(&f, &["--scope", &format!("cgroup:{id}")]);
     let by_path = replay_json_with(&f, &["--scope", &format!("cgroup:/{name}")]);
     assert_eq!(by_id["scope"]["name"], format!("cgroup:{id}"));
