@@ -54,6 +54,8 @@ macro_rules! for_each_global {
             READ_RQ,
             // 1 when records are batched per CPU (`wakeviz_common::batch`); 0 sends each alone
             BATCHING,
+            // bytes a ring holds before a submit wakes its reader (0: never wake it)
+            WAKE_BYTES,
             // classic tracepoint records (offsets inside the record, from tracefs format files)
             TP_WAKE_PID,
             TP_WAKE_PRIO,
@@ -308,7 +310,7 @@ mod tests {
 
     #[test]
     fn lists_are_complete_and_distinct() {
-        assert_eq!(global::ALL.len(), 45);
+        assert_eq!(global::ALL.len(), 46);
         assert_eq!(program::ALL.len(), 5 * 3 + 2 * 2 + 2 + 1);
         assert_eq!(aggregate_program::ALL.len(), 5 * 2);
         assert_eq!(aggregate_map::AGG_CPU, "AGG_CPU");

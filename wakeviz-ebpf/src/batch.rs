@@ -20,9 +20,7 @@ use wakeviz_common::{
     stat,
 };
 
-use crate::emit::{EVENTS, bump, bump_by, inner_ring};
-
-const BPF_RB_NO_WAKEUP: u64 = 1;
+use crate::emit::{bump, bump_by, inner_ring, ring_ptr, wake_flags};
 
 /// One CPU's batch. `hdr` and `buf` are contiguous: the ring record is `hdr` plus `len` bytes.
 #[repr(C)]
@@ -75,14 +73,12 @@ fn flush(b: &mut Batch, len: usize) {
     };
     let size = (size_of::<BatchHeader>() + len) as u64;
     let data = (&raw mut b.hdr).cast::<core::ffi::c_void>();
-    let map = match inner_ring() {
-        None => (&raw const EVENTS).cast_mut().cast::<core::ffi::c_void>(),
-        Some(rb) => core::ptr::from_ref(rb).cast_mut().cast(),
-    };
+    let map = ring_ptr(inner_ring());
+    let flags = wake_flags(map);
     // SAFETY: `map` is a ring-buffer map (ours, or an inner map of RINGS); `data` points at the
     // header, followed in the same map value by `buf`, and `size` is at most the two together
     // (`len` < BYTES + MAX_RECORD). The helper copies; nothing is kept.
-    let r = unsafe { aya_ebpf::helpers::bpf_ringbuf_output(map, data, size, BPF_RB_NO_WAKEUP) };
+    let r = unsafe { aya_ebpf::helpers::bpf_ringbuf_output(map, data, size, flags) };
     if r < 0 {
         bump_by(stat::RINGBUF_DROPS, u64::from(b.n));
         bump_by(stat::BATCH_DROPS, u64::from(b.n));

@@ -1,7 +1,9 @@
 //! Building records and handing them to the ring buffer, with drop accounting.
 use aya_ebpf::{
     btf_maps::{ArrayOfMaps, RingBuf as InnerRing},
-    helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_ringbuf_query,
+    },
     macros::{btf_map, map},
     maps::{PerCpuArray, RingBuf},
     programs::TracePointContext,
@@ -66,6 +68,32 @@ pub fn header(kind: EventKind, pid: u32) -> EventHeader {
 }
 
 const BPF_RB_NO_WAKEUP: u64 = 1;
+const BPF_RB_FORCE_WAKEUP: u64 = 2;
+const BPF_RB_AVAIL_DATA: u64 = 0;
+
+/// This CPU's ring as the helpers take it.
+#[inline(always)]
+pub fn ring_ptr(inner: Option<&'static InnerRing<u8, 4096>>) -> *mut core::ffi::c_void {
+    match inner {
+        None => (&raw const EVENTS).cast_mut().cast(),
+        Some(rb) => core::ptr::from_ref(rb).cast_mut().cast(),
+    }
+}
+
+/// The submit flags for `ring`: its reader is woken only once the ring holds `WAKE_BYTES`.
+/// A wakeup per record would make the reader's thread a scheduler workload of its own (every
+/// traced wakeup causing one more); below the fill level userspace reads the ring on its own
+/// schedule, from the ring's positions, without waking a thread per ring.
+#[inline(always)]
+pub fn wake_flags(ring: *mut core::ffi::c_void) -> u64 {
+    let at = WAKE_BYTES.load();
+    // SAFETY: `ring` is a ring-buffer map (`ring_ptr`); the query only reads its positions.
+    if at != 0 && unsafe { bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) } >= at {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    }
+}
 
 /// A record of the ABI: every one starts with an [`EventHeader`].
 pub trait Record: 'static {
@@ -122,13 +150,8 @@ pub fn inner_ring() -> Option<&'static InnerRing<u8, 4096>> {
     if ring == 0 { None } else { RINGS.get(ring) }
 }
 
-/// Offers one record; a full ring buffer is counted, never silent.
-///
-/// Records are submitted without waking the reader: a wakeup per event would make the drain
-/// thread itself a scheduler workload (every traced wakeup causing one more, measured). The
-/// reader polls every 10 ms instead; at 48 bytes a record a 16 MiB buffer absorbs 33 M
-/// events/s between two polls, and asking the buffer's fill level on every event to wake the
-/// reader early would cost a helper call per event for no gain at that size.
+/// Offers one record; a full ring buffer is counted, never silent. The reader is woken only
+/// past the ring's fill level ([`wake_flags`]).
 #[inline(always)]
 pub fn send<T: Record>(kind: EventKind, val: T, route: Route) {
     bump(stat::offered(kind));
@@ -140,14 +163,16 @@ pub fn send<T: Record>(kind: EventKind, val: T, route: Route) {
         }
         bump(stat::UNBATCHED);
     }
-    let entry = match inner_ring() {
+    let inner = inner_ring();
+    let flags = wake_flags(ring_ptr(inner));
+    let entry = match inner {
         None => EVENTS.reserve::<T>(0),
         Some(rb) => rb.reserve_untyped::<T>(0),
     };
     match entry {
         Some(mut e) => {
             e.write(val);
-            e.submit(BPF_RB_NO_WAKEUP);
+            e.submit(flags);
         }
         None => bump(stat::RINGBUF_DROPS),
     }

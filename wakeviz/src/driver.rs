@@ -16,9 +16,11 @@ use wakeviz_core::{
 
 use crate::signals;
 
-/// How long a poll of a live source waits for a batch before the sinks get an idle turn (the
-/// dashboard reads keys and redraws then).
-const IDLE_POLL: Duration = Duration::from_millis(50);
+/// How long a poll of a live source waits for a batch before the sinks get an idle turn, when
+/// no sink asks for turns more often ([`Sink::turn_every`]): the source wakes the loop for
+/// what it delivers, so a headless capture of an idle machine turns about as often as its
+/// capture does and no more.
+const IDLE_POLL: Duration = Duration::from_secs(1);
 
 /// Exit status of a run that finished but met damage (a cut-short or corrupt recording: the
 /// figures cover the intact chunks only). See docs/reference/exit-codes.md.
@@ -58,6 +60,10 @@ pub struct Turn {
 pub trait Sink {
     /// Every batch, in stream order; an error stops the run at once.
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()>;
+    /// The longest the sink may go without a turn (the dashboard reads its keys in its turns).
+    fn turn_every(&self) -> Option<Duration> {
+        None
+    }
     /// Once per loop turn, after a batch or an idle poll.
     fn on_turn(&mut self, _src: &dyn EventSource, _t: Turn) -> anyhow::Result<Flow> {
         Ok(Flow::Continue)
@@ -123,7 +129,14 @@ pub fn run(
             stopping = true;
         }
         if held.is_none() && !ended {
-            match src.poll(IDLE_POLL) {
+            let every = sinks
+                .iter()
+                .filter_map(|s| s.turn_every())
+                .fold(IDLE_POLL, Duration::min);
+            let left = opts
+                .deadline
+                .map_or(every, |d| d.saturating_sub(start.elapsed()));
+            match src.poll(every.min(left)) {
                 Ok(Poll::Batch(b)) => held = Some(b),
                 Ok(Poll::Pending) => {}
                 Ok(Poll::End) => ended = true,

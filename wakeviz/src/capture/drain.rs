@@ -1,25 +1,30 @@
-//! One consumer per ring buffer: a thread with its own single-threaded tokio runtime that drains
-//! the ring through `AsyncFd` into batches for the consumer's channel.
+//! Reading a ring buffer. A ring's state ([`RingSide`]: the ring, the batch being filled, the
+//! names it handed on) is behind a lock that two readers take turns at:
+//! - the consumer's main thread, on its own schedule (`capture::pace`): a ring that is quiet is
+//!   read there, so it costs no thread of its own a wakeup;
+//! - the ring's drain thread, which sleeps until the probes wake it (the ring is a quarter
+//!   full, see the eBPF `wake_flags`) or the main thread asks it to (a busy ring, the end).
 //!
-//! With several rings every hand-over carries the CLOCK_MONOTONIC reading taken before the last
-//! drain pass whose records it completes, and an idle ring hands over an empty chunk every
-//! [`HOLD`] anyway (an idle one backs off to [`IDLE_MAX`]): that reading is what moves the
-//! merge's watermark (`wakeviz_core::merge`).
+//! Every hand-over carries the CLOCK_MONOTONIC reading taken before the last pass whose records
+//! it completes: that reading is what moves the merge's watermark (`wakeviz_core::merge`).
+//! Chunks of one ring reach the merge in ring order because a reader hands a chunk on while it
+//! holds the ring's lock, and the main thread empties the channel after taking the locks and
+//! before it reads a ring itself.
 use std::{
-    cell::RefCell,
+    os::fd::{AsRawFd, RawFd},
     sync::{
-        Arc,
+        Arc, Mutex, MutexGuard, PoisonError,
         atomic::{AtomicU64, Ordering},
         mpsc::{SyncSender, TrySendError},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use aya::maps::{MapData, RingBuf};
-use tokio::io::unix::AsyncFd;
+use tokio::{io::unix::AsyncFd, sync::Notify};
 use wakeviz_core::{
     decode::{decode_record, ring_records},
-    event::{Event, TaskTable},
+    event::TaskTable,
     source::Batch,
 };
 
@@ -27,32 +32,8 @@ use super::Shared;
 
 /// Most events per batch handed to the consumer.
 const BATCH_EVENTS: usize = 8192;
-/// Longest time a partial batch waits in the drain task.
-pub(super) const HOLD: Duration = Duration::from_millis(10);
-/// Longest poll interval of an idle ring. Every poll is a wakeup of a wakeviz thread on the
-/// traced machine: one ring per LLC polled every 10 ms made half the wakeups of a mostly idle
-/// 16-CPU guest (4078 of 8155 in the NPS2 demo) and would make 6400/s with 64 rings. A ring
-/// that had little since the last poll (fewer records than [`QUIET_PER_S`] would bring, not
-/// counting those about wakeviz's own threads) doubles its interval up to this, and a busier
-/// poll brings it back to [`HOLD`]. The merge stays correct (a ring's clock reading just moves
-/// less often, which delays the release, never reorders it).
-const IDLE_MAX: Duration = Duration::from_millis(80);
-/// Below this rate of records (other than wakeviz's own) a ring counts as quiet: the background
-/// of an idle machine (timers, RCU, kworkers: about a hundred wakeups a second here) should not
-/// keep its consumer polling a hundred times a second.
-const QUIET_PER_S: u64 = 1000;
-/// Records per second one ring must absorb between two polls at the longest interval, so a
-/// burst on a ring that was idle is not lost while its consumer sleeps: small rings back off
-/// less (at 48 bytes a record, 16 MiB holds 87 ms of this rate, 1 MiB 5 ms).
-const BURST_RECORDS_PER_S: u64 = 4_000_000;
 
-/// The idle poll interval's ceiling for a ring of `ring_bytes`.
-pub(super) fn idle_max(ring_bytes: u64) -> Duration {
-    let secs = (ring_bytes / 48) as f64 / BURST_RECORDS_PER_S as f64;
-    Duration::from_secs_f64(secs).clamp(HOLD, IDLE_MAX)
-}
-
-/// What a ring's consumer hands over.
+/// What a ring's reader hands over.
 pub(super) struct Chunk {
     pub ring: usize,
     /// Every record of this ring stamped before this (minus the merge's grace) is in this
@@ -70,42 +51,155 @@ pub(super) struct Chunk {
 pub(super) struct RingCounters {
     pub delivered: AtomicU64,
     pub user_drops: AtomicU64,
+    /// Records the drain thread's last pass read: whether the ring is still busy.
+    pub last_pass: AtomicU64,
 }
 
-pub(super) struct Drain {
-    pub ring: usize,
-    /// Several rings: hand over clock-only chunks too, and the last one without dropping it.
-    pub merged: bool,
-    pub tx: SyncSender<Chunk>,
-    pub sh: Arc<Shared>,
-    /// [`idle_max`] of this ring's size.
-    pub idle_max: Duration,
-    /// Names handed on, and the times of those not handed on yet (one per `batch.tasks`).
-    pub names: Names,
+/// A ring and what its readers carry from one pass to the next.
+pub(super) struct RingSide {
+    ring: RingBuf<MapData>,
+    st: Carry,
 }
 
-/// A ring's name facts: what it handed on, and when the pending ones were seen.
-#[derive(Default)]
-pub(super) struct Names {
-    /// Bounded by the number of tasks that ever ran.
-    sent: RefCell<TaskTable>,
-    pending_ts: RefCell<Vec<u64>>,
-    /// Each process's cgroup, read when this ring first names one of its threads: in the
-    /// drain, while a short-lived process is likely still there to ask.
+/// What a ring's readers carry from one pass to the next.
+pub(super) struct Carry {
+    batch: Batch,
+    /// The clock reading the records handed on so far are complete for.
+    safe: u64,
+    /// Names handed on (bounded by the number of tasks that ever ran).
+    sent: TaskTable,
+    /// When each of `batch.tasks` was seen.
+    pending_ts: Vec<u64>,
+    /// Each process's cgroup, read when this ring first names one of its threads: while a
+    /// short-lived process is likely still there to ask.
     cgroups: super::cgroup::Cgroups,
 }
 
-impl Names {
-    pub fn with_cgroups() -> Self {
-        Self {
+/// The lock of a ring, shared by its drain thread and the main thread.
+pub(super) type SharedRing = Arc<Mutex<RingSide>>;
+
+pub(super) fn shared_ring(ring: RingBuf<MapData>) -> SharedRing {
+    Arc::new(Mutex::new(RingSide {
+        ring,
+        st: Carry {
+            batch: Batch::default(),
+            safe: 0,
+            sent: TaskTable::default(),
+            pending_ts: Vec::new(),
             cgroups: super::cgroup::Cgroups::new(),
-            ..Self::default()
-        }
-    }
+        },
+    }))
+}
+
+pub(super) fn lock(r: &SharedRing) -> MutexGuard<'_, RingSide> {
+    r.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 pub(super) fn now_ns() -> u64 {
     u64::try_from(super::meta::clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+}
+
+impl Carry {
+    /// What is batched so far, as a chunk complete up to `clock_ns`.
+    fn chunk(&mut self, ring: usize, clock_ns: u64, last: bool) -> Chunk {
+        Chunk {
+            ring,
+            clock_ns,
+            last,
+            batch: std::mem::take(&mut self.batch),
+            name_ts: std::mem::take(&mut self.pending_ts),
+        }
+    }
+
+    /// The pass's chunk: what is batched, complete up to the last pass's clock reading.
+    pub fn finish(&mut self, ring: usize, last: bool) -> Chunk {
+        let clock = self.safe;
+        self.chunk(ring, clock, last)
+    }
+
+    /// A chunk the channel had no room for: its names are lost with it, learnt again from
+    /// the task's next record.
+    fn forget_names(&mut self, c: &Chunk) {
+        for t in &c.batch.tasks {
+            self.sent.forget(t.pid);
+        }
+    }
+}
+
+impl RingSide {
+    /// Drains everything readable now, handing full batches to `emit` as it goes (false from
+    /// `emit`: stop). Ends with what is left batched and the pass's clock reading kept for
+    /// [`Carry::finish`]. Returns the records read, `None` when `emit` refused.
+    pub fn pass(
+        &mut self,
+        ring: usize,
+        sh: &Shared,
+        emit: &mut dyn FnMut(&mut Carry, Chunk) -> bool,
+    ) -> Option<u64> {
+        let Self { ring: rb, st } = self;
+        let pass = now_ns();
+        let mut read = 0;
+        while let Some(item) = rb.next() {
+            // One record, or a CPU's batch of them.
+            for rec in ring_records(&item) {
+                match rec.and_then(decode_record) {
+                    Ok((ev, name)) => {
+                        read += 1;
+                        if let Some(mut n) = name
+                            && n.comm.0[0] != 0
+                            && st.sent.learn(n)
+                        {
+                            n.cgroup = st.cgroups.of(n.pid, n.tgid);
+                            st.batch.tasks.push(n);
+                            st.pending_ts.push(ev.ts_ns());
+                        }
+                        st.batch.events.push(ev);
+                    }
+                    Err(_) => {
+                        sh.decode_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            drop(item);
+            // Mid-pass: the ring is not drained up to `pass` yet, so the chunk carries the
+            // previous pass's reading.
+            if st.batch.events.len() >= BATCH_EVENTS {
+                let c = st.chunk(ring, st.safe, false);
+                if !emit(st, c) {
+                    return None;
+                }
+            }
+        }
+        st.safe = pass;
+        Some(read)
+    }
+
+    /// The pass's chunk (see [`Carry::finish`]).
+    pub fn finish(&mut self, ring: usize, last: bool) -> Chunk {
+        self.st.finish(ring, last)
+    }
+}
+
+/// The ring's map fd for the poller; the ring (and so the fd) lives in [`SharedRing`], which
+/// the drain thread holds for as long as the poller exists.
+struct RingFd(RawFd);
+
+impl AsRawFd for RingFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+pub(super) struct Drain {
+    pub ring: usize,
+    /// Several rings or batches: hand over clock-only chunks too, and the last one without
+    /// dropping it.
+    pub merged: bool,
+    pub tx: SyncSender<Chunk>,
+    pub sh: Arc<Shared>,
+    pub side: SharedRing,
+    /// Rung by the main thread: a busy ring to read, or the end.
+    pub wake: Arc<Notify>,
 }
 
 impl Drain {
@@ -113,38 +207,14 @@ impl Drain {
         &self.sh.rings[self.ring]
     }
 
-    /// The record is about one of wakeviz's own threads (as wakee, waker, or either side of
-    /// a switch): it says nothing about whether the traced machine is busy.
-    fn own(&self, ev: &Event) -> bool {
-        let Some(own) = self.sh.own_tids.get() else {
-            return false;
-        };
-        let has = |pid: u32| pid != 0 && own.binary_search(&pid).is_ok();
-        match ev {
-            Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
-                has(w.pid) || has(w.waker_pid)
-            }
-            Event::Switch(s) => has(s.prev_pid) || has(s.next_pid),
-            Event::Migrate(m) => has(m.pid),
-            Event::Select(s) => has(s.pid) || has(s.waker_pid),
-        }
-    }
-
-    /// Hands a batch to the consumer, or counts it as dropped when the channel is full.
+    /// Hands a chunk to the consumer, or counts it as dropped when the channel is full.
     /// False when the consumer is gone.
-    fn hand_over(&self, batch: &mut Batch, clock_ns: u64, last: bool) -> bool {
-        if !self.merged && batch.events.is_empty() && batch.tasks.is_empty() {
+    fn hand_over(&self, side: &mut Carry, chunk: Chunk) -> bool {
+        if !self.merged && chunk.batch.events.is_empty() && chunk.batch.tasks.is_empty() {
             return true;
         }
-        let n = batch.events.len() as u64;
-        let chunk = Chunk {
-            ring: self.ring,
-            clock_ns,
-            last,
-            batch: std::mem::take(batch),
-            name_ts: std::mem::take(&mut *self.names.pending_ts.borrow_mut()),
-        };
-        if last && self.merged {
+        let n = chunk.batch.events.len() as u64;
+        if chunk.last && self.merged {
             // The merge must learn that this ring is closed, or it waits for it until the end.
             let ok = self.tx.send(chunk).is_ok();
             if ok {
@@ -158,12 +228,7 @@ impl Drain {
                 true
             }
             Err(TrySendError::Full(c)) => {
-                // Its names are lost with it: learnt again from the task's next record.
-                let mut sent = self.names.sent.borrow_mut();
-                for t in &c.batch.tasks {
-                    sent.forget(t.pid);
-                }
-                let n = c.batch.events.len() as u64;
+                side.forget_names(&c);
                 self.sh.user_drops.fetch_add(n, Ordering::Relaxed);
                 self.counters().user_drops.fetch_add(n, Ordering::Relaxed);
                 true
@@ -172,129 +237,62 @@ impl Drain {
         }
     }
 
-    /// Drains everything readable now into batches. `safe` is the clock reading that the
-    /// records handed over so far are complete for; it becomes this pass's reading at the end.
-    fn drain_ring(
-        &self,
-        ring: &mut RingBuf<MapData>,
-        batch: &mut Batch,
-        safe: &mut u64,
-        read: &mut u64,
-    ) -> bool {
-        let pass = now_ns();
-        while let Some(item) = ring.next() {
-            // One record, or a CPU's batch of them.
-            for rec in ring_records(&item) {
-                match rec.and_then(decode_record) {
-                    Ok((ev, name)) => {
-                        if !self.own(&ev) {
-                            *read += 1;
-                        }
-                        if let Some(mut n) = name
-                            && n.comm.0[0] != 0
-                            && self.names.sent.borrow_mut().learn(n)
-                        {
-                            n.cgroup = self.names.cgroups.of(n.pid, n.tgid);
-                            batch.tasks.push(n);
-                            self.names.pending_ts.borrow_mut().push(ev.ts_ns());
-                        }
-                        batch.events.push(ev);
-                    }
-                    Err(_) => {
-                        self.sh.decode_errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            drop(item);
-            // Mid-pass: the ring is not drained up to `pass` yet, so the chunk carries the
-            // previous pass's reading.
-            if batch.events.len() >= BATCH_EVENTS && !self.hand_over(batch, *safe, false) {
-                return false;
-            }
-        }
-        *safe = pass;
-        true
+    /// One pass under the ring's lock, its chunks handed over. False when the consumer is gone.
+    fn pass(&self, last: bool) -> bool {
+        let mut side = lock(&self.side);
+        let mut emit = |s: &mut Carry, c: Chunk| self.hand_over(s, c);
+        let Some(read) = side.pass(self.ring, &self.sh, &mut emit) else {
+            return false;
+        };
+        self.counters().last_pass.store(read, Ordering::Relaxed);
+        let c = side.finish(self.ring, last);
+        self.hand_over(&mut side.st, c)
     }
 
-    pub(super) async fn run(self, ring: RingBuf<MapData>) {
-        // SAFETY: the ring buffer owns its map fd for as long as the AsyncFd (which owns the
-        // ring buffer) lives, and nothing else closes or re-registers that fd.
-        let mut fd =
-            match unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) } {
-                Ok(fd) => fd,
-                Err(e) => {
-                    self.sh
-                        .fail(format!("cannot poll ring buffer {}: {e}", self.ring));
-                    return;
-                }
-            };
-        let mut batch = Batch::default();
-        let mut safe = 0u64;
-        // Small batches are held back briefly: one channel slot per wakeup of this task would
-        // let a busy machine fill the channel with tiny batches.
-        let mut last_handover = Instant::now();
-        let mut wait = HOLD;
+    pub(super) async fn run(self) {
+        let fd = lock(&self.side).ring.as_raw_fd();
+        // SAFETY: the fd is the ring's map fd; the ring lives in `self.side`, which this thread
+        // holds until after the AsyncFd is dropped, and nothing closes or re-registers it.
+        let afd = match unsafe {
+            AsyncFd::register_with_interest(RingFd(fd), tokio::io::Interest::READABLE)
+        } {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.sh
+                    .fail(format!("cannot poll ring buffer {}: {e}", self.ring));
+                return;
+            }
+        };
         loop {
             if self.sh.stop.load(Ordering::SeqCst) {
                 // The probes are detached by now, but a program already running on another CPU
                 // (or an fexit trampoline) may still submit: drain, let them finish, drain
                 // again.
-                let mut n = 0;
-                self.drain_ring(fd.get_mut(), &mut batch, &mut safe, &mut n);
+                let ok = self.pass(false);
                 tokio::time::sleep(Duration::from_millis(30)).await;
-                self.drain_ring(fd.get_mut(), &mut batch, &mut safe, &mut n);
-                self.hand_over(&mut batch, safe, true);
+                if ok {
+                    self.pass(true);
+                }
                 return;
             }
-            if last_handover.elapsed() >= HOLD {
-                if !self.hand_over(&mut batch, safe, false) {
-                    return;
-                }
-                last_handover = Instant::now();
-            }
-            let ready = tokio::time::timeout(wait, fd.readable_mut()).await;
-            let mut read = 0;
-            match ready {
-                Ok(Ok(mut guard)) => {
-                    let ring = guard.get_inner_mut();
-                    if !self.drain_ring(ring, &mut batch, &mut safe, &mut read) {
+            tokio::select! {
+                r = afd.readable() => match r {
+                    // Edge-triggered: the next wait is for the probes' next wakeup.
+                    Ok(mut g) => g.clear_ready(),
+                    Err(e) => {
+                        self.sh
+                            .fail(format!("polling ring buffer {} failed: {e}", self.ring));
                         return;
                     }
-                    guard.clear_ready();
-                }
-                Ok(Err(e)) => {
-                    self.sh
-                        .fail(format!("polling ring buffer {} failed: {e}", self.ring));
-                    return;
-                }
-                // Timeout: the probes do not wake us for every record (see the eBPF `send`),
-                // so read whatever accumulated.
-                Err(_) => {
-                    let ring = fd.get_mut();
-                    if !self.drain_ring(ring, &mut batch, &mut safe, &mut read) {
-                        return;
-                    }
-                }
+                },
+                () = self.wake.notified() => {}
             }
-            wait = if read * 1000 < QUIET_PER_S * wait.as_millis().max(1) as u64 {
-                (wait * 2).min(self.idle_max)
-            } else {
-                HOLD
-            };
+            if self.sh.stop.load(Ordering::SeqCst) {
+                continue;
+            }
+            if !self.pass(false) {
+                return;
+            }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idle_backoff_is_bounded_by_what_the_ring_holds() {
-        assert_eq!(idle_max(16 << 20), IDLE_MAX);
-        // 1 MiB: 21845 records, 5.5 ms of 4 M/s: no back-off below HOLD.
-        assert_eq!(idle_max(1 << 20), HOLD);
-        let m = idle_max(8 << 20);
-        assert!(m > HOLD && m < IDLE_MAX, "{m:?}");
     }
 }

@@ -1,5 +1,7 @@
-//! Live capture: each ring buffer drained by its own thread (see [`drain`]), in batches, into
-//! one bounded channel; [`LiveSource`] implements the same `EventSource` as replay. With several
+//! Live capture: each ring buffer read by the consumer's main thread while it is quiet and by
+//! its own thread when it is busy (see [`drain`] and [`pace`]), in batches; the threads hand
+//! theirs over through one bounded channel. [`LiveSource`] implements the same `EventSource`
+//! as replay. With several
 //! rings the batches go through `wakeviz_core::merge` first, so the analyses and the recording
 //! see one stream in timestamp order, and what arrives behind the watermark is counted as late.
 //!
@@ -15,6 +17,7 @@ mod drain;
 mod hold;
 pub(crate) mod meta;
 mod names;
+pub(crate) mod pace;
 pub(crate) mod schedstat;
 
 use std::{
@@ -30,11 +33,13 @@ use std::{
 use anyhow::Context as _;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
 use batches::BatchWatch;
-use drain::{Chunk, Drain, RingCounters};
+use drain::{Chunk, Drain, RingCounters, SharedRing};
 use hold::Hold;
+use pace::Pace;
+use tokio::sync::Notify;
 use wakeviz_common::{EventKind, names::map, stat};
 use wakeviz_core::{
-    event::PerKind,
+    event::{Event, PerKind},
     format::{BatchStats, CaptureStats, Header, RingStats},
     merge::{DEFAULT_CAP, Merger},
     rings::RingPlan,
@@ -44,10 +49,10 @@ use wakeviz_core::{
 
 use crate::probes::{Probes, RunStat};
 
-/// Batches in flight per ring before its drain task starts dropping: with 8192-event batches
-/// about half a second of slack at 1 M events/s, and a memory bound of about 30 MB. Each ring
-/// hands over at least every 10 ms, so the slack in time a starved consumer has shrinks with
-/// the number of rings unless the channel grows with them (measured: with 2 rings and a shared
+/// Batches in flight per ring before its drain thread starts dropping: with 8192-event batches
+/// about half a second of slack at 1 M events/s, and a memory bound of about 30 MB. Busy rings
+/// all hand over through this channel, so the slack in time a starved consumer has shrinks
+/// with the number of rings unless the channel grows with them (with 2 rings and a shared
 /// 72-slot channel, `perf bench sched messaging -g 8` on 2 CPUs lost 2 % in userspace where one
 /// ring lost nothing); hence slots per ring, up to [`MAX_CHANNEL`].
 const CHANNEL_BATCHES: usize = 64;
@@ -63,9 +68,15 @@ struct Shared {
     /// Why the drain task gave up, when it did not end because it was asked to: the consumer
     /// turns it into an error instead of a normal end of stream.
     failure: Mutex<Option<String>>,
-    /// wakeviz's own thread ids (sorted), once known: a drain thread's idle back-off ignores
-    /// the records its own and its siblings' activity produces, or every poll would find some.
-    own_tids: std::sync::OnceLock<Vec<u32>>,
+}
+
+/// The main thread's hold on one ring.
+struct Ring {
+    side: SharedRing,
+    /// Rings the ring's drain thread.
+    wake: Arc<Notify>,
+    /// The last turn read many records here: the next turns leave it to its drain thread.
+    busy: bool,
 }
 
 impl Shared {
@@ -80,6 +91,9 @@ pub struct LiveSource {
     rx: Receiver<Chunk>,
     shared: Arc<Shared>,
     drains: Vec<JoinHandle<()>>,
+    rings: Vec<Ring>,
+    /// When the main thread next reads the batches' stamps and the quiet rings.
+    pace: Pace,
     /// Several rings, or batches: the streams merged by timestamp. `None` with one ring and no
     /// batching (its records are passed on in ring order).
     merger: Option<Merger>,
@@ -132,18 +146,24 @@ impl LiveSource {
             user_drops: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
             failure: Mutex::new(None),
-            own_tids: std::sync::OnceLock::new(),
         });
         let mut drains = Vec::with_capacity(rings.len());
+        let mut held = Vec::with_capacity(rings.len());
         for (i, ring) in rings.into_iter().enumerate() {
+            let r = Ring {
+                side: drain::shared_ring(ring),
+                wake: Arc::new(Notify::new()),
+                busy: false,
+            };
             let d = Drain {
                 ring: i,
                 merged,
                 tx: tx.clone(),
                 sh: Arc::clone(&shared),
-                idle_max: drain::idle_max(header.ringbuf_bytes),
-                names: drain::Names::with_cgroups(),
+                side: Arc::clone(&r.side),
+                wake: Arc::clone(&r.wake),
             };
+            held.push(r);
             let h = std::thread::Builder::new()
                 .name(format!("wakeviz-drain{i}"))
                 .spawn(move || {
@@ -151,7 +171,7 @@ impl LiveSource {
                         .enable_all()
                         .build();
                     match rt {
-                        Ok(rt) => rt.block_on(d.run(ring)),
+                        Ok(rt) => rt.block_on(d.run()),
                         Err(e) => d.sh.fail(format!("cannot start the capture runtime: {e}")),
                     }
                 })
@@ -166,16 +186,16 @@ impl LiveSource {
                 m
             }
         });
+        pace::relax_timers();
         // The drain threads exist from their spawn: recorded with the others as wakeviz's own.
         header.run.own_tids = meta::own_tids();
-        let mut own = header.run.own_tids.clone();
-        own.sort_unstable();
-        let _ = shared.own_tids.set(own);
         Ok(Self {
             header,
             rx,
             shared,
             drains,
+            rings: held,
+            pace: Pace::default(),
             merger,
             batch_watch,
             plan,
@@ -263,47 +283,103 @@ impl LiveSource {
         }
         let deadline = Instant::now() + timeout;
         let mut released = Vec::new();
+        let mut direct = Batch::default();
         loop {
-            if let (Some(w), Some(m)) = (self.batch_watch.as_mut(), self.merger.as_mut()) {
-                w.tick(self.probes.as_ref(), m, &mut released);
+            if self.pace.next_in().is_zero() {
+                self.turn(&mut released, &mut direct);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            // With batches, wake up for the next reading even when no chunk comes.
-            let wait = match &self.batch_watch {
-                Some(w) => left.min(w.next_in()),
-                None => left,
-            };
-            let chunk = match self.rx.recv_timeout(wait) {
-                Ok(c) => c,
-                Err(RecvTimeoutError::Timeout) if wait < left => {
-                    if released.is_empty() {
-                        continue;
-                    }
-                    break;
-                }
-                Err(e) if released.is_empty() => return Err(e),
-                Err(_) => break,
-            };
-            let Some(m) = self.merger.as_mut() else {
-                return Ok(chunk.batch);
-            };
-            for (t, ts) in chunk.batch.tasks.iter().zip(&chunk.name_ts) {
-                self.names.fact(*t, *ts);
-            }
-            m.push(
-                chunk.ring,
-                chunk.batch.events,
-                chunk.clock_ns,
-                &mut released,
-            );
-            if chunk.last {
-                m.close(chunk.ring, &mut released);
-            }
-            if !released.is_empty() || left.is_zero() {
+            if !released.is_empty() || direct != Batch::default() {
                 break;
             }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let wait = left.min(self.pace.next_in());
+            match self.rx.recv_timeout(wait) {
+                Ok(c) => self.accept(c, &mut released, &mut direct),
+                Err(RecvTimeoutError::Timeout) if wait < left => {}
+                Err(e) => return Err(e),
+            }
+            if left.is_zero() && released.is_empty() && direct == Batch::default() {
+                return Err(RecvTimeoutError::Timeout);
+            }
         }
-        Ok(self.names.release(released, false))
+        if self.merger.is_some() {
+            Ok(self.names.release(released, false))
+        } else {
+            Ok(direct)
+        }
+    }
+
+    /// A chunk into the merge (its names into the timeline), or, without a merge, onto `direct`.
+    fn accept(&mut self, chunk: Chunk, released: &mut Vec<Event>, direct: &mut Batch) {
+        let Some(m) = self.merger.as_mut() else {
+            direct.events.extend(chunk.batch.events);
+            direct.tasks.extend(chunk.batch.tasks);
+            return;
+        };
+        for (t, ts) in chunk.batch.tasks.iter().zip(&chunk.name_ts) {
+            self.names.fact(*t, *ts);
+        }
+        m.push(chunk.ring, chunk.batch.events, chunk.clock_ns, released);
+        if chunk.last {
+            m.close(chunk.ring, released);
+        }
+    }
+
+    /// The main thread's turn: read the batches' stamps, then every quiet ring itself (a busy
+    /// one is its drain thread's), so an idle capture wakes no other thread. The chunks the
+    /// drain threads handed over go first: a ring's chunks must reach the merge in ring order,
+    /// and the ones in the channel were handed over before this thread took the ring's lock.
+    fn turn(&mut self, released: &mut Vec<Event>, direct: &mut Batch) {
+        if let (Some(w), Some(m)) = (self.batch_watch.as_mut(), self.merger.as_mut()) {
+            w.read(self.probes.as_ref(), m, released);
+        }
+        // Once stopping, each drain thread reads its ring a last time and closes it.
+        let stopping = self.shared.stop.load(Ordering::SeqCst);
+        let rings = std::mem::take(&mut self.rings);
+        let mut locked = Vec::new();
+        for (i, r) in rings.iter().enumerate() {
+            if stopping {
+                continue;
+            }
+            if r.busy {
+                r.wake.notify_one();
+            } else if let Ok(g) = r.side.try_lock() {
+                locked.push((i, g));
+            }
+        }
+        while let Ok(c) = self.rx.try_recv() {
+            self.accept(c, released, direct);
+        }
+        let mut read = vec![None; rings.len()];
+        for (i, mut side) in locked {
+            let mut chunks = Vec::new();
+            let mut keep = |_: &mut drain::Carry, c: Chunk| {
+                chunks.push(c);
+                true
+            };
+            read[i] = side.pass(i, &self.shared, &mut keep);
+            chunks.push(side.finish(i, false));
+            drop(side);
+            for c in chunks {
+                let n = c.batch.events.len() as u64;
+                self.shared.rings[i]
+                    .delivered
+                    .fetch_add(n, Ordering::Relaxed);
+                self.accept(c, released, direct);
+            }
+        }
+        self.rings = rings;
+        for ((r, n), c) in self.rings.iter_mut().zip(read).zip(&self.shared.rings) {
+            // A ring left to its thread stays there until its thread's pass finds it quiet.
+            let n = n.unwrap_or_else(|| c.last_pass.load(Ordering::Relaxed));
+            r.busy = n > pace::DIRECT_MAX;
+        }
+        let busy = self.rings.iter().any(|r| r.busy)
+            || self
+                .merger
+                .as_ref()
+                .is_some_and(|m| m.held() > pace::BUSY_HELD);
+        self.pace.taken(busy);
     }
 
     /// Per-program BPF cost, taken when the probes were detached.
@@ -410,6 +486,9 @@ impl EventSource for LiveSource {
             }
         }
         self.shared.stop.store(true, Ordering::SeqCst);
+        for r in &self.rings {
+            r.wake.notify_one();
+        }
     }
 
     fn stats(&self) -> Option<&CaptureStats> {

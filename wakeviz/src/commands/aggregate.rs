@@ -53,6 +53,10 @@ fn monotonic_ns() -> u64 {
     u64::try_from(ts.tv_sec * 1_000_000_000 + ts.tv_nsec).unwrap_or(0)
 }
 
+/// The longest a source without events sleeps: how soon a stop signal, the deadline or
+/// CMD's exit is seen, and the capture's only wakeups between two publications.
+const QUIET_TURN: Duration = Duration::from_millis(500);
+
 /// A source without events: the driver's loop (deadline, signals, `-- CMD`) around a kernel
 /// that counts by itself.
 struct Quiet {
@@ -69,7 +73,7 @@ impl EventSource for Quiet {
         if self.stopped {
             return Ok(Poll::End);
         }
-        std::thread::sleep(timeout.min(Duration::from_millis(100)));
+        std::thread::sleep(timeout.min(QUIET_TURN));
         Ok(Poll::Pending)
     }
 
@@ -96,6 +100,10 @@ struct Publisher<'a> {
 }
 
 impl driver::Sink for Publisher<'_> {
+    fn turn_every(&self) -> Option<Duration> {
+        Some(PUBLISH_EVERY.saturating_sub(self.last.elapsed()))
+    }
+
     fn on_batch(&mut self, _b: &wakeviz_core::source::Batch) -> anyhow::Result<()> {
         Ok(())
     }
@@ -121,6 +129,7 @@ pub fn run(cli: &Cli, publish: &mut dyn FnMut(Arc<Snapshot>)) -> anyhow::Result<
             "--scope {f}: the in-kernel aggregate counts every task; drop --aggregate to capture the event stream, which can be scoped"
         );
     }
+    crate::capture::pace::relax_timers();
     let (mut session, topo) = Session::begin(cli)?;
     session.set_features(cli)?;
     let probes = AggregateProbes::load(&topo, cli.bpf_stats)?;

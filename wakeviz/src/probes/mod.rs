@@ -452,6 +452,12 @@ fn run_time_stats(wanted: bool, notes: &mut Vec<String>) -> Option<std::os::fd::
 
 /// [`load`], with the maps in `sizes` given these entry counts (the aggregate programs' maps,
 /// when they are attached beside the streaming ones).
+/// A ring wakes its reader's thread once it is this fraction full: below that, the consumer's
+/// main thread reads it on its own schedule (`capture`), so an idle ring costs no thread a
+/// wakeup; past it, a burst still has three quarters of the ring to land in while the reader
+/// wakes.
+const WAKE_FRACTION: u32 = 4;
+
 pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Probes, LoadError> {
     raise_memlock();
     let mut notes = Vec::new();
@@ -471,6 +477,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
     let aya_btf = Btf::from_sys_fs().ok();
     let mut globals = globals(&offsets, &mut notes);
     globals.push((BATCHING, u64::from(cfg.batching)));
+    globals.push((WAKE_BYTES, u64::from(cfg.ringbuf_bytes / WAKE_FRACTION)));
     let mut loader = EbpfLoader::new();
     loader.btf(aya_btf.as_ref());
     loader.map_max_entries(map::EVENTS, cfg.ringbuf_bytes);

@@ -40,7 +40,7 @@ pub fn preflight(ctx: &Ctx, no_build: bool) -> anyhow::Result<()> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("not root (BPF and perf sched record need root): run `sudo -E cargo xtask bench`");
     }
-    for t in ["perf", "hackbench"] {
+    for t in ["perf", "hackbench", "cyclictest"] {
         if !have(t) {
             bail!("{t} not found (Debian: linux-perf, rt-tests; scripts/setup.sh installs them)");
         }

@@ -13,7 +13,8 @@
 //! `frame` (6), `aggregate` (the in-kernel aggregate mode vs streaming, live),
 //! `floor` (the pinned pipe against empty tp_btf programs and perf, live),
 //! `messaging` (`perf bench sched messaging` under wakeviz, live), `own` (each tracer's own
-//! wakeups and the interrupts it adds at idle, live).
+//! wakeups and the interrupts it adds at idle, its own wakeups under messaging, cyclictest's
+//! latency under each, live).
 use std::{
     fmt::Write as _,
     io::{BufRead as _, BufReader},
@@ -28,6 +29,7 @@ use anyhow::{Context as _, bail};
 mod floor;
 mod frame;
 mod ingest;
+mod latency;
 mod live;
 mod merge;
 mod own;
@@ -474,6 +476,16 @@ impl Background {
 
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
+    }
+
+    /// Not ended yet (a zombie has ended).
+    pub fn running(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        })
     }
 
     /// Waits for a stderr line containing `needle`.

@@ -208,7 +208,14 @@ impl Dashboard {
     }
 }
 
+/// The longest a key waits while events keep the loop from waiting on the terminal.
+const KEY_TURN: Duration = Duration::from_millis(200);
+
 impl Sink for Dashboard {
+    fn turn_every(&self) -> Option<Duration> {
+        Some(KEY_TURN)
+    }
+
     fn on_batch(&mut self, b: &Batch) -> anyhow::Result<()> {
         if let Some(p) = self.publisher.as_mut() {
             p.changed();
