@@ -370,6 +370,23 @@ pub fn floor(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Res
                 "(info: the other build)",
                 None,
             );
+            // Round by round: this build's added cost over the other build's, each against
+            // the same round's run alone.
+            let (w, bb) = (col(wv), col(b));
+            let ratios: Vec<f64> = alone
+                .iter()
+                .zip(w.iter().zip(&bb))
+                .filter(|(a, (_, b))| **b > **a)
+                .map(|(a, (w, b))| (w - a) / (b - a))
+                .collect();
+            let r = median(&ratios);
+            sum.add(
+                "31",
+                format!("pipe-1cpu {metric}: wakeviz added / wakeviz-B added (median of {} paired rounds)", ratios.len()),
+                format!("{r:.3}"),
+                target("<= 1.03"),
+                Some(r <= 1.03).filter(|_| judged),
+            );
         }
     }
     Ok(())

@@ -208,31 +208,34 @@ fn stop_dashboard(root: i32) {
     std::thread::sleep(Duration::from_secs(2));
 }
 
-/// wakeviz's own switches per 1000 captured events while `perf bench sched messaging` runs
-/// under it (its own threads only: the benchmark is its child).
+/// wakeviz's own wakeups per 1000 captured events while `perf bench sched messaging` runs
+/// under `wakeviz --record --headless` (its own threads only: the benchmark is its child), and
+/// its userspace CPU per captured event, per thread, from `/proc/PID/task/*/schedstat`, between
+/// its "capturing" line and its last reading before it exits.
 fn under_load(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
     let runs = if ctx.quick { 3 } else { 5 };
     println!(
-        "\n== own under load: `wakeviz --headless -- perf bench sched messaging -g 10 -l 300`, {runs} runs"
+        "\n== own under load: `wakeviz --record F --headless -- perf bench sched messaging -g 10 -l 300`, {runs} runs"
     );
-    let mut per_k = Vec::new();
+    let file = ctx.out.join("own-load.wvz");
+    let (mut per_k, mut pre_k, mut ns_ev) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..runs {
+        let _ = std::fs::remove_file(&file);
         let mut c = tracer::timeout_cmd();
         c.arg(&ctx.wakeviz)
+            .arg("--record")
+            .arg(&file)
             .args(["--headless", "--", "perf", "bench", "sched", "messaging"])
             .args(["-g", "10", "-l", "300"]);
         let bg = Background::start(&mut c)?;
-        let pid = bg.pid();
-        let own = |p: i32| -> u64 {
-            let wv = wakeviz_pid(p);
-            wv.map_or(0, own_threads)
-        };
-        let mut first = None;
-        let mut last = 0;
+        bg.wait_line("capturing", Duration::from_secs(60))?;
+        let root = bg.pid();
+        let snap = || wakeviz_pid(root).map(threads).unwrap_or_default();
+        let first = snap();
+        let mut last = first.clone();
         while bg.running() {
-            let v = own(pid);
-            if v > 0 {
-                first.get_or_insert(v);
+            let v = snap();
+            if !v.is_empty() {
                 last = v;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -250,27 +253,102 @@ fn under_load(ctx: &Ctx, sum: &mut Summary) -> anyhow::Result<()> {
                     .ok()
             })
             .unwrap_or(0.0);
-        let n = last.saturating_sub(first.unwrap_or(last)) as f64;
-        let k = if events > 0.0 {
-            n * 1000.0 / events
-        } else {
-            f64::NAN
+        let diff = |pick: fn(&Thread) -> u64| -> Vec<(String, f64)> {
+            last.iter()
+                .map(|t| {
+                    let before = first.iter().find(|b| b.tid == t.tid).map_or(0, pick);
+                    (t.comm.clone(), pick(t).saturating_sub(before) as f64)
+                })
+                .collect()
         };
+        let per = |v: f64, scale: f64| {
+            if events > 0.0 {
+                v * scale / events
+            } else {
+                f64::NAN
+            }
+        };
+        let sw: f64 = diff(|t| t.switches).iter().map(|x| x.1).sum();
+        let wk: f64 = diff(|t| t.wakeups).iter().map(|x| x.1).sum();
+        let cpu = diff(|t| t.run_ns);
+        let total_ns: f64 = cpu.iter().map(|x| x.1).sum();
+        let split = cpu
+            .iter()
+            .filter(|x| x.1 > 0.0)
+            .map(|(c, ns)| format!("{c} {:.0}", per(*ns, 1.0)))
+            .collect::<Vec<_>>()
+            .join(", ");
         println!(
-            "  run {}: {n} own switches, {events} events captured: {k:.3} per 1000",
-            r + 1
+            "  run {}: {events} events; {wk} own wakeups ({:.3} per 1000), {sw} switches with preemptions ({:.3} per 1000); userspace CPU {:.0} ns/event ({split})",
+            r + 1,
+            per(wk, 1000.0),
+            per(sw, 1000.0),
+            per(total_ns, 1.0)
         );
-        per_k.push(k);
+        per_k.push(per(wk, 1000.0));
+        pre_k.push(per(sw - wk, 1000.0));
+        ns_ev.push(per(total_ns, 1.0));
     }
+    let _ = std::fs::remove_file(&file);
     let m = median(&per_k);
     sum.add(
         "31",
-        "messaging: wakeviz's own switches per 1000 captured events",
+        "messaging: wakeviz's own wakeups (voluntary switches) per 1000 captured events",
         format!("{m:.3}"),
         "<= 1",
         Some(m <= 1.0),
     );
+    sum.add(
+        "31",
+        "messaging: wakeviz preempted (involuntary switches) per 1000 captured events",
+        format!("{:.3}", median(&pre_k)),
+        "(info: the benchmark's tasks taking its CPU)",
+        None,
+    );
+    sum.add(
+        "31",
+        "messaging: wakeviz --record --headless userspace CPU per captured event",
+        format!("{:.0} ns (per thread: see the runs)", median(&ns_ev)),
+        "(info)",
+        None,
+    );
     Ok(())
+}
+
+#[derive(Clone)]
+struct Thread {
+    tid: u32,
+    comm: String,
+    switches: u64,
+    /// Voluntary switches: the thread blocked, so each is one of its own wakeups.
+    wakeups: u64,
+    run_ns: u64,
+}
+
+/// Each thread of `pid`: its name, switches and CPU time so far.
+fn threads(pid: i32) -> Vec<Thread> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let dir = t.path();
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+            let status = read("status")?;
+            Some(Thread {
+                tid: t.file_name().to_str()?.parse().ok()?,
+                comm: read("comm")?.trim().to_string(),
+                switches: status_switches(&status),
+                wakeups: status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0),
+                run_ns: read("schedstat")?.split_whitespace().next()?.parse().ok()?,
+            })
+        })
+        .collect()
 }
 
 /// The wakeviz process under `timeout` (its child).
@@ -281,18 +359,6 @@ fn wakeviz_pid(root: i32) -> Option<i32> {
         .find(|p| {
             std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "wakeviz")
         })
-}
-
-/// Switches of `pid`'s own threads, not of its children.
-fn own_threads(pid: i32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .map(|s| status_switches(&s))
-        .sum()
 }
 
 /// Voluntary + involuntary switches from a `/proc/.../status` text.
