@@ -93,6 +93,27 @@ fn a_move_across_packages_is_marked_and_fails_the_gate() {
 }
 
 #[test]
+fn a_gate_on_a_figure_on_show_is_significant_exactly_when_the_table_marks_it() {
+    let f = files();
+    for (new, only) in [
+        (&f.moved, "placement"),
+        (&f.same, "placement"),
+        (&f.moved, "placement,latency"),
+    ] {
+        let gate = format!("{CROSS} > -100pt significant");
+        let o = wakeviz(&["--only", only, "--fail-if", &gate], &f.base, new);
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        let marked = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("vs waker cross_package [%]"))
+            .is_some_and(|l| l.ends_with(" *"));
+        let said = err.lines().find(|l| l.contains("fail-if")).unwrap_or("");
+        assert_eq!(said.contains(", significant)"), marked, "{out}\n{err}");
+        assert_eq!(o.status.code(), Some(if marked { 1 } else { 0 }), "{err}");
+    }
+}
+
+#[test]
 fn the_same_family_marks_nothing_and_passes_the_gate() {
     let f = files();
     let o = wakeviz(&["--fail-if", &format!("{CROSS} > +2pt")], &f.base, &f.same);

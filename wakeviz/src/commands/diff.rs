@@ -184,7 +184,9 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let rep = compare::diff(&groups, &only);
-    // The gate sees every figure, whatever `--only` shows.
+    // The gate sees every figure, whatever `--only` shows; a figure on show is judged on the
+    // report shown, so its verdict's `significant` is its `*` there (the correction is over
+    // the comparisons of the report).
     let full = if only.is_empty() || conds.is_empty() {
         None
     } else {
@@ -192,7 +194,11 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     };
     let mut verdicts = Vec::new();
     for c in &conds {
-        match gate::evaluate(full.as_ref().unwrap_or(&rep), c) {
+        let judged = match &full {
+            Some(f) if rep.row(&c.name).is_none() => f,
+            _ => &rep,
+        };
+        match gate::evaluate(judged, c) {
             Ok(v) => verdicts.push(v),
             Err(e) => return Ok(usage(e)),
         }
