@@ -169,6 +169,10 @@ pub mod exact {
     pub const TASK_IN_GROUP: u32 = 1 << 13;
     /// [`SelectFlips`] follows [`SelectInputs`] (ABI 3): the `record_wakee()` state.
     pub const FLIPS: u32 = 1 << 14;
+    /// Kprobes placed from the kernel's debug info watched the idle scan of this call:
+    /// [`SelectEvent::scan_cpus`] and [`SelectEvent::scan_path`] are measured, and
+    /// `idle_scan_ns` is the time from the scan's entry to the function's exit when a scan ran.
+    pub const SCAN: u32 = 1 << 15;
     /// [`SelectInputs`] follows the [`SelectEvent`] (ABI 2).
     pub const INPUTS: u32 = 1 << 31;
 }
@@ -201,11 +205,25 @@ pub struct SelectEvent {
     /// Time spent in `select_idle_cpu` during this call when that function could be probed,
     /// else [`UNKNOWN_U32`] (the usual case: it is inlined).
     pub idle_scan_ns: u32,
-    /// The tail padding up to the struct's 8-byte alignment, named so the probe writes zeros
-    /// there instead of whatever its stack held (found by the `IntoBytes` derive; same layout).
-    pub _pad0: u32,
+    /// With [`exact::SCAN`]: idle tests the scan made (one per `__select_idle_cpu` or
+    /// `select_idle_core` call, saturating); probes without scan points write 0. This and
+    /// `scan_path` fill what was the struct's tail padding, so the layout is unchanged.
+    pub scan_cpus: u16,
+    /// With [`exact::SCAN`]: the [`scan_path`] bits of the paths taken.
+    pub scan_path: u16,
 }
 const _: () = assert!(core::mem::size_of::<SelectEvent>() == 72);
+
+/// Bits of [`SelectEvent::scan_path`].
+pub mod scan_path {
+    /// `select_idle_cpu` was entered.
+    pub const SCAN: u16 = 1 << 0;
+    /// `select_idle_core` ran (the idle-core search).
+    pub const CORE: u16 = 1 << 1;
+    /// `select_idle_smt` ran (the SMT siblings of prev, before the scan).
+    pub const SMT: u16 = 1 << 2;
+    pub const ALL: u16 = SCAN | CORE | SMT;
+}
 
 /// The `wake_affine_weight`, delayed-dequeue, per-CPU-kthread and affinity inputs read at
 /// `select_task_rq_fair` entry (ABI 2), appended to a [`SelectEvent`] whose `exact_mask` has

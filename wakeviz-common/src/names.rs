@@ -154,8 +154,34 @@ macro_rules! for_each_aggregate_map {
 #[macro_export]
 macro_rules! for_each_map {
     ($cb:ident) => {
-        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU, BATCH_PENDING, WAKING_INPUTS }
+        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU, BATCH_PENDING, WAKING_INPUTS, SCAN_ON }
     };
+}
+
+/// The kprobes placed inside `select_task_rq_fair` at addresses from the kernel's debug info
+/// (one program per role, attached at every point of that role). Calls
+/// `$cb! { role: program; ... }`; the roles are `wakeviz_core::scan_points::ScanRole`'s.
+#[macro_export]
+macro_rules! for_each_scan_program {
+    ($cb:ident) => {
+        $cb! {
+            scan_entry: kp_scan_entry;
+            idle_test: kp_scan_idle_test;
+            idle_core: kp_scan_idle_core;
+            smt: kp_scan_smt;
+        }
+    };
+}
+
+/// Scan kprobe program names by role (`scan_program::SCAN_ENTRY == "kp_scan_entry"`).
+pub mod scan_program {
+    macro_rules! consts {
+        ($($role:ident: $prog:ident;)*) => {
+            /// (role, program), in the order of [`for_each_scan_program`].
+            pub const ALL: &[(&str, &str)] = &[$((stringify!($role), stringify!($prog))),*];
+        };
+    }
+    crate::for_each_scan_program!(consts);
 }
 
 /// Global names, one constant each (`global::OFF_TASK_PID == "OFF_TASK_PID"`).

@@ -3,11 +3,12 @@
 use wakeviz_common::{
     EventHeader, EventKind, MigrateEvent, SelectEvent, SelectEventMasked, SelectEventMaskedV3,
     SelectEventV2, SelectEventV3, SelectFlips, SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
+    scan_path,
 };
 use zerocopy::FromBytes;
 
 use crate::event::{
-    Comm, Event, Migrate, Select, SelectInputs, Switch, TaskName, Wake, WakeeFlips,
+    Comm, Event, Migrate, ScanMeasure, Select, SelectInputs, Switch, TaskName, Wake, WakeeFlips,
 };
 
 mod ring;
@@ -128,6 +129,10 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Event, Option<TaskName>), DecodeEr
                 prev_has_idle_cores: has(exact::PREV_HAS_IDLE_CORES)
                     .then_some(e.prev_has_idle_cores != 0),
                 idle_scan_ns: (e.idle_scan_ns != UNKNOWN_U32).then_some(e.idle_scan_ns),
+                scan: has(exact::SCAN).then_some(ScanMeasure {
+                    cpus: e.scan_cpus,
+                    path: e.scan_path & scan_path::ALL,
+                }),
                 inputs: select_inputs(bytes, &e, hdr.kind)?,
             }));
             (ev, None)
@@ -253,8 +258,28 @@ mod tests {
             prev_has_idle_cores: 0,
             idle_scan_ns: UNKNOWN_U32,
             exact_mask,
-            _pad0: 0,
+            scan_cpus: 0,
+            scan_path: 0,
         }
+    }
+
+    /// The scan fields mean something only with `exact::SCAN`: older probes wrote zeros there
+    /// (the struct's tail padding), which must not read as "no scan ran".
+    #[test]
+    fn the_measured_scan_needs_its_bit() {
+        let mut e = select_record(exact::SCAN);
+        (e.scan_cpus, e.scan_path) = (3, scan_path::SCAN | scan_path::CORE | 0x100);
+        let (Event::Select(s), None) = decode_record(&bytes(&e)).unwrap() else {
+            panic!("not a select")
+        };
+        let m = s.scan.expect("measured");
+        assert_eq!((m.cpus, m.path), (3, scan_path::SCAN | scan_path::CORE));
+        assert!(m.ran());
+        let e = select_record(0);
+        let (Event::Select(s), None) = decode_record(&bytes(&e)).unwrap() else {
+            panic!("not a select")
+        };
+        assert_eq!(s.scan, None);
     }
 
     #[test]

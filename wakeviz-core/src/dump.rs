@@ -59,6 +59,17 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
             m.insert("prev_nr_idle_scan".into(), json!(s.prev_nr_idle_scan));
             m.insert("prev_has_idle_cores".into(), json!(s.prev_has_idle_cores));
             m.insert("idle_scan_ns".into(), json!(s.idle_scan_ns));
+            if let Some(x) = s.scan {
+                m.insert(
+                    "scan".into(),
+                    json!({
+                        "ran": x.ran(),
+                        "idle_tests": x.cpus,
+                        "idle_core": x.path & wakeviz_common::scan_path::CORE != 0,
+                        "smt": x.path & wakeviz_common::scan_path::SMT != 0,
+                    }),
+                );
+            }
             let i = &s.inputs;
             if *i != SelectInputs::default() {
                 let allowed = i.allowed.map(|words| {

@@ -94,10 +94,44 @@ pub struct Select {
     /// The same two inputs for the LLC of `prev_cpu`.
     pub prev_nr_idle_scan: Option<u32>,
     pub prev_has_idle_cores: Option<bool>,
-    /// Time inside `select_idle_cpu`, when that function could be probed (rarely: inlined).
+    /// Time inside `select_idle_cpu`, when that function could be probed (rarely: inlined);
+    /// with [`Select::scan`], from the scan's entry to the function's exit, when a scan ran.
     pub idle_scan_ns: Option<u32>,
+    /// The idle scan as kprobes placed from the kernel's debug info saw it (`None`: not
+    /// watched).
+    pub scan: Option<ScanMeasure>,
     /// The ABI-2 inputs (all unknown in older recordings).
     pub inputs: SelectInputs,
+}
+
+/// One call's idle scan, counted by the debug-info kprobes (`wakeviz_common::scan_path`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanMeasure {
+    /// Idle tests: one per `__select_idle_cpu` (a CPU) or `select_idle_core` (a core) call.
+    pub cpus: u16,
+    /// `wakeviz_common::scan_path` bits.
+    pub path: u16,
+}
+
+impl ScanMeasure {
+    /// `select_idle_cpu` ran.
+    pub const fn ran(self) -> bool {
+        self.path & wakeviz_common::scan_path::SCAN != 0
+    }
+
+    /// One `u32` for the recording: `cpus` in the low half, `path` in the high half.
+    pub const fn packed(self) -> u32 {
+        self.cpus as u32 | (self.path as u32) << 16
+    }
+
+    /// The inverse of [`Self::packed`]; unknown path bits are refused.
+    pub fn from_packed(v: u32) -> Option<Self> {
+        let path = (v >> 16) as u16;
+        (path & !wakeviz_common::scan_path::ALL == 0).then_some(Self {
+            cpus: v as u16,
+            path,
+        })
+    }
 }
 
 /// What `wake_affine_weight`, the delayed-dequeue sync test, the per-CPU-kthread rule and the

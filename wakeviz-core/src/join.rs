@@ -284,6 +284,7 @@ mod tests {
             prev_nr_idle_scan: None,
             prev_has_idle_cores: None,
             idle_scan_ns: None,
+            scan: None,
             inputs: Default::default(),
         }
     }

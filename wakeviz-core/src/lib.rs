@@ -23,6 +23,7 @@ pub mod pidslab;
 pub mod rings;
 pub mod run;
 pub mod safe_text;
+pub mod scan_points;
 pub mod sched_feature;
 pub mod shadow;
 pub mod source;

@@ -1023,6 +1023,7 @@ impl Synth {
                 prev_nr_idle_scan: Some(inputs.3),
                 prev_has_idle_cores: Some(inputs.4),
                 idle_scan_ns: None,
+                scan: None,
                 inputs: Default::default(),
             })));
             t = exit;
@@ -1273,6 +1274,7 @@ pub fn header(topo: &Topology, cfg: &SynthConfig, synth: &Synth) -> Header {
         hostname: "synthetic".into(),
         realtime_offset_ns: 0,
         clocks: None,
+        scan_points: None,
         start_ts_ns: START_TS_NS,
         probes: Kind::ALL
             .iter()

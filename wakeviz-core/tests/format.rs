@@ -38,6 +38,7 @@ fn header() -> Header {
         hostname: "h".into(),
         realtime_offset_ns: 0,
         clocks: None,
+        scan_points: None,
         start_ts_ns: 0,
         probes: vec![ProbeStatus {
             name: "sched_waking".into(),
@@ -123,6 +124,11 @@ fn events(n: u64) -> Vec<Event> {
                     prev_nr_idle_scan: None,
                     prev_has_idle_cores: Some(false),
                     idle_scan_ns: (i % 3 == 0).then_some(812),
+                    // The debug-info probes' scan on some: tests and path round-trip.
+                    scan: (i % 6 < 2).then_some(wakeviz_core::event::ScanMeasure {
+                        cpus: (i % 9) as u16,
+                        path: if i % 6 == 0 { 1 | 2 } else { 0 },
+                    }),
                     // ABI-2 inputs on some records, a mask on fewer: the block round-trips.
                     inputs: wakeviz_core::event::SelectInputs {
                         waker_load: (i % 5 != 0).then_some(1024 + i as u32),

@@ -132,3 +132,30 @@ fn a_format_6_recording_with_inputs_read_at_sched_waking_replays_with_its_figure
         "the same placements are scored"
     );
 }
+
+/// A live capture in the NPS1-like VM guest (Debian 6.12.118, `select_idle_cpu` inlined) with
+/// the idle-scan kprobes placed from that kernel's debug info, format 7: four unpinned
+/// ping-pong pairs beside six CPU hogs on two LLCs, so SIS_UTIL mostly cuts the scan before its
+/// first test. The measured scan and the shadow's comparison with it replay.
+#[test]
+fn a_format_7_recording_with_the_measured_scan_replays_with_its_figures() {
+    let rel = "wakeviz-core/tests/fixtures/recordings/vm-nps1-scan-probes.wvz";
+    check(rel, 7);
+    let r = analysis_support::replay_report(&repo(rel));
+    let src = r["scan_latency"]["source"].as_str().expect("source");
+    assert!(src.contains("measured, debug-info probes"), "{src}");
+    let m = &r["scan_latency"]["measured"];
+    assert_eq!(m["calls"], 964);
+    assert_eq!(m["scans"], 685);
+    assert_eq!(
+        m["by_cpus_tested"][0], 670,
+        "scans cut before their first test"
+    );
+    // Only scans are timed.
+    assert_eq!(r["scan_latency"]["overall"]["count"], 685);
+    let sm = &r["shadow"]["scan_model"];
+    assert_eq!(sm["model"], "sis_util");
+    assert_eq!(sm["both_scanned"], 686);
+    assert_eq!(sm["kernel_only"], 0);
+    assert_eq!(sm["kernel_by_depth"], sm["model_by_depth"]);
+}

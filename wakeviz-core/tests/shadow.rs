@@ -61,6 +61,7 @@ fn header(topology: Topology, select_probe: bool) -> Header {
         hostname: "test".into(),
         realtime_offset_ns: 0,
         clocks: None,
+        scan_points: None,
         start_ts_ns: 0,
         probes: vec![ProbeStatus {
             name: "select_task_rq_fair".into(),
@@ -166,6 +167,7 @@ fn select(ts: u64, w: u32, pid: u32, prev: u32, chosen: u32, waker: u32, s: Sel)
         prev_nr_idle_scan: s.nr_idle_scan,
         prev_has_idle_cores: s.has_idle_cores,
         idle_scan_ns: None,
+        scan: None,
         inputs: s.inputs,
     }
 }

@@ -16,9 +16,10 @@ mod kread;
 mod select;
 
 use aya_ebpf::{
-    macros::{btf_tracepoint, fentry, fexit, raw_tracepoint, tracepoint},
+    macros::{btf_tracepoint, fentry, fexit, kprobe, raw_tracepoint, tracepoint},
     programs::{
-        BtfTracePointContext, FEntryContext, FExitContext, RawTracePointContext, TracePointContext,
+        BtfTracePointContext, FEntryContext, FExitContext, ProbeContext, RawTracePointContext,
+        TracePointContext,
     },
 };
 use kread::Access;
@@ -127,6 +128,28 @@ pub fn fentry_select_idle_cpu(_ctx: FEntryContext) -> i32 {
 #[fexit(function = "select_idle_cpu")]
 pub fn fexit_select_idle_cpu(_ctx: FExitContext) -> i32 {
     select::idle_scan_exit()
+}
+
+// ---- the idle scan inside select_task_rq_fair (kprobes at debug-info addresses) -------------
+
+#[kprobe]
+pub fn kp_scan_entry(_ctx: ProbeContext) -> u32 {
+    select::scan::entered()
+}
+
+#[kprobe]
+pub fn kp_scan_idle_test(_ctx: ProbeContext) -> u32 {
+    select::scan::tested(0)
+}
+
+#[kprobe]
+pub fn kp_scan_idle_core(_ctx: ProbeContext) -> u32 {
+    select::scan::tested(wakeviz_common::scan_path::CORE)
+}
+
+#[kprobe]
+pub fn kp_scan_smt(_ctx: ProbeContext) -> u32 {
+    select::scan::smt()
 }
 
 // ---- in-kernel aggregate mode (`aggregate.rs`) ------------------------------------------------
@@ -247,8 +270,18 @@ mod maps {
         batch::BATCH_PENDING,
         emit::{EVENTS, RING_OF_CPU, RINGS, STATS},
         select::WAKING_INPUTS,
+        select::scan::SCAN_ON,
     };
 }
+
+macro_rules! check_scan_programs {
+    ($($role:ident: $prog:ident;)*) => {
+        fn _scan_programs_exist() {
+            $( let _ = $prog; )*
+        }
+    };
+}
+wakeviz_common::for_each_scan_program!(check_scan_programs);
 wakeviz_common::for_each_map!(check_maps);
 
 macro_rules! check_aggregate_programs {

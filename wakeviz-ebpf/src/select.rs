@@ -16,6 +16,7 @@ use wakeviz_common::{
 };
 
 mod inputs;
+pub mod scan;
 
 use crate::{
     emit::{Route, bump, header, send},
@@ -42,7 +43,8 @@ pub struct Entry {
     prev_has_idle_cores: u32,
     exact_mask: u32,
     idle_scan_ns: u32,
-    _pad0: u32,
+    scan_cpus: u16,
+    scan_path: u16,
     inputs: SelectInputs,
     flips: SelectFlips,
     mask: SelectMask,
@@ -189,7 +191,8 @@ fn stamp(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
         prev_has_idle_cores: UNKNOWN_U32,
         exact_mask: 0,
         idle_scan_ns: UNKNOWN_U32,
-        _pad0: 0,
+        scan_cpus: 0,
+        scan_path: 0,
         inputs: SelectInputs::default(),
         flips: SelectFlips::default(),
         mask: SelectMask::default(),
@@ -314,6 +317,7 @@ pub fn exit(task: u64, ret: u64) -> i32 {
         return 0;
     }
     v.valid = 0;
+    scan::close(v);
     let waker_pid = aya_ebpf::helpers::bpf_get_current_pid_tgid() as u32;
     send_record(v, pid, ret as u32, waker_pid);
     0
@@ -337,7 +341,8 @@ fn send_record(v: &Entry, pid: u32, chosen_cpu: u32, waker_pid: u32) {
         prev_has_idle_cores: v.prev_has_idle_cores,
         exact_mask: v.exact_mask,
         idle_scan_ns: v.idle_scan_ns,
-        _pad0: 0,
+        scan_cpus: v.scan_cpus,
+        scan_path: v.scan_path,
     };
     // ABI 3 always appends the flips block after the inputs (zeros, without the FLIPS bit, when
     // the fields are absent), so a record's length follows from INPUTS and MASK alone.

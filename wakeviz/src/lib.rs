@@ -73,6 +73,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Experiment(x)) = &cli.workload {
         return experiment::run(x);
     }
+    if let Some(Sub::ScanPoints(a)) = &cli.workload {
+        return commands::scan_points::run(a);
+    }
     if let Some(Sub::Figures) = &cli.workload {
         print_stdout(wakeviz_core::figures::list_text().trim())?;
         return Ok(ExitCode::SUCCESS);

@@ -360,8 +360,10 @@ fn a_command_capture_is_scoped_to_the_command_tree() {
         placed <= blocked + 10 + blocked / 100 && placed + lost + 10 >= blocked,
         "the command's wakeups only: {placed} placed in the tree, {blocked} blocks by the kernel's count, {lost} events lost ({stderr})"
     );
+    // The neighbour's count follows the capture's length (a 5000-round-trip ping-pong takes
+    // 0.1-0.5 s here), so the bounds only ask for a clear presence.
     assert!(
-        outside > 50,
+        outside > 20,
         "the neighbour's wakeups are outside: {outside}"
     );
     let all = replay_json_with(&f, &["--scope", "all"]);
@@ -374,7 +376,7 @@ fn a_command_capture_is_scoped_to_the_command_tree() {
     let theirs = replay_json_with(&f, &["--scope", "comm:sleep"]);
     let n = theirs["placement"]["wakeups"]["count"].as_u64().unwrap();
     assert!(
-        n > 50 && n <= outside,
+        n > 10 && n <= outside,
         "the neighbour's sleeps alone: {n} of {outside} outside"
     );
 }

@@ -12,7 +12,8 @@
 #      and TERM (the features file after, CMD alive or not, the recording's replay status),
 #      then one killed by KILL (left changed; the next run refuses with 5;
 #      --restore-leftovers puts it back).
-# Settings: WVZ_EXP_FANOUT "groups:receivers:loops" of the experiment's workload.
+# Settings: WVZ_EXP_FANOUT "groups:receivers:loops[:hogs]" of the experiment's workload (hogs:
+# CPU-bound tasks the run's CMD starts beside the fan-out and stops after it).
 EXP=/out/exp
 FEAT=/sys/kernel/debug/sched/features
 SSCTL=/proc/sys/kernel/sched_schedstats
@@ -39,17 +40,31 @@ EOF
 }
 
 exp_experiment() {
-    IFS=: read -r g r l <<EOF
+    IFS=: read -r g r l h <<EOF
 $WVZ_EXP_FANOUT
 EOF
     cat >/tmp/wvz-exp.sh <<EOF
 echo "\$(tr ' ' '\n' <$FEAT | grep -x -e SIS_UTIL -e NO_SIS_UTIL)" >>$EXP/during_runs.txt
-exec /tmp/wvz-exp workload fanout --groups $g --receivers $r --loops $l --comm wvz-exp
+hogs=
+k=0
+while [ \$k -lt ${h:-0} ]; do
+    sh -c 'printf wvz-hog >/proc/self/comm; while :; do :; done' &
+    hogs="\$hogs \$!"
+    k=\$((k + 1))
+done
+/tmp/wvz-exp workload fanout --groups $g --receivers $r --loops $l --comm wvz-exp
+rc=\$?
+[ -z "\$hogs" ] || kill \$hogs
+exit \$rc
 EOF
     link_comm wvz-exp
     t0=$(now)
+    set --
+    if [ -f /vm/scan_points.json ]; then
+        set -- --scan-points /vm/scan_points.json
+    fi
     "$WVZ" experiment --setting default --setting NO_SIS_UTIL --runs 3 --out $EXP/runs \
-        --report json -- sh /tmp/wvz-exp.sh >$EXP/experiment.stdout 2>$EXP/experiment.stderr
+        --report json "$@" -- sh /tmp/wvz-exp.sh >$EXP/experiment.stdout 2>$EXP/experiment.stderr
     echo $? >$EXP/experiment.rc
     cat $FEAT >$EXP/features_after_experiment.txt
     log "experiment ($g groups x $r receivers x $l loops, 6 runs): $t0 .. $(now)"

@@ -4,7 +4,8 @@
 #   round config start_uptime end_uptime
 # Configs, order rotated each round: alone; under `wakeviz --record --no-function-probes`; under
 # `wakeviz --record` (the same plus fentry/fexit); under `wakeviz --record` with
-# WAKEVIZ_SKIP_SELECT_INPUTS=1 (fentry/fexit without the ABI-2/3 input reads: what they cost). The
+# WAKEVIZ_SKIP_SELECT_INPUTS=1 (fentry/fexit without the ABI-2/3 input reads: what they cost);
+# under `wakeviz --record --scan-points` (the same plus the idle-scan kprobes). The
 # ping-pong pair shares CPUs 1-2 (taskset): a task pinned to one CPU never reaches
 # select_task_rq_fair (the kernel skips the class's select for nr_cpus_allowed == 1), so a pinned
 # pair would not exercise the probes.
@@ -18,6 +19,7 @@ fc_one() {
     nofunc) set -- --no-function-probes ;;
     func) set -- ;;
     noinputs) set -- ; skip=1 ;;
+    scan) if [ -f /vm/scan_points.json ]; then set -- --scan-points /vm/scan_points.json; else set --; fi ;;
     esac
     if [ "$cfg" != alone ]; then
         WAKEVIZ_SKIP_SELECT_INPUTS=$skip "$WVZ" --record "$FC/$cfg.wvz" --headless "$@" 2>"$FC/$cfg-$round.stderr" &
@@ -43,6 +45,9 @@ fc_one() {
     if [ -n "$pid" ]; then
         kill -INT "$pid"
         fc_wait "$pid" 60 "wakeviz ($cfg, round $round) after SIGINT" || ok=1
+        if [ "$cfg" = scan ]; then
+            "$WVZ" --replay "$FC/$cfg.wvz" --report json >"$FC/scan-$round.json" 2>/dev/null
+        fi
         rm -f "$FC/$cfg.wvz"
     fi
     [ "$ok" -eq 0 ] || return 1
@@ -68,16 +73,17 @@ EOF
     r=0
     while [ $r -lt "$rounds" ]; do
         case $((r % 4)) in
-        0) order="alone nofunc func noinputs" ;;
-        1) order="nofunc func noinputs alone" ;;
-        2) order="func noinputs alone nofunc" ;;
-        *) order="noinputs alone nofunc func" ;;
+        0) order="alone nofunc func noinputs scan" ;;
+        1) order="nofunc func noinputs scan alone" ;;
+        2) order="func noinputs scan alone nofunc" ;;
+        3) order="noinputs scan alone nofunc func" ;;
+        *) order="scan alone nofunc func noinputs" ;;
         esac
         for c in $order; do
             fc_one "$r" "$c" || return 1
         done
         r=$((r + 1))
     done
-    log "fentry cost: $rounds rounds x 4 configs of $FC_ITER round trips done at $(now)"
+    log "fentry cost: $rounds rounds x 5 configs of $FC_ITER round trips done at $(now)"
 }
 fentry_cost

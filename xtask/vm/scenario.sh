@@ -97,6 +97,25 @@ trace_setup() {
     echo 'prev_comm ~ "wvz-*" || next_comm ~ "wvz-*" || prev_comm == "sh" || next_comm == "sh"' \
         >$T/events/sched/sched_switch/filter || fail "tracefs: filter on sched_switch"
     echo 1 >$T/events/sched/sched_switch/enable || fail "tracefs: enable sched_switch"
+    scan_kprobes
+}
+
+# The kernel's own count of the idle scan: a kprobe event at each scan entry and idle test (a
+# CPU's, or a core's by select_idle_core) the host found in the debug info (the addresses wakeviz probes), counted while a workload task is
+# the waker (select_task_rq_fair runs in the waker's context).
+scan_kprobes() {
+    [ -f /vm/scan_points.txt ] || return 0
+    i=0
+    while read -r role sym off; do
+        case $role in scan_entry | idle_test | idle_core) ;; *) continue ;; esac
+        ev=${role}_$i
+        i=$((i + 1))
+        echo "p:wvzscan/$ev $sym+$off" >>$T/kprobe_events ||
+            { fail "tracefs: kprobe event at $sym+$off"; continue; }
+        echo 'comm ~ "wvz-*"' >$T/events/wvzscan/$ev/filter || fail "tracefs: filter on $ev"
+        echo 1 >$T/events/wvzscan/$ev/enable || fail "tracefs: enable $ev"
+    done </vm/scan_points.txt
+    log "scan kprobe events: $i"
 }
 
 trace_on() {
@@ -123,12 +142,18 @@ trace_count() {
     for e in sched_waking sched_wakeup sched_wakeup_new sched_migrate_task sched_switch; do
         echo 0 >$T/events/sched/$e/enable
     done
+    if [ -d $T/events/wvzscan ]; then
+        echo 0 >$T/events/wvzscan/enable
+    fi
 }
 
 # wakeviz records in the background; wait until its probe table says the probes are attached.
 start_wakeviz() {
     out=$1
     shift
+    if [ -f /vm/scan_points.json ]; then
+        set -- "$@" --scan-points /vm/scan_points.json
+    fi
     "$WVZ" --record "$out" --duration "${WVZ_DURATION}s" --headless --report json "$@" \
         >/out/report.json 2>/out/wakeviz.stderr &
     WPID=$!
@@ -259,6 +284,35 @@ EOF
         log "fan-out $comm: $g groups x $r receivers x $l loops, $t0 .. $(now)"
         echo "$comm fanout $g $r $l $t0 $(now)" >>/out/workloads.txt
     fi
+    scan_load
+}
+
+# With scan points, a load that makes the kernel scan (targets and prev CPUs busy): four
+# ping-pong pairs unpinned within CPUs 0-7 beside six CPU hogs, so the host can compare the
+# scans wakeviz measured with the kernel's own kprobe events on many of them.
+scan_load() {
+    [ -f /vm/scan_points.json ] && [ "$WORKLOAD" = wakeviz ] || return 0
+    link_comm wvz-scan
+    t0=$(now)
+    # One pinned shell forks everything, so no workload task is ever migrated under another
+    # name (`taskset` would move itself under its own name, which the tracefs filter drops).
+    taskset -c 0-7 sh -c "
+        hogs=
+        for k in 1 2 3 4 5 6; do
+            sh -c 'printf wvz-hog >/proc/self/comm; while :; do :; done' &
+            hogs=\"\$hogs \$!\"
+        done
+        pairs=
+        for i in 1 2 3 4; do
+            /tmp/wvz-scan workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-scan &
+            pairs=\"\$pairs \$!\"
+        done
+        wait \$pairs
+        rc=\$?
+        kill \$hogs
+        wait \$hogs 2>/dev/null
+        exit \$rc" || fail "scan load failed"
+    log "scan load: 4 unpinned pairs beside 6 hogs on CPUs 0-7, $t0 .. $(now)"
 }
 
 # Sets smt and xpkg to the CPUs ("A:B") of the layout's SMT and cross-package pairs; fails

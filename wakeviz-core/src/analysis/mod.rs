@@ -16,6 +16,7 @@ pub mod placement;
 pub mod records;
 pub mod report;
 mod scan;
+mod scan_measured;
 pub mod schedstat;
 pub mod series;
 mod shadow_rows;
@@ -28,15 +29,15 @@ pub mod window;
 pub use filter::{Filter, FilterError, Scope, ScopeError};
 pub use records::PlacementRecord;
 pub use snapshot::{
-    ByLevel, CpuRow, Drops, EventCounts, LatencySection, OwnThreads, PlacementSection,
-    RecordingSection, SCHEMA_VERSION, ScanSection, ScopeSection, Snapshot, TopologySection,
-    WindowSection,
+    ByLevel, CpuRow, Drops, EventCounts, LatencySection, MeasuredScan, OwnThreads,
+    PlacementSection, RecordingSection, SCHEMA_VERSION, ScanSection, ScopeSection, Snapshot,
+    TopologySection, WindowSection,
 };
 
 use self::{filter::FilterState, placement::classify};
 use crate::{
     event::{Event, Kind, TaskTable, wf},
-    format::{CaptureStats, Header},
+    format::{CaptureStats, Header, ScanSource},
     join::{Joiner, Placement},
     source::Batch,
     topology::LevelMap,
@@ -310,11 +311,20 @@ impl Analysis {
                 if s.wake_flags & (wf::FORK | wf::EXEC | wf::AT_WAKING) == 0
                     && self.wanted(s.pid, s.waker_pid) =>
             {
+                let ns = match s.scan {
+                    // Watched by the debug-info probes: timed only when a scan ran.
+                    Some(m) => m.ran().then(|| s.idle_scan_ns.map(u64::from)).flatten(),
+                    // A call before the scan probes were on, in a capture that has them: the
+                    // whole select_task_rq_fair would mix another measure into the histogram.
+                    None if self.header.scan_source == ScanSource::DebugInfo => None,
+                    // select_idle_cpu time when probed, else the whole select_task_rq_fair.
+                    None => Some(s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from)),
+                };
                 let sample = part::ScanSample {
                     ts_ns: ts,
-                    // select_idle_cpu time when probed, else the whole select_task_rq_fair.
-                    ns: s.idle_scan_ns.map_or_else(|| s.duration_ns(), u64::from),
+                    ns,
                     chosen_cpu: s.chosen_cpu,
+                    measured: s.scan,
                 };
                 let (cx, parts, _, _) = self.split();
                 parts.on_scan(&cx, &sample);

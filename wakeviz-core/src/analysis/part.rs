@@ -27,12 +27,15 @@ pub(crate) struct Ctx<'a> {
     pub(crate) shadow: Option<&'a ShadowEval>,
 }
 
-/// An in-scope idle-scan sample: `select_idle_cpu` time when probed, else the whole
-/// `select_task_rq_fair` (see [`crate::format::ScanSource`]).
+/// An in-scope placement's idle scan: `select_idle_cpu` time when probed, else the whole
+/// `select_task_rq_fair` (see [`crate::format::ScanSource`]); with the debug-info probes, the
+/// time from the scan's entry to the exit, and no time when no scan ran.
 pub(crate) struct ScanSample {
     pub(crate) ts_ns: u64,
-    pub(crate) ns: u64,
+    pub(crate) ns: Option<u64>,
     pub(crate) chosen_cpu: u32,
+    /// What the debug-info probes counted, when they watched this call.
+    pub(crate) measured: Option<crate::event::ScanMeasure>,
 }
 
 /// What the shadow evaluation did with one placement.

@@ -13,8 +13,9 @@ use crate::{
 
 use super::{
     Snapshot, events::EventTally, kernel_counters::KernelCounters, matrix::Matrix,
-    records::Records, scan::ScanPart, series::Series, shadow_rows::ShadowRows, tasks::TaskStats,
-    wake::WakeLatency, wakeups::PlacementPart, window::RollingWindows,
+    records::Records, scan::ScanPart, scan_measured::MeasuredScanPart, series::Series,
+    shadow_rows::ShadowRows, tasks::TaskStats, wake::WakeLatency, wakeups::PlacementPart,
+    window::RollingWindows,
 };
 
 macro_rules! parts {
@@ -84,6 +85,7 @@ parts! {
     events: EventTally,
     placement: PlacementPart,
     scan: ScanPart,
+    scan_measured: MeasuredScanPart,
     wake: WakeLatency,
     windows: RollingWindows,
     series: Series,

@@ -23,13 +23,16 @@ impl Part for ScanPart {
 
     #[inline]
     fn on_scan(&mut self, cx: &Ctx, s: &ScanSample) {
-        self.overall.record(s.ns);
+        let Some(ns) = s.ns else {
+            return;
+        };
+        self.overall.record(ns);
         if let Some(h) = cx
             .levels
             .llc(s.chosen_cpu)
             .and_then(|l| self.per_llc.get_mut(l as usize))
         {
-            h.record(s.ns);
+            h.record(ns);
         }
     }
 

@@ -223,7 +223,9 @@ impl Part for Series {
 
     #[inline]
     fn on_scan(&mut self, _: &Ctx, s: &ScanSample) {
-        self.scan(s.ts_ns, s.ns);
+        if let Some(ns) = s.ns {
+            self.scan(s.ts_ns, ns);
+        }
     }
 
     #[inline]

@@ -30,7 +30,8 @@ use crate::{
 ///    kernel's model) and `cannot_differ`.
 /// 7: `placement.per_llc`, `placement.per_cpu` and `scan_latency.per_llc` list only the rows
 ///    where something was counted (`topology.llcs` lists every LLC).
-pub const SCHEMA_VERSION: u32 = 8;
+/// 9: `scan_latency.measured`: the idle scan counted by the debug-info probes.
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.
@@ -345,6 +346,28 @@ pub struct ScanSection {
     #[serde(serialize_with = "nonempty_rows")]
     pub per_llc: Vec<LlcLatency>,
     pub windows: Windows<LatencySummary>,
+    /// What the debug-info probes counted (absent without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredScan>,
+}
+
+/// The idle scan counted by kprobes placed from the kernel's debug info, over the in-scope
+/// placements they watched (fork and exec placements excluded, as for the latency).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MeasuredScan {
+    /// `select_task_rq_fair` calls watched.
+    pub calls: u64,
+    /// Calls in which `select_idle_cpu` ran.
+    pub scans: u64,
+    /// Scans that searched for an idle core (`select_idle_core`).
+    pub core_scans: u64,
+    /// Calls that tried prev's SMT siblings first (`select_idle_smt`).
+    pub smt_calls: u64,
+    /// Idle tests over all scans (a CPU per `__select_idle_cpu`, a core per
+    /// `select_idle_core`).
+    pub cpus_tested: u64,
+    /// Scans by idle tests made (index = tests; the last bucket holds 256 and more).
+    pub by_cpus_tested: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -598,6 +621,7 @@ impl Analysis {
                 overall: empty.clone(),
                 per_llc: Vec::new(),
                 windows: no_windows(),
+                measured: None,
             },
             wakeup_latency: LatencySection {
                 relation: "waker_cpu -> chosen_cpu",

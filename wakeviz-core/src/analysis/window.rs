@@ -178,7 +178,9 @@ impl Part for RollingWindows {
 
     #[inline]
     fn on_scan(&mut self, _: &Ctx, s: &ScanSample) {
-        self.win1.head().scan.record(s.ns);
+        if let Some(ns) = s.ns {
+            self.win1.head().scan.record(ns);
+        }
     }
 
     #[inline]

@@ -5,7 +5,9 @@
 //! is nearly time-ordered; they may go slightly backwards across CPUs, hence zigzag.
 //! `select_task_rq_fair` stores its duration instead of its entry time.
 use super::slots::{put, put_select};
-use crate::event::{Event, Kind, Migrate, Select, SelectInputs, Switch, Wake, WakeeFlips};
+use crate::event::{
+    Event, Kind, Migrate, ScanMeasure, Select, SelectInputs, Switch, Wake, WakeeFlips,
+};
 
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -179,7 +181,8 @@ impl Encoder {
                     | u8::from(s.prev_nr_idle_scan.is_some()) << 3
                     | u8::from(s.prev_has_idle_cores.is_some()) << 4
                     | u8::from(s.idle_scan_ns.is_some()) << 5
-                    | u8::from(s.inputs != SelectInputs::default()) << 6;
+                    | u8::from(s.inputs != SelectInputs::default()) << 6
+                    | u8::from(s.scan.is_some()) << 7;
                 out.push(present);
                 if let Some(v) = s.waker_nr_running {
                     put_varint(out, u64::from(v));
@@ -201,6 +204,9 @@ impl Encoder {
                 }
                 if s.inputs != SelectInputs::default() {
                     put_inputs(out, &s.inputs);
+                }
+                if let Some(m) = s.scan {
+                    put_varint(out, u64::from(m.packed()));
                 }
             }
         }
@@ -291,9 +297,6 @@ pub fn decode(
                 let chosen_cpu = c.u32()?;
                 let waker_pid = c.u32()?;
                 let present = c.byte()?;
-                if present & !0b111_1111 != 0 {
-                    return Err(format!("event {i}: bad presence bits {present:#x}"));
-                }
                 // Optional inputs, each present when its bit is set (see `Encoder::push`).
                 let has = |bit: u8| present & bit != 0;
                 let waker_nr_running = has(1).then(|| c.u32()).transpose()?;
@@ -307,6 +310,16 @@ pub fn decode(
                     get_inputs(&mut c).map_err(|e| format!("event {i}: {e}"))?
                 } else {
                     SelectInputs::default()
+                };
+                // Bit 7: the debug-info probes' measured scan.
+                let scan = if has(128) {
+                    let v = c.u32()?;
+                    Some(
+                        ScanMeasure::from_packed(v)
+                            .ok_or_else(|| format!("event {i}: bad scan path {v:#x}"))?,
+                    )
+                } else {
+                    None
                 };
                 let sel = Select {
                     ts_ns,
@@ -323,6 +336,7 @@ pub fn decode(
                     prev_nr_idle_scan,
                     prev_has_idle_cores,
                     idle_scan_ns,
+                    scan,
                     inputs,
                 };
                 put_select(out, i_, sel, spare);
@@ -466,6 +480,7 @@ mod tests {
                         prev_nr_idle_scan: None,
                         prev_has_idle_cores: None,
                         idle_scan_ns: None,
+                        scan: None,
                         inputs: SelectInputs {
                             waker_load: (i % 3 == 0).then_some(i),
                             allowed: (i % 6 == 0).then_some([1, 2, 3, 4]),

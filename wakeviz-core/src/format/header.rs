@@ -5,13 +5,15 @@ use crate::{event::Kind, topology::Topology};
 pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// Bumped whenever a file of this version could not be read whole by a reader of the previous
 /// one, or would be folded into other figures by it (the rule: docs/reference/recording-format.md,
-/// "Compatibility"). Version 6 may hold select records that are inputs read at `sched_waking`
+/// "Compatibility"). Version 7 may carry the idle scan measured by kprobes placed from the
+/// kernel's debug info (a select flag an older reader refuses) and says where the points came
+/// from in the header. Version 6 may hold select records that are inputs read at `sched_waking`
 /// (`wf::AT_WAKING`), which an older reader would count as calls, and ends each `TASKS` entry
 /// with the process's cgroup id; version 5 gives each `TASKS` entry its thread-group id; version 4 records the run's scope (`run.scope`), which a replay folds with
 /// by default; version 3 adds the `SCHEDSTAT` chunk; version 2 made `EVENTS` payloads columns
 /// ([`super::columns`]); version 1 files (rows of varints, [`super::codec`]) are still read. A
 /// reader refuses a newer version by this number instead of misreading its chunks.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The first format version with `SCHEDSTAT` chunks.
 pub const SCHEDSTAT_SINCE: u32 = 3;
 /// The first format version whose `TASKS` entries end with the task's tgid.
@@ -28,6 +30,8 @@ pub enum ProbeMode {
     RawTp,
     Tracepoint,
     Fentry,
+    /// A kprobe at `symbol+offset` (the idle-scan points from the kernel's debug info).
+    Kprobe,
     /// Recorded by `xtask synth`, not by probes.
     Synthetic,
 }
@@ -40,6 +44,7 @@ impl ProbeMode {
             Self::RawTp => "raw_tp",
             Self::Tracepoint => "tracepoint",
             Self::Fentry => "fentry",
+            Self::Kprobe => "kprobe",
             Self::Synthetic => "synthetic",
         }
     }
@@ -94,6 +99,10 @@ pub enum ScanSource {
     SelectTaskRqFair,
     /// Neither function could be probed (tracepoint-only mode).
     None,
+    /// `select_idle_cpu` inlined, watched by kprobes at addresses from the kernel's debug info
+    /// ([`Header::scan_points`]): each scan from its entry to `select_task_rq_fair`'s exit, with
+    /// the CPUs it tested and the path it took.
+    DebugInfo,
 }
 
 impl ScanSource {
@@ -102,6 +111,9 @@ impl ScanSource {
             Self::SelectIdleCpu => "select_idle_cpu duration",
             Self::SelectTaskRqFair => "select_task_rq_fair duration (select_idle_cpu inlined)",
             Self::None => "unavailable: no function probes (tracepoint-only mode)",
+            Self::DebugInfo => {
+                "select_idle_cpu entry to select_task_rq_fair exit (measured, debug-info probes)"
+            }
         }
     }
 }
@@ -249,6 +261,10 @@ pub struct Header {
     /// clock another tool expects (Perfetto: BOOTTIME). Absent in older recordings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clocks: Option<ClockSnapshot>,
+    /// Where the idle-scan kprobes were placed and where those points came from (the
+    /// debug-info file and its build id), when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_points: Option<crate::scan_points::ScanPoints>,
 }
 
 /// One reading of the clocks that matter for timestamps, taken back-to-back (a few hundred ns

@@ -74,6 +74,8 @@ pub struct ShadowEval {
     waking_inputs: Vec<Option<Select>>,
     /// Tracepoint-only decisions made with inputs read at `sched_waking`.
     pub(super) with_waking_inputs: u64,
+    /// The model's scan against the measured one (debug-info probes).
+    pub(super) scan_model: super::scan_model::ScanModelReport,
 }
 
 thread_local! {
@@ -145,6 +147,7 @@ impl ShadowEval {
             select_ns: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 2).ok(),
             waking_inputs: vec![None; topo.bound],
             with_waking_inputs: 0,
+            scan_model: super::scan_model::ScanModelReport::default(),
             excluded: super::Excluded::default(),
             evaluated: 0,
             late: 0,
@@ -399,6 +402,11 @@ impl ShadowEval {
             }
         }
         let krule = outs.get(self.kernel.0).map(|o| o.rule);
+        // The kernel's model computed SIS_UTIL's scan for this context (memoised there).
+        let model_scan = (self.policies[self.kernel.0].name() == policies::name::SIS_UTIL)
+            .then(|| ctx.sis_util_scan())
+            .flatten()
+            .map(|s| super::scan_model::ModelScan::of(&s));
         self.park
             .snap_mut(slot)
             .copy_from_slice(&st.idle.words()[..t.nwords]);
@@ -424,6 +432,7 @@ impl ShadowEval {
             flips_read: ctx.inputs.flips.is_some(),
             pref_llc,
             at_waking: ctx.at_waking,
+            model_scan,
         };
         if let Some(l) = clear {
             self.state.set_hic(l, false);
@@ -579,6 +588,9 @@ impl ShadowEval {
             },
         );
         self.fidelity.add(&verdict);
+        if let (Some(m), Some(k)) = (rec.model_scan, pl.select.and_then(|s| s.scan)) {
+            self.scan_model.add(m, k);
+        }
         // The slot goes back to the pool, but its outcomes stay as they are until the next
         // decision, which cannot happen while the returned borrow lives.
         self.park.release(pl.pid);

@@ -46,6 +46,7 @@ pub mod policies;
 pub mod policy;
 pub mod report;
 pub mod rule;
+pub mod scan_model;
 pub mod spread;
 pub mod state;
 pub mod tally;

@@ -35,6 +35,8 @@ pub(super) struct Record {
     pub pref_llc: Option<u32>,
     /// Tracepoint-only, with the select inputs read at `sched_waking`.
     pub at_waking: bool,
+    /// What the running kernel's model scanned (SIS_UTIL kernels), for the scan comparison.
+    pub model_scan: Option<super::scan_model::ModelScan>,
 }
 
 /// Parked decisions, one slot per wakee in flight: the record in a [`PidSlab`], and each

@@ -992,6 +992,13 @@ pub fn sis_util_budget(ctx: &Ctx, t: &ShadowTopo, st: &State, llc: u32, hic: boo
 
 /// P1 in full: FRONT, SHORTCUTS, SIS_UTIL-bounded scan. Shared by the policies layered on it
 /// (computed once per wakeup: it is a pure function of the context and the state).
+impl Ctx {
+    /// The SIS_UTIL scan of this context, when a policy computed it.
+    pub fn sis_util_scan(&self) -> Option<ScanOut> {
+        self.sis_util_memo.get().map(|(_, s, _)| s)
+    }
+}
+
 pub fn sis_util(ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> (Decision, ScanOut) {
     if let Some((d, scan, inexact)) = ctx.sis_util_memo.get() {
         if inexact {

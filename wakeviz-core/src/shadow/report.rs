@@ -386,6 +386,10 @@ pub struct ShadowReport {
     pub policies: Vec<PolicyRow>,
     pub fidelity: FidelityReport,
     pub wf_sync: WfSyncReport,
+    /// The model's idle scan against the one the debug-info probes measured, on the same
+    /// decisions (absent without those probes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan_model: Option<super::scan_model::ScanModelReport>,
     /// The processes with the most evaluated wakeups: threads, LLCs ran on and placed in.
     pub processes: Vec<super::spread::ProcessRow>,
     pub approximations: Vec<&'static str>,
@@ -502,6 +506,11 @@ impl ShadowEval {
                 sync_wakeups: (&self.sync.all).into(),
                 queued_behind_waker: ByPolicy(queued),
             },
+            scan_model: (self.scan_model.decisions > 0).then(|| {
+                let mut r = self.scan_model.clone();
+                r.model = kname;
+                r
+            }),
             processes: spread.top(),
             approximations,
         }

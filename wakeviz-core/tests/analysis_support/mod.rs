@@ -35,6 +35,7 @@ pub fn header(name: &str, scan: ScanSource) -> Header {
         hostname: "fixture".into(),
         realtime_offset_ns: 0,
         clocks: None,
+        scan_points: None,
         start_ts_ns: 0,
         probes: vec![
             probe("sched_waking", true),
@@ -65,6 +66,8 @@ pub struct W {
     pub select_ns: Option<u64>,
     /// sched_wakeup -> switch-in (ns), when the task got to run.
     pub run_after_ns: Option<u64>,
+    /// The debug-info probes' scan and its time, when they watched the call.
+    pub scan: Option<(wakeviz_core::event::ScanMeasure, Option<u32>)>,
 }
 
 impl W {
@@ -78,7 +81,14 @@ impl W {
             chosen,
             select_ns: None,
             run_after_ns: None,
+            scan: None,
         }
+    }
+
+    /// Watched by the scan probes: `cpus` idle tests on `path`, timed `ns` when a scan ran.
+    pub fn scanned(mut self, cpus: u16, path: u16, ns: Option<u32>) -> Self {
+        self.scan = Some((wakeviz_core::event::ScanMeasure { cpus, path }, ns));
+        self
     }
 
     pub fn select(mut self, ns: u64) -> Self {
@@ -117,7 +127,8 @@ impl W {
                 has_idle_cores: None,
                 prev_nr_idle_scan: None,
                 prev_has_idle_cores: None,
-                idle_scan_ns: None,
+                idle_scan_ns: self.scan.and_then(|s| s.1),
+                scan: self.scan.map(|s| s.0),
                 inputs: Default::default(),
             })));
             t += ns + 100;

@@ -42,6 +42,7 @@ pub fn select(ts_ns: u64) -> Event {
         prev_nr_idle_scan: Some(1),
         prev_has_idle_cores: Some(false),
         idle_scan_ns: Some(300),
+        scan: None,
         inputs: SelectInputs {
             waker_load: Some(1024),
             allowed: Some([0b1110, 0, 0, 0]),

@@ -212,6 +212,7 @@ pub fn header(
         notes,
         run: wakeviz_core::run::RunMeta::default(),
         clocks: Some(clocks),
+        scan_points: None,
     }
 }
 

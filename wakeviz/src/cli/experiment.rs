@@ -38,6 +38,10 @@ pub struct ExperimentArgs {
     /// process tree, by default; all, tree:PID, tgid:PID, pid:PID, cgroup:PATH|ID or comm:TEXT.
     #[arg(long, value_name = "SCOPE", value_parser = crate::cli::parse_scope)]
     pub scope: Option<super::Scope>,
+    /// The idle-scan probe points for every run (a vmlinux with debug info or a file from
+    /// `wakeviz scan-points`; by default each run looks where distributions install it).
+    #[arg(long, value_name = "FILE")]
+    pub scan_points: Option<PathBuf>,
     /// Move existing files of the experiment to FILE.old instead of refusing to start.
     #[arg(long)]
     pub force: bool,

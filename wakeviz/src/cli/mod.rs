@@ -3,11 +3,13 @@
 mod diff;
 mod experiment;
 mod export;
+mod scan_points;
 mod workload;
 
 pub use diff::DiffArgs;
 pub use experiment::ExperimentArgs;
 pub use export::ExportArgs;
+pub use scan_points::ScanPointsArgs;
 
 use std::{ffi::OsString, path::PathBuf, time::Duration};
 
@@ -116,6 +118,15 @@ pub struct Cli {
     /// Do not try fentry/fexit on select_task_rq_fair / select_idle_cpu.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub no_function_probes: bool,
+    /// Where select_idle_cpu is inlined, measure the idle scan with kprobes placed from this
+    /// kernel's debug info: a vmlinux with DWARF, or a points file from `wakeviz scan-points`
+    /// (default: the running kernel's vmlinux where distributions install it). Live only.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "demo", "no_scan_points", "no_function_probes"])]
+    pub scan_points: Option<PathBuf>,
+    /// Do not look for the kernel's debug info (the scan figures then time the whole
+    /// select_task_rq_fair where select_idle_cpu is inlined).
+    #[arg(long, conflicts_with_all = LIVE_ONLY)]
+    pub no_scan_points: bool,
     /// Send every record to its ring on its own instead of in per-CPU batches (each record
     /// then pays the ring's lock; for measuring what batching saves).
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
@@ -229,6 +240,9 @@ pub enum Sub {
     Experiment(ExperimentArgs),
     /// List every figure: the names reports, `diff`, `--fail-if` and /metrics use, with units.
     Figures,
+    /// Find the idle-CPU scan's kprobe points in a debug vmlinux (kernels that inline
+    /// select_idle_cpu).
+    ScanPoints(ScanPointsArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -279,6 +279,9 @@ fn run_child(exe: &Path, a: &ExperimentArgs, s: &Setting, r: &Run) -> anyhow::Re
     if let Some(s) = &a.scope {
         c.arg("--scope").arg(s.to_string());
     }
+    if let Some(p) = &a.scan_points {
+        c.arg("--scan-points").arg(p);
+    }
     c.arg("--").args(&a.command);
     // A killed experiment stops its current run in order (the child restores and finalises).
     command::die_with_parent(&mut c, libc::SIGTERM);

@@ -34,6 +34,24 @@ fn probe_config(cli: &Cli, topo: &wakeviz_core::topology::Topology) -> probes::P
         bpf_stats: cli.bpf_stats,
         rings: wakeviz_core::rings::RingPlan::new(topo, cli.rings.map(|n| n as usize)),
         batching: !cli.no_batch,
+        scan_points: None,
+    }
+}
+
+/// The idle-scan points for this kernel, or the line that says why there are none (`None`
+/// when the user turned them off or no function probes are wanted).
+fn scan_points(
+    cli: &Cli,
+) -> (
+    Option<wakeviz_core::scan_points::ScanPoints>,
+    Option<String>,
+) {
+    if cli.no_scan_points || cli.no_function_probes {
+        return (None, None);
+    }
+    match probes::debuginfo::discover(cli.scan_points.as_deref()) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(format!("idle scan not measured: {e}"))),
     }
 }
 
@@ -58,8 +76,16 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     if cli.dump.is_some() {
         anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
     }
+    // A points file the user named must be of this kernel: refused before anything starts.
+    let (points, scan_note) = scan_points(cli);
+    if cli.scan_points.is_some()
+        && let Some(n) = &scan_note
+    {
+        anyhow::bail!("--scan-points: {n}");
+    }
     let (mut session, topo) = session::Session::begin(cli)?;
-    let cfg = probe_config(cli, &topo);
+    let mut cfg = probe_config(cli, &topo);
+    cfg.scan_points = points;
     // Refuse a bad recording path before attaching anything; create the file only once the
     // probes are in (a failed start leaves no empty recording behind).
     if let Some(p) = &cli.record {
@@ -96,6 +122,9 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|p| record::create_file(p, cli.force))
         .transpose()?;
+    if probes.scan_source == wakeviz_core::format::ScanSource::SelectTaskRqFair {
+        probes.notes.extend(scan_note);
+    }
     say!("wakeviz: probes\n{}", probes::describe(&probes.status));
     for n in &probes.notes {
         say!("wakeviz: note: {n}");
@@ -107,6 +136,7 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         u64::from(cfg.ringbuf_bytes),
         probes.notes.clone(),
     );
+    header.scan_points = probes.scan_points.clone();
     header.comm_redacted = cli.redact_comm;
     if cli.redact_comm {
         header.hostname = meta::redact_host(&header.hostname);

@@ -6,5 +6,6 @@ pub(crate) mod experiment;
 pub(crate) mod generate;
 pub(crate) mod live;
 pub(crate) mod replay;
+pub(crate) mod scan_points;
 pub(crate) mod session;
 pub(crate) mod workload;

@@ -6,8 +6,10 @@
 pub mod aggregate;
 mod batching;
 pub mod btf;
+pub mod debuginfo;
 pub mod floor;
 mod rings;
+mod scan;
 pub mod tracefs;
 
 use std::{fmt::Write as _, path::Path};
@@ -36,6 +38,9 @@ pub struct ProbeConfig {
     pub rings: wakeviz_core::rings::RingPlan,
     /// Records go to the rings in per-CPU batches (`wakeviz_common::batch`).
     pub batching: bool,
+    /// Where to put the idle-scan kprobes (from the kernel's debug info, checked against the
+    /// running kernel), when they were found.
+    pub scan_points: Option<wakeviz_core::scan_points::ScanPoints>,
 }
 
 /// Best tracepoint attach mode wakeviz may use.
@@ -54,6 +59,8 @@ pub struct Probes {
     _stats_fd: Option<std::os::fd::OwnedFd>,
     pub status: Vec<ProbeStatus>,
     pub scan_source: ScanSource,
+    /// The idle-scan points the probes watch ([`ScanSource::DebugInfo`]).
+    pub scan_points: Option<wakeviz_core::scan_points::ScanPoints>,
     pub notes: Vec<String>,
     /// Rings 1.. of `ring_plan` (ring 0 is the `EVENTS` map); empty with a single ring.
     pub rings: Vec<aya::maps::RingBuf<aya::maps::MapData>>,
@@ -540,14 +547,33 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
             "BPF cost floor not measured (calibration program): {e}"
         ));
     }
-    let attached = |n: &str| status.iter().any(|s| s.name == n && s.attached());
-    let scan_source = if attached(program::SELECT_IDLE_CPU.name) {
+    let attached_in =
+        |status: &[ProbeStatus], n: &str| status.iter().any(|s| s.name == n && s.attached());
+    let attached = |n: &str| attached_in(&status, n);
+    let mut scan_source = if attached(program::SELECT_IDLE_CPU.name) {
         ScanSource::SelectIdleCpu
     } else if attached(program::SELECT_TASK_RQ_FAIR.name) {
         ScanSource::SelectTaskRqFair
     } else {
         ScanSource::None
     };
+    let mut scan_points = None;
+    if let Some(points) = &cfg.scan_points
+        && scan_source == ScanSource::SelectTaskRqFair
+    {
+        let (st, r) = scan::attach(&mut ebpf, points);
+        status.extend(st);
+        match r {
+            Ok(()) => {
+                scan_source = ScanSource::DebugInfo;
+                scan_points = Some(points.clone());
+            }
+            Err(why) => notes.push(format!(
+                "idle scan not measured (debug-info probes): {why}; the scan figures time the whole select_task_rq_fair"
+            )),
+        }
+    }
+    let attached = |n: &str| attached_in(&status, n);
     let waking_btf = status
         .iter()
         .any(|s| s.name == "sched_waking" && s.attached() && s.mode == Some(ProbeMode::TpBtf));
@@ -569,6 +595,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         _stats_fd: stats_fd,
         status,
         scan_source,
+        scan_points,
         notes,
         rings,
         ring_plan: cfg.rings.clone(),
@@ -778,6 +805,12 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
 /// A table of probe outcomes for the terminal.
 pub fn describe(status: &[ProbeStatus]) -> String {
     let mut s = String::new();
+    let w = status
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(20);
     for p in status {
         let mode = p.mode.map_or("-", wakeviz_core::format::ProbeMode::name);
         let state = match &p.state {
@@ -785,9 +818,9 @@ pub fn describe(status: &[ProbeStatus]) -> String {
             ProbeState::Failed(r) => format!("FAILED: {r}"),
             ProbeState::Unavailable(r) => format!("unavailable: {r}"),
         };
-        let _ = writeln!(s, "  {:<20} {:<10} {}", p.name, mode, state);
+        let _ = writeln!(s, "  {:<w$} {:<10} {}", p.name, mode, state);
         for f in &p.fallbacks {
-            let _ = writeln!(s, "  {:<20} {:<10} (tried {f})", "", "");
+            let _ = writeln!(s, "  {:<w$} {:<10} (tried {f})", "", "");
         }
     }
     s

@@ -129,7 +129,8 @@ fn encode(buf: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; 16]) {
                     prev_has_idle_cores,
                     exact_mask: mask,
                     idle_scan_ns: s.idle_scan_ns.unwrap_or(UNKNOWN_U32),
-                    _pad0: 0,
+                    scan_cpus: 0,
+                    scan_path: 0,
                 },
             );
         }

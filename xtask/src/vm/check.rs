@@ -73,6 +73,9 @@ pub struct Stream {
     pub events: Vec<Ev>,
     /// Events of other kinds (select_task_rq_fair ...) by kind.
     pub other: BTreeMap<String, u64>,
+    /// tracefs only: the scan kprobe events by role (`scan_entry`, `idle_test`), each a hit
+    /// while a workload task was the waker.
+    pub scan_hits: BTreeMap<String, u64>,
 }
 
 /// comm -> ((waker CPU, wakee's CPU) -> count of the pair's own wakeups, wakeups of it by
@@ -155,6 +158,10 @@ pub fn tracefs_stream(path: &Path) -> Result<Stream> {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
+        if let Some(role) = scan_hit(line) {
+            *st.scan_hits.entry(role.to_owned()).or_default() += 1;
+            continue;
+        }
         let e = parse_trace_line(line)
             .with_context(|| format!("{}:{}: cannot parse {line:?}", path.display(), i + 1))?;
         if KINDS.contains(&e.kind.as_str()) {
@@ -164,6 +171,14 @@ pub fn tracefs_stream(path: &Path) -> Result<Stream> {
         }
     }
     Ok(st)
+}
+
+/// The role of a scan kprobe event's line (`...: idle_test_2: (select_task_rq_fair+0x683/...)`).
+/// The kernel gives no event name a trace line's other fields could be mistaken for.
+fn scan_hit(line: &str) -> Option<&'static str> {
+    ["scan_entry", "idle_test", "idle_core"]
+        .into_iter()
+        .find(|r| line.contains(&format!(": {r}_")) && line.contains(": ("))
 }
 
 /// `   task-123   [004] d..2.  31.5: sched_waking: comm=x pid=124 prio=120 target_cpu=005`
@@ -994,6 +1009,7 @@ mod tests {
                 ev("sched_waking", 6, "sh"),
             ],
             other: BTreeMap::new(),
+            scan_hits: BTreeMap::new(),
         };
         let c = st.counts();
         let get = |k: &str| c.get(&(k.to_owned(), "wvz-x".to_owned())).copied();

@@ -438,11 +438,17 @@ fn scan_rows(f: &mut Findings, j: &Value) {
             .cloned()
             .unwrap_or_default();
         let g = |c: &Value, k: &str| c.get(k).and_then(Value::as_f64);
+        // The measured scan's shares and depths are small numbers; the latencies are ns.
+        let digits = if name.starts_with("scan.measured") {
+            2
+        } else {
+            0
+        };
         let txt: Vec<String> = cells
             .iter()
             .map(|c| {
                 format!(
-                    "{:.0}±{:.0}",
+                    "{:.digits$}±{:.digits$}",
                     g(c, "mean").unwrap_or(f64::NAN),
                     g(c, "sd").unwrap_or(f64::NAN)
                 )
@@ -450,7 +456,7 @@ fn scan_rows(f: &mut Findings, j: &Value) {
             .collect();
         let last = cells.last();
         f.line(format!(
-            "    diff {name:<16} default -> NO_SIS_UTIL: {} (change {:+.1}%, p {}{})",
+            "    diff {name:<27} default -> NO_SIS_UTIL: {} (change {:+.1}%, p {}{})",
             txt.join(" -> "),
             last.and_then(|c| g(c, "change_pct")).unwrap_or(f64::NAN),
             last.and_then(|c| g(c, "p_value"))

@@ -2,7 +2,8 @@
 //! in the guest (the development machine refuses fentry). The guest (`xtask/vm/fentry.sh`) runs a
 //! ping-pong on CPUs 1-2 alone, under `wakeviz --record --no-function-probes`, under
 //! `wakeviz --record` and under `wakeviz --record` without the select probe's input reads
-//! (`WAKEVIZ_SKIP_SELECT_INPUTS=1`, what the select inputs cost), rotated; this reads its timings.
+//! (`WAKEVIZ_SKIP_SELECT_INPUTS=1`, what the select inputs cost) and under `wakeviz --record
+//! --scan-points` (plus the idle-scan kprobes), rotated; this reads its timings.
 //! A benchmark, not a test: the figures are printed, never judged.
 use std::{collections::BTreeMap, path::Path};
 
@@ -11,7 +12,7 @@ use super::check::Findings;
 /// "rounds:iterations" for the guest.
 pub const SETTING: &str = "5:20000";
 
-const CONFIGS: [&str; 4] = ["alone", "nofunc", "func", "noinputs"];
+const CONFIGS: [&str; 5] = ["alone", "nofunc", "func", "noinputs", "scan"];
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -47,7 +48,9 @@ pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
         .filter(|c| CONFIGS.iter().all(|k| c.contains_key(*k)))
         .collect();
     if full.is_empty() {
-        return Err("no complete round (alone, nofunc, func, noinputs) in fentry/times.txt".into());
+        return Err(
+            "no complete round (alone, nofunc, func, noinputs, scan) in fentry/times.txt".into(),
+        );
     }
     let col = |k: &str| full.iter().map(|c| c[k]).collect::<Vec<f64>>();
     let added = |k: &str| {
@@ -60,6 +63,12 @@ pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
     let ratio = median(&mut ratio);
     let mut inputs: Vec<f64> = full.iter().map(|c| c["func"] / c["noinputs"]).collect();
     let mut inputs_us: Vec<f64> = full.iter().map(|c| c["func"] - c["noinputs"]).collect();
+    let mut scan: Vec<f64> = full.iter().map(|c| c["scan"] / c["func"]).collect();
+    let mut scan_us: Vec<f64> = full.iter().map(|c| c["scan"] - c["func"]).collect();
+    let mut scan_share: Vec<f64> = full
+        .iter()
+        .map(|c| (c["scan"] - c["func"]) / (c["func"] - c["alone"]))
+        .collect();
     Ok(vec![
         format!(
             "  fentry cost ({} rounds x {iterations} round trips on CPUs 1-2, medians): alone {:.1} us/rt; added by wakeviz --record --no-function-probes {a_no:+.1} us/rt, by wakeviz --record {a_fn:+.1} us/rt",
@@ -79,6 +88,12 @@ pub fn summarise(text: &str, iterations: f64) -> Result<Vec<String>, String> {
             median(&mut inputs),
             median(&mut inputs_us),
         ),
+        format!(
+            "  idle-scan kprobes (--scan-points): with/without ratio {:.3}, {:+.2} us per round trip, {:+.1}% of wakeviz's added cost (paired medians, function probes on in both)",
+            median(&mut scan),
+            median(&mut scan_us),
+            median(&mut scan_share) * 100.0,
+        ),
     ])
 }
 
@@ -93,6 +108,30 @@ pub fn report(f: &mut Findings, results: &Path, iterations: f64) {
         },
         Err(e) => f.fail(format!("fentry cost: {}: {e}", path.display())),
     }
+    // How often the scan kprobes fired in those runs (the ratio means little without it).
+    let (mut calls, mut scans, mut runs) = (0, 0, 0);
+    for e in std::fs::read_dir(results.join("fentry"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("scan-") && name.ends_with(".json")) {
+            continue;
+        }
+        let Some(m) = std::fs::read(e.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v.pointer("/scan_latency/measured").cloned())
+        else {
+            continue;
+        };
+        let n = |k: &str| m.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        (calls, scans, runs) = (calls + n("calls"), scans + n("scans"), runs + 1);
+    }
+    f.line(format!(
+        "  idle-scan kprobes in those runs: {scans} scans in {calls} placements watched ({runs} runs)"
+    ));
 }
 
 #[cfg(test)]
@@ -103,8 +142,10 @@ mod tests {
     fn paired_medians_and_ratio() {
         // 1000 round trips: 1 s = 1000 us/rt.
         let t = "0 alone 10.0 11.0\n0 nofunc 12.0 13.2\n0 func 14.0 15.5\n0 noinputs 16 17.4\n\
+                 0 scan 18 19.65\n\
                  1 nofunc 20.0 21.1\n1 func 22.0 23.4\n1 noinputs 24 25.3\n1 alone 24.0 24.9\n\
-                 2 func 30.0 31.0\n2 alone 32.0 33.0\n2 noinputs 34 35\n";
+                 1 scan 26 27.4\n\
+                 2 func 30.0 31.0\n2 alone 32.0 33.0\n2 noinputs 34 35\n2 scan 36 37\n";
         let l = summarise(t, 1000.0).unwrap();
         // Rounds 0 and 1 are complete; round 2 lacks nofunc and is left out.
         assert!(l[0].contains("2 rounds"), "{l:?}");
@@ -117,6 +158,11 @@ mod tests {
         // func / noinputs: 1500 / 1400 = 1.0714 and 1400 / 1300 = 1.0769, median 1.0742.
         assert!(l[2].contains("ratio 1.074"), "{l:?}");
         assert!(l[2].contains("+100.00 us"), "{l:?}");
+        // scan / func: 1650 / 1500 = 1.1 and 1400 / 1400 = 1.0, median 1.05; +150 and +0 us,
+        // median +75; share of the added cost 150/500 and 0/500, median 15 %.
+        assert!(l[3].contains("ratio 1.050"), "{l:?}");
+        assert!(l[3].contains("+75.00 us"), "{l:?}");
+        assert!(l[3].contains("+15.0%"), "{l:?}");
     }
 
     #[test]

@@ -170,31 +170,37 @@ fn meta_target() -> Result<Option<String>> {
         .filter(|d| d.starts_with("linux-image-6.12.")))
 }
 
-/// `apt-get download` + `dpkg -x` into `kdir/<name>/` (only `boot/` is kept).
-fn fetch(kdir: &Path, name: &str) -> Result<Kernel> {
-    let tmp = kdir.join(format!(".fetch-{name}"));
+/// `apt-get download` of package `name` into a fresh `tmp` (never installed): the `.deb`'s
+/// path. On failure `tmp` is removed.
+pub fn download(tmp: &Path, name: &str) -> Result<PathBuf> {
     if tmp.exists() {
-        fs::remove_dir_all(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
+        fs::remove_dir_all(tmp).with_context(|| format!("removing {}", tmp.display()))?;
     }
-    fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    fs::create_dir_all(tmp).with_context(|| format!("creating {}", tmp.display()))?;
     eprintln!("vm-test: downloading {name} (apt-get download, not installed)");
     let o = Command::new("apt-get")
         .args(["download", "-qq", name])
-        .current_dir(&tmp)
+        .current_dir(tmp)
         .output()
         .context("running apt-get download")?;
     if !o.status.success() {
-        let _ = fs::remove_dir_all(&tmp);
+        let _ = fs::remove_dir_all(tmp);
         bail!(
-            "apt-get download failed: {}",
+            "apt-get download {name} failed: {}",
             String::from_utf8_lossy(&o.stderr).trim()
         );
     }
-    let deb = fs::read_dir(&tmp)?
+    fs::read_dir(tmp)?
         .flatten()
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .context("apt-get download left no .deb")?;
+        .context("apt-get download left no .deb")
+}
+
+/// `apt-get download` + `dpkg -x` into `kdir/<name>/` (only `boot/` is kept).
+fn fetch(kdir: &Path, name: &str) -> Result<Kernel> {
+    let tmp = kdir.join(format!(".fetch-{name}"));
+    let deb = download(&tmp, name)?;
     let unpacked = tmp.join("x");
     let st = Command::new("dpkg")
         .arg("-x")

@@ -8,9 +8,11 @@
 //! every pinned pair, and reports the SIS_UTIL shadow fidelity. `--demo OUT` records the demo.
 //!
 //! Guest side: `xtask/vm/init.sh` (the initramfs's /init) and `xtask/vm/scenario.sh`.
-//! Environment: `WAKEVIZ_VM_CACHE` (kernel cache, default `<workspace>/.vm-cache`),
+//! Environment: `WAKEVIZ_VM_CACHE` (the kernel and its debug info; default
+//! `/var/cache/wakeviz-vm` as root, else `~/.cache/wakeviz-vm`),
 //! `WAKEVIZ_VM_KERNEL` (boot this vmlinuz instead of fetching Debian's).
 mod check;
+mod debuginfo;
 mod experiment;
 mod fentry;
 mod identity;
@@ -18,6 +20,7 @@ mod initramfs;
 mod kernel;
 mod noisy;
 mod qemu;
+mod scan;
 mod topo;
 
 use std::{
@@ -69,6 +72,27 @@ pub struct Args {
     /// Boot, sysfs and tracefs only, with busybox workloads and no wakeviz (harness debugging).
     #[arg(long, hide = true)]
     pub infra_only: bool,
+}
+
+/// Where the guest finds the scan points (`xtask/vm/scenario.sh`).
+const SCAN_POINTS: &str = "vm/scan_points.json";
+const SCAN_POINTS_TXT: &str = "vm/scan_points.txt";
+
+/// `WAKEVIZ_VM_CACHE`, else a directory outside the clone (CI starts from a fresh clone each
+/// time; the kernel and its debug info are hundreds of MB).
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("WAKEVIZ_VM_CACHE") {
+        return PathBuf::from(d);
+    }
+    use std::os::unix::fs::MetadataExt as _;
+    let root = fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let user = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    match user {
+        Some(h) if !root => h.join("wakeviz-vm"),
+        _ => PathBuf::from("/var/cache/wakeviz-vm"),
+    }
 }
 
 fn workspace_root() -> PathBuf {
@@ -124,9 +148,7 @@ pub fn run(a: &Args) -> Result<()> {
     };
     let busybox = kernel::which("busybox")
         .context("busybox not found: install Debian's busybox-static (scripts/setup.sh does)")?;
-    let cache = std::env::var_os("WAKEVIZ_VM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ws.join(".vm-cache"));
+    let cache = cache_dir();
     let kernel = match kernel::obtain(&cache)? {
         Ok(k) => k,
         Err(kernel::Unavailable(reason)) => {
@@ -147,7 +169,32 @@ pub fn run(a: &Args) -> Result<()> {
     let out_root = target_dir(&ws).join("vm-test");
     let work_root = out_root.join(".work");
     fs::create_dir_all(&work_root).with_context(|| format!("creating {}", work_root.display()))?;
-    let base = base_initramfs(&busybox, wakeviz.as_deref(), &work_root)?;
+    let mut base = base_initramfs(&busybox, wakeviz.as_deref(), &work_root)?;
+    if let Some(w) = &wakeviz {
+        let points = work_root.join("scan_points.json");
+        let r = debuginfo::vmlinux(&cache, &kernel.release)
+            .and_then(|v| debuginfo::scan_points(w, &v, &points).map(|()| v));
+        match r {
+            Ok(v) => {
+                eprintln!("vm-test: scan points from {}", v.display());
+                let bytes =
+                    fs::read(&points).with_context(|| format!("reading {}", points.display()))?;
+                let parsed = wakeviz_core::scan_points::ScanPoints::from_json(&bytes)
+                    .with_context(|| format!("reading {}", points.display()))?;
+                // The same points as plain lines, for the guest's tracefs kprobe events.
+                let lines: String = parsed
+                    .points
+                    .iter()
+                    .map(|p| format!("{} {} {}\n", p.role.name(), p.symbol, p.offset))
+                    .collect();
+                base.file(SCAN_POINTS, &bytes, false);
+                base.file(SCAN_POINTS_TXT, lines.as_bytes(), false);
+            }
+            Err(e) => eprintln!(
+                "vm-test: no scan points for the guest ({e:#}); the suite runs without the debug-info probes"
+            ),
+        }
+    }
 
     let specs: Vec<Spec> = topo::all();
     if let Some(out) = &a.demo {
@@ -160,6 +207,7 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let specs: Vec<Spec> = match &a.topology {
         Some(name) => {
+            let specs: Vec<Spec> = specs.into_iter().chain(topo::extra()).collect();
             let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
             let v: Vec<Spec> = specs.into_iter().filter(|s| s.name == *name).collect();
             if v.is_empty() {
@@ -478,6 +526,7 @@ fn run_topology(
     }
     check::compare_counts(&mut f, &d.counts(), &truth_counts);
     identity::check(&mut f, &d, &truth);
+    scan::check(&mut f, wakeviz, &trace, &truth, guest_report.as_ref());
     check::rings(
         &mut f,
         guest_report.as_ref(),

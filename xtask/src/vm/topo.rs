@@ -38,7 +38,8 @@ pub struct Spec {
     pub mem_mb: u32,
     pub pairs: Vec<Pair>,
     /// The experiment runs (schedstat live, --sched-feature, experiment) on this topology, with
-    /// the experiment's fan-out "groups:receivers:loops"; one topology with several LLCs.
+    /// the experiment's fan-out "groups:receivers:loops[:hogs]" (hogs: CPU-bound tasks beside
+    /// it in every run); one topology with several LLCs.
     pub experiment: Option<&'static str>,
     /// The fan-out group run's "comm:groups:receivers:loops" (default `wvz-fan:2:4:40`).
     pub fanout: Option<&'static str>,
@@ -61,6 +62,31 @@ const fn pair(comm: &'static str, waker: u32, wakee: u32, level: Level) -> Pair 
         wakee,
         level,
     }
+}
+
+/// Guests run only when named (`--topology`): longer runs the note of a change quotes, not CI.
+pub fn extra() -> Vec<Spec> {
+    vec![Spec {
+        name: "bigllc",
+        title: "one LLC of 16 CPUs (16 cores, no SMT, one die): where SIS_UTIL cuts the scan",
+        cpu_model: "Skylake-Server",
+        sockets: 1,
+        dies: 1,
+        cores: 16,
+        threads: 1,
+        llc_cpus: 16,
+        nodes: vec![],
+        mem_mb: 1024,
+        pairs: vec![
+            pair("wvz-cpu", 2, 2, Level::SameCpu),
+            pair("wvz-llc", 0, 3, Level::SameLlc),
+        ],
+        // Sixteen hogs keep every CPU busy, so SIS_UTIL's budget (nr_idle_scan) is small and
+        // NO_SIS_UTIL scans the whole LLC.
+        experiment: Some("4:3:100:16"),
+        fanout: None,
+        rings: 1,
+    }]
 }
 
 pub fn all() -> Vec<Spec> {

@@ -398,6 +398,9 @@ pub fn text(s: &Snapshot) -> String {
         }
         quantile_line(&mut o, "last 1s", &sc.windows.w1s);
         quantile_line(&mut o, "last 10s", &sc.windows.w10s);
+        if let Some(m) = &sc.measured {
+            measured_scan(&mut o, s, m);
+        }
     }
 
     let wl = &s.wakeup_latency;
@@ -628,5 +631,34 @@ fn latency_block(o: &mut String, l: &LatencySummary, unit_label: &str) {
         for line in render_log2(&l.log2, BAR_WIDTH).lines() {
             let _ = writeln!(o, "  {line}");
         }
+    }
+}
+
+/// The scan as the debug-info probes counted it: how often a placement scanned and how far
+/// (the registered figures' values, and the distribution beside them).
+fn measured_scan(o: &mut String, s: &Snapshot, m: &super::MeasuredScan) {
+    let v = |name: &str| {
+        s.figures
+            .get(name)
+            .map_or_else(|| "n/a".to_string(), crate::figures::Figure::value_text)
+    };
+    let _ = writeln!(
+        o,
+        "  measured (debug-info probes): {} placements watched, {} scanned, idle tests per scan {}, idle-core search {}, SMT siblings first {}",
+        v("scan.measured.calls"),
+        v("scan.measured.scans.share"),
+        v("scan.measured.cpus_per_scan"),
+        v("scan.measured.core.share"),
+        v("scan.measured.smt.share"),
+    );
+    let buckets: Vec<String> = m
+        .by_cpus_tested
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("{i}:{n}"))
+        .collect();
+    if !buckets.is_empty() {
+        let _ = writeln!(o, "  scans by idle tests made: {}", buckets.join(" "));
     }
 }

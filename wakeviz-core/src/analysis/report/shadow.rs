@@ -182,6 +182,9 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
             let _ = writeln!(s, "Fidelity: nothing compared yet.");
         }
     }
+    if let Some(m) = &r.scan_model {
+        scan_model(&mut s, m);
+    }
     let _ = writeln!(
         s,
         "Scan time: {:.0} ns per probe ({}).",
@@ -297,4 +300,27 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
         let _ = writeln!(s, "  - {a}");
     }
     s
+}
+
+/// The model's scan beside the measured one: how often each side scanned, and the depth of the
+/// plain scans both made.
+fn scan_model(s: &mut String, m: &crate::shadow::scan_model::ScanModelReport) {
+    let _ = writeln!(
+        s,
+        "Scan model ({}) vs measured scan (debug-info probes), {} decisions: both scanned {}, kernel only {}, model only {}.",
+        m.model, m.decisions, m.both_scanned, m.kernel_only, m.model_only
+    );
+    match m.mean_depth() {
+        Some((k, p)) => {
+            let _ = writeln!(
+                s,
+                "  plain scans on both sides: {}; CPUs tested per scan, mean: kernel {k:.2}, model {p:.2}; same depth in {:.2}%.",
+                m.plain,
+                100.0 * m.equal_depth as f64 / m.plain as f64
+            );
+        }
+        None => {
+            let _ = writeln!(s, "  no plain scan on both sides: no depth to compare.");
+        }
+    }
 }

@@ -67,7 +67,8 @@ fn select(ts_ns: u64, exact_mask: u32) -> SelectEvent {
         prev_has_idle_cores: 1,
         exact_mask,
         idle_scan_ns: u32::MAX,
-        _pad0: 0,
+        scan_cpus: 0,
+        scan_path: 0,
     }
 }
 

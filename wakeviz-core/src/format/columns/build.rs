@@ -6,7 +6,7 @@
 //! mispredicts per event for the whole decode, +15 % events/s (CHANGELOG.md).
 use super::{flag, widen::Scratch};
 use crate::{
-    event::{Event, Migrate, Select, Switch, Wake},
+    event::{Event, Migrate, ScanMeasure, Select, Switch, Wake},
     format::{
         codec::{Cursor, get_inputs, unzigzag},
         slots::boxed,
@@ -172,6 +172,13 @@ pub(super) fn build(
         let nr_idle_scan = opt(flag::NR_IDLE_SCAN)?;
         let prev_nr_idle_scan = opt(flag::PREV_NR_IDLE_SCAN)?;
         let idle_scan_ns = opt(flag::IDLE_SCAN_NS)?;
+        let scan = match opt(flag::SCAN)? {
+            Some(v) => Some(
+                ScanMeasure::from_packed(v)
+                    .ok_or_else(|| format!("event {}: bad scan path {v:#x}", first + j))?,
+            ),
+            None => None,
+        };
         let inputs = has(flag::INPUTS)
             .then(|| get_inputs(inputs).map_err(|e| format!("event {}: {e}", first + j)))
             .transpose()?;
@@ -191,6 +198,7 @@ pub(super) fn build(
             prev_has_idle_cores: has(flag::PREV_HAS_IDLE_CORES)
                 .then_some(has(flag::PREV_HAS_IDLE_CORES_TRUE)),
             idle_scan_ns,
+            scan,
             inputs: inputs.unwrap_or_default(),
         };
         // Built in its box (built first and copied in, it cost 60 more instructions).

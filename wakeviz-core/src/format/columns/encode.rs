@@ -1,7 +1,7 @@
 //! Building one chunk's columns as events arrive, and laying them out at flush.
 use super::{COLUMNS, col, flag};
 use crate::{
-    event::{Event, SelectInputs},
+    event::{Event, ScanMeasure, SelectInputs},
     format::codec::{put_inputs, zigzag},
 };
 
@@ -57,6 +57,7 @@ impl Encoder {
                     (s.nr_idle_scan, flag::NR_IDLE_SCAN),
                     (s.prev_nr_idle_scan, flag::PREV_NR_IDLE_SCAN),
                     (s.idle_scan_ns, flag::IDLE_SCAN_NS),
+                    (s.scan.map(ScanMeasure::packed), flag::SCAN),
                 ] {
                     if let Some(v) = v {
                         flags |= f;

@@ -47,8 +47,8 @@
 //! Rows of a kind's columns are that kind's events in chunk order; the decoder counts them from
 //! the kinds column, so no length is stored: a column either has exactly its rows' bytes in the
 //! payload or the chunk is refused, and after the last column only the inputs blocks remain.
-//! `select.optional` holds, for each select record in turn, the values of its set bits 0, 1, 3
-//! and 5 in that order. The smallest event (a migrate with one-byte columns) is 6 bytes, as in
+//! `select.optional` holds, for each select record in turn, the values of its set bits 0, 1, 3,
+//! 5 and 9 in that order. The smallest event (a migrate with one-byte columns) is 6 bytes, as in
 //! format 1, so [`super::codec::MIN_EVENT_BYTES`] bounds a chunk's count for both layouts.
 mod build;
 mod decode;
@@ -88,9 +88,13 @@ pub mod flag {
     /// The value of `has_idle_cores` / `prev_has_idle_cores` when present.
     pub const HAS_IDLE_CORES_TRUE: u32 = 1 << 7;
     pub const PREV_HAS_IDLE_CORES_TRUE: u32 = 1 << 8;
+    /// The debug-info probes' measured scan (format 7): `ScanMeasure::packed` in the
+    /// `select.optional` column.
+    pub const SCAN: u32 = 1 << 9;
     /// The bits whose value sits in the `select.optional` column.
-    pub const OPTIONAL: u32 = WAKER_NR_RUNNING | NR_IDLE_SCAN | PREV_NR_IDLE_SCAN | IDLE_SCAN_NS;
-    pub const ALL: u32 = (1 << 9) - 1;
+    pub const OPTIONAL: u32 =
+        WAKER_NR_RUNNING | NR_IDLE_SCAN | PREV_NR_IDLE_SCAN | IDLE_SCAN_NS | SCAN;
+    pub const ALL: u32 = (1 << 10) - 1;
 }
 
 /// Whether column `c` holds u64 values (and so may be 8 bytes wide).

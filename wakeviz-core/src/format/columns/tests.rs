@@ -128,6 +128,11 @@ fn events(seed: u64, n: usize) -> Vec<Event> {
                     prev_nr_idle_scan: r.opt(),
                     prev_has_idle_cores: r.flag(),
                     idle_scan_ns: r.opt(),
+                    // The measured scan: any test count, any valid path bits.
+                    scan: r.opt().map(|v| crate::event::ScanMeasure {
+                        cpus: v as u16,
+                        path: (v >> 16) as u16 & wakeviz_common::scan_path::ALL,
+                    }),
                     inputs: inputs(&mut r),
                 })),
             }

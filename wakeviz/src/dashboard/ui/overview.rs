@@ -295,13 +295,7 @@ fn probes(app: &App) -> Vec<Line<'static>> {
         fmt::bold(),
     ))];
     for p in &h.probes {
-        let mode = p.mode.map_or("-", |m| match m {
-            ProbeMode::TpBtf => "tp_btf",
-            ProbeMode::RawTp => "raw_tp",
-            ProbeMode::Tracepoint => "tracepoint",
-            ProbeMode::Fentry => "fentry",
-            ProbeMode::Synthetic => "synthetic",
-        });
+        let mode = p.mode.map_or("-", ProbeMode::name);
         let (state, style) = match &p.state {
             ProbeState::Attached => ("attached", Style::default()),
             ProbeState::Failed(_) => ("FAILED", fmt::bad()),

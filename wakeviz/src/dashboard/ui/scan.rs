@@ -8,7 +8,10 @@ use ratatui::{
     text::{Line, Span},
     widgets::{Paragraph, Wrap},
 };
-use wakeviz_core::analysis::latency::{LatencySummary, render_log2};
+use wakeviz_core::{
+    analysis::latency::{LatencySummary, render_log2},
+    figures::{Figure, Figures},
+};
 
 use super::fmt;
 use crate::dashboard::app::{App, View, Window};
@@ -52,7 +55,15 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     ]);
     f.render_widget(
         Paragraph::new(fmt::fit_lines(
-            vec![src, quantiles(sum), Line::raw("")],
+            vec![
+                src,
+                quantiles(sum),
+                if sc.measured.is_some() {
+                    measured(&app.data.snap.figures)
+                } else {
+                    Line::raw("")
+                },
+            ],
             head.width,
         )),
         head,
@@ -90,6 +101,26 @@ pub fn quantiles(s: &LatencySummary) -> Line<'static> {
             fmt::ns(q.p99),
             fmt::ns(q.p999),
             fmt::ns(q.max)
+        )),
+    ])
+}
+
+/// What the debug-info probes counted, cumulative: how often a placement scanned, how far
+/// (the registered figures' values).
+fn measured(figures: &Figures) -> Line<'static> {
+    let v = |name: &str| {
+        figures
+            .get(name)
+            .map_or_else(|| "n/a".to_string(), Figure::value_text)
+    };
+    Line::from(vec![
+        Span::styled("measured ", fmt::dim()),
+        Span::raw(format!(
+            "{} placements, {} scanned, {} tested per scan, idle-core search {}",
+            v("scan.measured.calls"),
+            v("scan.measured.scans.share"),
+            v("scan.measured.cpus_per_scan"),
+            v("scan.measured.core.share"),
         )),
     ])
 }

@@ -51,7 +51,7 @@ pub fn degradations(h: &Header) -> Vec<String> {
     for p in &h.probes {
         let expected = match h.scan_source {
             ScanSource::None => function(&p.name),
-            ScanSource::SelectTaskRqFair => p.name == "select_idle_cpu",
+            ScanSource::SelectTaskRqFair | ScanSource::DebugInfo => p.name == "select_idle_cpu",
             ScanSource::SelectIdleCpu => false,
         };
         if expected {

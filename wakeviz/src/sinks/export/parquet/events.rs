@@ -13,7 +13,7 @@ use wakeviz_core::event::{Event, TaskTable};
 
 use super::table::Rows;
 
-const COLUMNS: [(&str, DataType, bool); 30] = [
+const COLUMNS: [(&str, DataType, bool); 34] = [
     ("recording_id", DataType::Utf8, false),
     ("ts_ns", DataType::UInt64, false),
     ("kind", DataType::Utf8, false),
@@ -46,6 +46,10 @@ const COLUMNS: [(&str, DataType, bool); 30] = [
     ("prev_has_idle_cores", DataType::Boolean, true),
     ("idle_scan_ns", DataType::UInt32, true),
     ("select_ns", DataType::UInt64, true),
+    ("scan_ran", DataType::Boolean, true),
+    ("scan_idle_tests", DataType::UInt32, true),
+    ("scan_idle_core", DataType::Boolean, true),
+    ("scan_smt", DataType::Boolean, true),
 ];
 
 pub fn schema() -> Schema {
@@ -91,6 +95,10 @@ pub struct Events {
     prev_has_idle_cores: BooleanBuilder,
     idle_scan_ns: UInt32Builder,
     select_ns: UInt64Builder,
+    scan_ran: BooleanBuilder,
+    scan_idle_tests: UInt32Builder,
+    scan_idle_core: BooleanBuilder,
+    scan_smt: BooleanBuilder,
 }
 
 impl Events {
@@ -163,6 +171,15 @@ impl Events {
             .append_option(sel.and_then(|s| s.idle_scan_ns));
         self.select_ns
             .append_option(sel.filter(|s| !s.at_waking()).map(|s| s.duration_ns()));
+        let scan = sel.and_then(|s| s.scan);
+        let path = |bit: u16| scan.map(|m| m.path & bit != 0);
+        self.scan_ran.append_option(scan.map(|m| m.ran()));
+        self.scan_idle_tests
+            .append_option(scan.map(|m| u32::from(m.cpus)));
+        self.scan_idle_core
+            .append_option(path(wakeviz_common::scan_path::CORE));
+        self.scan_smt
+            .append_option(path(wakeviz_common::scan_path::SMT));
     }
 }
 
@@ -204,6 +221,10 @@ impl Rows for Events {
             Arc::new(self.prev_has_idle_cores.finish()),
             Arc::new(self.idle_scan_ns.finish()),
             Arc::new(self.select_ns.finish()),
+            Arc::new(self.scan_ran.finish()),
+            Arc::new(self.scan_idle_tests.finish()),
+            Arc::new(self.scan_idle_core.finish()),
+            Arc::new(self.scan_smt.finish()),
         ]
     }
 }

@@ -1,0 +1,108 @@
+//! The idle scan in the guest: what wakeviz's debug-info probes measured against the kernel's
+//! own kprobe events at the same addresses (`xtask/vm/scenario.sh` sets them up), and what the
+//! report and the shadow's scan model made of it.
+use std::{path::Path, process::Command};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use super::check::{Findings, PREFIX, Stream, scan_source};
+
+/// The idle scan as wakeviz's debug-info probes measured it, against the kernel's own kprobe
+/// events at the same addresses in the same window (both counted while a workload task is the
+/// waker): scans and idle tests must agree within 0.5 %.
+pub fn check(f: &mut Findings, wakeviz: &Path, wvz: &Path, truth: &Stream, report: Option<&Value>) {
+    let source = report.and_then(scan_source).unwrap_or_default();
+    let measured = source.contains("debug-info probes");
+    if truth.scan_hits.is_empty() && !measured {
+        f.line(format!("  scan probes: not used (scan source {source})"));
+        return;
+    }
+    if !measured {
+        f.fail(format!(
+            "scan probes: the guest had scan points but wakeviz's scan source is {source:?}"
+        ));
+        return;
+    }
+    let ours = match measured_scans(wakeviz, wvz) {
+        Ok(c) => c,
+        Err(e) => {
+            f.fail(format!("scan probes: {e:#}"));
+            return;
+        }
+    };
+    let kernel = |r: &str| truth.scan_hits.get(r).copied().unwrap_or(0);
+    for (what, w, k) in [
+        ("scans", ours.1, kernel("scan_entry")),
+        (
+            "idle tests",
+            ours.2,
+            kernel("idle_test") + kernel("idle_core"),
+        ),
+    ] {
+        let off = w.abs_diff(k) as f64 / k.max(1) as f64 * 100.0;
+        let line = format!(
+            "  scan probes: {what} by workload wakers: wakeviz {w}, tracefs kprobe events {k} ({off:.2} % apart; {} placements watched)",
+            ours.0
+        );
+        if k == 0 || off > 0.5 {
+            f.fail(line);
+        } else {
+            f.line(line);
+        }
+    }
+    if let Some(m) = report.and_then(|r| r.pointer("/scan_latency/measured")) {
+        let n = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(0);
+        f.line(format!(
+            "  scan probes, all wakers: {} placements watched, {} scans, {} idle tests, {} scans searched for an idle core, scans by tests made {}",
+            n("calls"),
+            n("scans"),
+            n("cpus_tested"),
+            n("core_scans"),
+            m.get("by_cpus_tested").map_or_else(String::new, Value::to_string)
+        ));
+    }
+    if let Some(m) = report.and_then(|r| r.pointer("/shadow/scan_model")) {
+        f.line(format!("  scan model vs measured: {m}"));
+    }
+}
+
+/// (placements watched, scans, idle tests) of the recording's select records whose waker was a
+/// workload task at the time (its name then, as the tracefs filter sees `comm`: a process that
+/// scans while still named `sh` and execs a workload later is not the workload's).
+fn measured_scans(wakeviz: &Path, wvz: &Path) -> Result<(u64, u64, u64)> {
+    let out = Command::new(wakeviz)
+        .arg("--replay")
+        .arg(wvz)
+        .args(["--dump", "jsonl", "--include-self"])
+        .output()
+        .with_context(|| format!("running {} --replay --dump jsonl", wakeviz.display()))?;
+    if !out.status.success() {
+        bail!(
+            "wakeviz --replay --dump failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let mut c = (0, 0, 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(scan) = v.get("scan") else {
+            continue;
+        };
+        if !v
+            .get("waker_comm")
+            .and_then(Value::as_str)
+            .is_some_and(|c| c.starts_with(PREFIX))
+        {
+            continue;
+        }
+        c.0 += 1;
+        if scan.get("ran").and_then(Value::as_bool) == Some(true) {
+            c.1 += 1;
+            c.2 += scan.get("idle_tests").and_then(Value::as_u64).unwrap_or(0);
+        }
+    }
+    Ok(c)
+}
