@@ -73,9 +73,9 @@ pub struct Stream {
     pub events: Vec<Ev>,
     /// Events of other kinds (select_task_rq_fair ...) by kind.
     pub other: BTreeMap<String, u64>,
-    /// tracefs only: the scan kprobe events by role (`scan_entry`, `idle_test`), each a hit
-    /// while a workload task was the waker.
-    pub scan_hits: BTreeMap<String, u64>,
+    /// tracefs only: the scan kprobe events by (role, the running task's pid): `scan_entry`,
+    /// `idle_test`, `idle_core`, each a hit while a workload task was the waker.
+    pub scan_hits: BTreeMap<(String, u32), u64>,
 }
 
 /// comm -> ((waker CPU, wakee's CPU) -> count of the pair's own wakeups, wakeups of it by
@@ -158,8 +158,8 @@ pub fn tracefs_stream(path: &Path) -> Result<Stream> {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
-        if let Some(role) = scan_hit(line) {
-            *st.scan_hits.entry(role.to_owned()).or_default() += 1;
+        if let Some((role, pid)) = scan_hit(line) {
+            *st.scan_hits.entry((role.to_owned(), pid)).or_default() += 1;
             continue;
         }
         let e = parse_trace_line(line)
@@ -173,12 +173,36 @@ pub fn tracefs_stream(path: &Path) -> Result<Stream> {
     Ok(st)
 }
 
-/// The role of a scan kprobe event's line (`...: idle_test_2: (select_task_rq_fair+0x683/...)`).
-/// The kernel gives no event name a trace line's other fields could be mistaken for.
-fn scan_hit(line: &str) -> Option<&'static str> {
-    ["scan_entry", "idle_test", "idle_core"]
+/// The role and the running task's pid of a scan kprobe event's line
+/// (`  wvz-x-243  (  241) [001] d..3.  11.3: idle_test_2: (select_task_rq_fair+0x683/...)`).
+fn scan_hit(line: &str) -> Option<(&'static str, u32)> {
+    let role = ["scan_entry", "idle_test", "idle_core"]
         .into_iter()
-        .find(|r| line.contains(&format!(": {r}_")) && line.contains(": ("))
+        .find(|r| line.contains(&format!(": {r}_")) && line.contains(": ("))?;
+    let task = line.split_whitespace().next()?;
+    let pid = task.rsplit_once('-')?.1.parse().ok()?;
+    Some((role, pid))
+}
+
+impl Stream {
+    /// Pids the trace names other than a workload's at some point (forked by the shell as
+    /// `sh`, then exec'd): around the exec, which name a hit belongs to is a matter of
+    /// nanoseconds, so the scan check leaves them out on both sides.
+    pub fn renamed(&self) -> std::collections::HashSet<u32> {
+        let mut out = std::collections::HashSet::new();
+        for e in &self.events {
+            for (pid, comm) in [
+                (e.pid, &e.comm),
+                (e.prev_pid, &e.prev_comm),
+                (e.next_pid, &e.next_comm),
+            ] {
+                if pid != 0 && !comm.is_empty() && !comm.starts_with(PREFIX) {
+                    out.insert(pid);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// `   task-123   [004] d..2.  31.5: sched_waking: comm=x pid=124 prio=120 target_cpu=005`
@@ -994,6 +1018,17 @@ mod tests {
             comm: comm.into(),
             ..Ev::default()
         }
+    }
+
+    #[test]
+    fn scan_kprobe_lines_give_their_role_and_pid() {
+        let l = "        wvz-fan-243     (    241) [001] d..3.    11.366119: idle_test_1: (select_task_rq_fair+0x683/0x17d0)";
+        assert_eq!(scan_hit(l), Some(("idle_test", 243)));
+        let l = "  wvz-hog-473 (473) [006] d.s2. 12.787500: scan_entry_0: (select_task_rq_fair+0x545/0x17d0)";
+        assert_eq!(scan_hit(l), Some(("scan_entry", 473)));
+        let l =
+            "  sh-5 (5) [000] d..2. 1.0: sched_waking: comm=wvz-x pid=6 prio=120 target_cpu=001";
+        assert_eq!(scan_hit(l), None);
     }
 
     #[test]

@@ -24,14 +24,22 @@ pub fn check(f: &mut Findings, wakeviz: &Path, wvz: &Path, truth: &Stream, repor
         ));
         return;
     }
-    let ours = match measured_scans(wakeviz, wvz) {
+    let renamed = truth.renamed();
+    let ours = match measured_scans(wakeviz, wvz, &renamed) {
         Ok(c) => c,
         Err(e) => {
             f.fail(format!("scan probes: {e:#}"));
             return;
         }
     };
-    let kernel = |r: &str| truth.scan_hits.get(r).copied().unwrap_or(0);
+    let kernel = |r: &str| -> u64 {
+        truth
+            .scan_hits
+            .iter()
+            .filter(|((role, pid), _)| role == r && !renamed.contains(pid))
+            .map(|(_, n)| n)
+            .sum()
+    };
     for (what, w, k) in [
         ("scans", ours.1, kernel("scan_entry")),
         (
@@ -42,7 +50,8 @@ pub fn check(f: &mut Findings, wakeviz: &Path, wvz: &Path, truth: &Stream, repor
     ] {
         let off = w.abs_diff(k) as f64 / k.max(1) as f64 * 100.0;
         let line = format!(
-            "  scan probes: {what} by workload wakers: wakeviz {w}, tracefs kprobe events {k} ({off:.2} % apart; {} placements watched)",
+            "  scan probes: {what} by workload wakers (pids the trace also names otherwise left out: {}): wakeviz {w}, tracefs kprobe events {k} ({off:.2} % apart; {} placements watched)",
+            renamed.len(),
             ours.0
         );
         if k == 0 || off > 0.5 {
@@ -68,9 +77,13 @@ pub fn check(f: &mut Findings, wakeviz: &Path, wvz: &Path, truth: &Stream, repor
 }
 
 /// (placements watched, scans, idle tests) of the recording's select records whose waker was a
-/// workload task at the time (its name then, as the tracefs filter sees `comm`: a process that
-/// scans while still named `sh` and execs a workload later is not the workload's).
-fn measured_scans(wakeviz: &Path, wvz: &Path) -> Result<(u64, u64, u64)> {
+/// workload task at the time (its name then, as the tracefs filter sees `comm`) and never
+/// named otherwise in the trace (`renamed`).
+fn measured_scans(
+    wakeviz: &Path,
+    wvz: &Path,
+    renamed: &std::collections::HashSet<u32>,
+) -> Result<(u64, u64, u64)> {
     let out = Command::new(wakeviz)
         .arg("--replay")
         .arg(wvz)
@@ -91,11 +104,12 @@ fn measured_scans(wakeviz: &Path, wvz: &Path) -> Result<(u64, u64, u64)> {
         let Some(scan) = v.get("scan") else {
             continue;
         };
-        if !v
+        let workload = v
             .get("waker_comm")
             .and_then(Value::as_str)
-            .is_some_and(|c| c.starts_with(PREFIX))
-        {
+            .is_some_and(|c| c.starts_with(PREFIX));
+        let pid = v.get("waker_pid").and_then(Value::as_u64).unwrap_or(0);
+        if !workload || u32::try_from(pid).is_ok_and(|p| renamed.contains(&p)) {
             continue;
         }
         c.0 += 1;
