@@ -65,8 +65,8 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
                     json!({
                         "ran": x.ran(),
                         "idle_tests": x.cpus,
-                        "idle_core": x.path & wakeviz_common::scan_path::CORE != 0,
-                        "smt": x.path & wakeviz_common::scan_path::SMT != 0,
+                        "idle_core": x.core(),
+                        "smt": x.smt(),
                     }),
                 );
             }

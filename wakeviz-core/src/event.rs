@@ -119,6 +119,16 @@ impl ScanMeasure {
         self.path & wakeviz_common::scan_path::SCAN != 0
     }
 
+    /// `select_idle_core` ran (the idle-core search).
+    pub const fn core(self) -> bool {
+        self.path & wakeviz_common::scan_path::CORE != 0
+    }
+
+    /// `select_idle_smt` ran (prev's SMT siblings, before the scan).
+    pub const fn smt(self) -> bool {
+        self.path & wakeviz_common::scan_path::SMT != 0
+    }
+
     /// One `u32` for the recording: `cpus` in the low half, `path` in the high half.
     pub const fn packed(self) -> u32 {
         self.cpus as u32 | (self.path as u32) << 16

@@ -7,7 +7,6 @@ use super::{
     snapshot::MeasuredScan,
 };
 use crate::{format::Header, format::ScanSource};
-use wakeviz_common::scan_path;
 
 /// Scans testing this many or more CPUs share the last bucket of the distribution.
 pub const TESTED_BUCKETS: usize = 257;
@@ -32,12 +31,12 @@ impl Part for MeasuredScanPart {
         };
         let m = &mut self.m;
         m.calls += 1;
-        m.smt_calls += u64::from(x.path & scan_path::SMT != 0);
+        m.smt_calls += u64::from(x.smt());
         if !x.ran() {
             return;
         }
         m.scans += 1;
-        m.core_scans += u64::from(x.path & scan_path::CORE != 0);
+        m.core_scans += u64::from(x.core());
         m.cpus_tested += u64::from(x.cpus);
         let b = usize::from(x.cpus).min(TESTED_BUCKETS - 1);
         if m.by_cpus_tested.len() <= b {

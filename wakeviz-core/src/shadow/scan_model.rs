@@ -56,7 +56,6 @@ pub struct ScanModelReport {
 
 impl ScanModelReport {
     pub(super) fn add(&mut self, model: ModelScan, kernel: ScanMeasure) {
-        use wakeviz_common::scan_path;
         self.decisions += 1;
         match (kernel.ran(), model.ran) {
             (true, true) => self.both_scanned += 1,
@@ -64,8 +63,7 @@ impl ScanModelReport {
             (false, true) => self.model_only += 1,
             (false, false) => return,
         }
-        let kernel_core = kernel.path & scan_path::CORE != 0;
-        if !(kernel.ran() && model.ran) || kernel_core || model.core {
+        if !(kernel.ran() && model.ran) || kernel.core() || model.core {
             return;
         }
         self.plain += 1;

@@ -9,7 +9,7 @@ use arrow_array::{
     builder::{BooleanBuilder, Int32Builder, StringBuilder, UInt32Builder, UInt64Builder},
 };
 use arrow_schema::{DataType, Field, Schema};
-use wakeviz_core::event::{Event, TaskTable};
+use wakeviz_core::event::{Event, ScanMeasure, TaskTable};
 
 use super::table::Rows;
 
@@ -172,14 +172,12 @@ impl Events {
         self.select_ns
             .append_option(sel.filter(|s| !s.at_waking()).map(|s| s.duration_ns()));
         let scan = sel.and_then(|s| s.scan);
-        let path = |bit: u16| scan.map(|m| m.path & bit != 0);
         self.scan_ran.append_option(scan.map(|m| m.ran()));
         self.scan_idle_tests
             .append_option(scan.map(|m| u32::from(m.cpus)));
         self.scan_idle_core
-            .append_option(path(wakeviz_common::scan_path::CORE));
-        self.scan_smt
-            .append_option(path(wakeviz_common::scan_path::SMT));
+            .append_option(scan.map(ScanMeasure::core));
+        self.scan_smt.append_option(scan.map(ScanMeasure::smt));
     }
 }
 
