@@ -179,6 +179,10 @@ fn a_flipped_sis_util_gives_both_predictions_with_exact_parts() {
         fig(p, "scan.p99_ns").measured_source,
         MeasuredSource::ScanLatency(_)
     ));
+    // Without the debug-info scan probes, the select_idle_cpu rows are proxies too.
+    let sc = fig(p, "scan.tests_per_wakeup");
+    assert_eq!(sc.measured_source, MeasuredSource::ProxyModelOnTarget);
+    assert!(sc.measured.is_some_and(|m| m > 0.0), "{sc:?}");
 
     // sis_util predicting the default runs from the "NO_SIS_UTIL" ones: the same kernel and
     // workload on both sides, so the level shares are predicted within a few points.
@@ -198,7 +202,7 @@ fn a_flipped_sis_util_gives_both_predictions_with_exact_parts() {
 
     // JSON: the predictions key.
     let v = serde_json::to_value(&rep).unwrap();
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_eq!(v["predictions"][1]["policy"], "full_scan");
     assert_eq!(
         v["predictions"][1]["figures"][0]["name"],
@@ -496,4 +500,82 @@ fn every_model_names_a_registered_policy() {
             m.policy
         );
     }
+}
+
+fn replay(path: &std::path::Path) -> Snapshot {
+    let bytes = std::fs::read(path).unwrap();
+    let r = Reader::new(std::io::Cursor::new(bytes), path).unwrap();
+    let mut src = ReplaySource::new(r);
+    let mut a = Analysis::new(src.header());
+    loop {
+        match src.poll(std::time::Duration::ZERO).unwrap() {
+            Poll::Batch(b) => a.on_batch(&b),
+            Poll::Pending => {}
+            Poll::End => break,
+        }
+    }
+    a.snapshot()
+}
+
+/// With the debug-info scan probes (a guest recording), the select_idle_cpu rows are measured:
+/// the observed row holds the kernel's scans as counted, on the decisions the model is scored
+/// on, and the model's own scan stands beside it.
+#[test]
+fn measured_scan_rows_come_from_the_scan_probes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/recordings/vm-nps1-scan-probes.wvz");
+    let s = replay(&path);
+    let sh = s.shadow.as_ref().unwrap();
+    let (obs, model) = (pol(&s, "observed"), pol(&s, sh.model));
+    let sm = sh.scan_model.as_ref().expect("scan model comparison");
+    // The probes watched nearly every evaluated decision (not those placed before the kprobes
+    // were on, where the model's scan stands in): the observed scans are the probes' count
+    // plus at most those.
+    let unwatched = obs.evaluated - sm.decisions;
+    assert!(
+        sm.decisions > 900 && unwatched < 20,
+        "{sm:?} {}",
+        obs.evaluated
+    );
+    let count =
+        |r: &PolicyRow| (r.scan.scans_pct.unwrap() * r.evaluated as f64 / 100.0).round() as u64;
+    let kernel = sm.both_scanned + sm.kernel_only;
+    assert!(
+        (kernel..=kernel + unwatched).contains(&count(obs)),
+        "{:?}",
+        obs.scan
+    );
+    let modelled = sm.both_scanned + sm.model_only;
+    assert!(
+        (modelled..=modelled + unwatched).contains(&count(model)),
+        "{:?}",
+        model.scan
+    );
+    assert!(kernel > 100, "{sm:?}");
+
+    let g = Group {
+        name: "guest".into(),
+        files: vec!["vm-nps1-scan-probes.wvz".into()],
+        runs: vec![s.clone()],
+    };
+    let p = predict::predict_pair(&g, &g, sh.model).unwrap();
+    for name in [
+        "scan.scans.share",
+        "scan.cpus_per_scan",
+        "scan.tests_per_wakeup",
+    ] {
+        let f = fig(&p, name);
+        assert_eq!(f.measured_source, MeasuredSource::ScanProbes, "{f:?}");
+    }
+    let f = fig(&p, "scan.scans.share");
+    assert!(close(f.measured, obs.scan.scans_pct.unwrap()), "{f:?}");
+    assert!(close(f.predicted, model.scan.scans_pct.unwrap()), "{f:?}");
+    // The identity: no open loop, the whole error is the model's on the same decisions.
+    assert!(close(f.open_loop, 0.0), "{f:?}");
+    let mut text = String::new();
+    predict::text::render(&mut text, &p);
+    assert!(
+        text.contains("measured by the debug-info scan probes"),
+        "{text}"
+    );
 }

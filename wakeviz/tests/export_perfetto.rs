@@ -366,3 +366,43 @@ fn live_recording_exports_on_boottime() {
     );
     tracks_match_report(&rec, &s);
 }
+
+/// The debug-info scan probes' counts on each placement's instant add up to the report's
+/// measured scan (the report counts wakeups only; forks are placed by the same call and carry
+/// the args too).
+#[test]
+fn measured_scan_args_add_up_to_the_report() {
+    let Some(py) = python() else { return };
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wakeviz-core/tests/fixtures/recordings/vm-nps1-scan-probes.wvz");
+    let d = tempfile::tempdir().unwrap();
+    let (jsonl, trace) = (d.path().join("d.jsonl"), d.path().join("t.pftrace"));
+    dump(&rec, &jsonl);
+    let out = export(&rec, &trace, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = check(&py, &jsonl, &[trace]);
+    let args = &s["track_events"]["args"];
+    let arg = |k: &str| args[k].as_u64().unwrap_or(0);
+    let out = Command::new(BIN)
+        .arg("--replay")
+        .arg(&rec)
+        .args(["--report", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &report["scan_latency"]["measured"];
+    let n = |k: &str| m[k].as_u64().unwrap();
+    assert!(n("scans") > 100, "{m}");
+    assert_eq!(arg("scan_ran.true"), n("scans"), "{args}");
+    assert_eq!(arg("scan_idle_tests.sum"), n("cpus_tested"), "{args}");
+    assert_eq!(arg("scan_idle_core.true"), n("core_scans"), "{args}");
+    assert_eq!(arg("scan_smt.true"), n("smt_calls"), "{args}");
+    assert!(arg("scan_ran.n") >= n("calls"), "{args} {m}");
+    // Only timed where a scan ran.
+    assert_eq!(arg("scan_ns.n"), n("scans"), "{args}");
+}

@@ -6,7 +6,7 @@ compares per CPU: sched_switch and sched_waking (CompactSched, timestamps rebuil
 deltas), sched_migrate_task and sched_wakeup_new (FtraceEvents), each event's time on BOOTTIME
 (dump time + the clock snapshot's BOOTTIME - MONOTONIC), and task names (ProcessTree against
 the dump's comms, and each thread's process, its tgid, against the dump's). wakeviz's TrackEvent data is decoded and summarised (instants by name,
-flows, counter sums by track name) for the caller to compare with `--report json`; within each
+flows, counter sums by track name, args by name: count, true, sum) for the caller to compare with `--report json`; within each
 part every track is described and every interned name defined before use. Prints a JSON
 summary; exits 1 on any mismatch.
 
@@ -59,15 +59,17 @@ def read_part(path, problems):
     processes = {}  # pid -> ppid
     offset = None
     seen = {}  # pid -> comm as the events carry it
-    event_names, tracks = {}, {}
+    event_names, arg_names, tracks = {}, {}, {}
     te = {"instants": collections.Counter(), "flows": 0, "terminating": 0,
-          "counters": collections.Counter()}
+          "counters": collections.Counter(), "args": collections.Counter()}
     for i, p in enumerate(trace.packet):
         if p.HasField("interned_data"):
             if p.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
-                event_names = {}
+                event_names, arg_names = {}, {}
             for n in p.interned_data.event_names:
                 event_names[n.iid] = n.name
+            for n in p.interned_data.debug_annotation_names:
+                arg_names[n.iid] = n.name
         which = p.WhichOneof("data")
         if which == "clock_snapshot":
             clocks = {c.clock_id: c.timestamp for c in p.clock_snapshot.clocks}
@@ -86,6 +88,16 @@ def read_part(path, problems):
                 te["instants"][event_names.get(e.name_iid, "?")] += 1
                 te["flows"] += len(e.flow_ids)
                 te["terminating"] += len(e.terminating_flow_ids)
+                # Per arg name: how many events carry it, how many say true, and the sum of
+                # its unsigned values.
+                for a in e.debug_annotations:
+                    n = arg_names.get(a.name_iid, "?")
+                    te["args"][n + ".n"] += 1
+                    v = a.WhichOneof("value")
+                    if v == "bool_value" and a.bool_value:
+                        te["args"][n + ".true"] += 1
+                    elif v == "uint_value":
+                        te["args"][n + ".sum"] += a.uint_value
             elif e.type == pb.TrackEvent.TYPE_COUNTER:
                 te["counters"][tracks.get(e.track_uuid, "?")] += e.counter_value
         elif which == "process_tree":
@@ -149,14 +161,14 @@ def main(argv):
     parts = []
     all_names = set()
     track_events = {"instants": collections.Counter(), "flows": 0, "terminating": 0,
-                    "counters": collections.Counter()}
+                    "counters": collections.Counter(), "args": collections.Counter()}
     last_names = {}
     all_groups, all_processes = {}, {}
     for path in argv[2:]:
         times, names, offset, te, groups, processes = read_part(path, problems)
         all_groups.update(groups)
         all_processes.update(processes)
-        for k in ("instants", "counters"):
+        for k in ("instants", "counters", "args"):
             track_events[k].update(te[k])
         track_events["flows"] += te["flows"]
         track_events["terminating"] += te["terminating"]

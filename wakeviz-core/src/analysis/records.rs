@@ -30,6 +30,8 @@ pub struct PlacementRecord {
     /// Time inside `select_idle_cpu`, only where that function could be probed (it is usually
     /// inlined; the report's scan latency then falls back to `select_ns`, this field does not).
     pub scan_ns: Option<u64>,
+    /// The idle scan as the debug-info kprobes counted it, when they watched the call.
+    pub scan: Option<crate::event::ScanMeasure>,
     /// `sched_wakeup` to the wakee's next switch-in; `None` when that was not seen.
     pub wakeup_to_run_ns: Option<u64>,
     /// Each shadow policy's chosen CPU, in [`super::Analysis::record_policies`] order; all
@@ -51,6 +53,7 @@ impl PlacementRecord {
             vs_prev,
             select_ns: p.select.map(|s| s.duration_ns()),
             scan_ns: p.select.and_then(|s| s.idle_scan_ns).map(u64::from),
+            scan: p.select.and_then(|s| s.scan),
             wakeup_to_run_ns: None,
             shadow,
         }

@@ -30,8 +30,11 @@ use crate::{
 ///    kernel's model) and `cannot_differ`.
 /// 7: `placement.per_llc`, `placement.per_cpu` and `scan_latency.per_llc` list only the rows
 ///    where something was counted (`topology.llcs` lists every LLC).
+/// 8: `scope` (which tasks the in-scope figures are about).
 /// 9: `scan_latency.measured`: the idle scan counted by the debug-info probes.
-pub const SCHEMA_VERSION: u32 = 9;
+/// 10: each shadow row's `scan` (its `select_idle_cpu` runs and depth); `shadow.scan_model`
+///    covers the in-scope wakeups only.
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Scan latency is shown in nanoseconds, wakeup-to-run latency in microseconds (their natural
 /// magnitudes); percentiles are always in nanoseconds.

@@ -25,7 +25,8 @@ use crate::analysis::Snapshot;
 
 /// Version of the `wakeviz diff --report json` tree; bumped when a key is added, renamed or
 /// removed or changes meaning.
-pub const DIFF_SCHEMA_VERSION: u32 = 2;
+/// 3: each prediction figure's `error_ci95` and `resolved`; `measured_source` `scan_probes`.
+pub const DIFF_SCHEMA_VERSION: u32 = 3;
 
 /// Family-wise significance level of the `*` markers.
 pub const ALPHA: f64 = 0.05;

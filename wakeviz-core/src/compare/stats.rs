@@ -58,6 +58,40 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
     inc_beta(df / 2.0, 0.5, x).clamp(0.0, 1.0)
 }
 
+/// The two-sided critical value of Student's t: `|T| >= t` with probability `alpha`.
+pub fn t_critical(alpha: f64, df: f64) -> f64 {
+    // The p-value falls with t: bisect (60 halvings of [0, 1e6] are below 1e-12).
+    let (mut lo, mut hi) = (0.0, 1e6);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if t_two_sided_p(mid, df) > alpha {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Half-width of the 95 % confidence interval of `mean(a) - mean(b)`, unpaired (Welch); `None`
+/// with fewer than two runs on a side.
+pub fn welch_ci95(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (_, sa) = mean_sd(a)?;
+    let (_, sb) = mean_sd(b)?;
+    let (va, vb) = (sa * sa / a.len() as f64, sb * sb / b.len() as f64);
+    let se2 = va + vb;
+    if se2 <= 0.0 {
+        return Some(0.0);
+    }
+    let df = se2 * se2
+        / (va * va / (a.len() as f64 - 1.0) + vb * vb / (b.len() as f64 - 1.0))
+            .max(f64::MIN_POSITIVE);
+    Some(t_critical(0.05, df) * se2.sqrt())
+}
+
 /// Benjamini-Hochberg: which of `p` are significant, controlling the false discovery rate at
 /// `alpha`. When nothing changed at all (two groups of one kernel) this is the probability of
 /// marking anything, as with Holm's correction; when some figures did change, it keeps the
@@ -170,6 +204,18 @@ mod tests {
         }
         assert!((t_two_sided_p(0.0, 3.0) - 1.0).abs() < 1e-12);
         assert!((t_two_sided_p(1.959_96, 1e7) - 0.05).abs() < 1e-4);
+    }
+
+    #[test]
+    fn critical_values_and_intervals_match_tables() {
+        for (t, df) in [(12.706_2, 1.0), (4.302_65, 2.0), (2.228_14, 10.0)] {
+            assert!((t_critical(0.05, df) - t).abs() < 1e-3, "df={df}");
+        }
+        // scipy: a = [1, 2, 3], b = [4, 5, 6]: se = 0.8165, df = 4, t = 2.7764: 2.2669.
+        let h = welch_ci95(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((h - 2.2669).abs() < 1e-3, "{h}");
+        assert_eq!(welch_ci95(&[1.0], &[4.0, 5.0]), None);
+        assert_eq!(welch_ci95(&[1.0, 1.0], &[4.0, 4.0]), Some(0.0));
     }
 
     #[test]

@@ -49,7 +49,7 @@ static POLICY: [Def; 5] = [
         DefUnit::Probes,
         FigureKind::Mean,
         Some(Better::Lower),
-        "CPUs the policy's scan tested per wakeup, mean",
+        "Idle tests the policy spent per wakeup (affine step, shortcuts and scan), mean",
     ),
     def(
         "shadow.{policy}.est_scan_ns",
@@ -118,6 +118,26 @@ static CACHE: [Def; 5] = [
     ),
 ];
 
+/// The kernel's idle scan (`select_idle_cpu`) as each policy runs it; the observed row's is
+/// the measured one where the debug-info scan probes were on.
+static SCAN: [Def; 2] = [
+    def(
+        "shadow.{policy}.scan.scans.share",
+        DefUnit::Share,
+        FigureKind::Share,
+        None,
+        "Wakeups where the policy ran select_idle_cpu (observed: measured by the debug-info probes where on, else the model's)",
+    ),
+    cache(
+        "shadow.{policy}.scan.cpus_per_scan",
+        DefUnit::Cpus,
+        FigureKind::Mean,
+        Some(Better::Lower),
+        "the policy never ran select_idle_cpu; absent with the shadow off",
+        "CPUs select_idle_cpu tested per scan, mean (the probes count an idle-core walk per core, the model per CPU)",
+    ),
+];
+
 static FIDELITY: [Def; 2] = [
     def(
         "shadow.fidelity.agreement.share",
@@ -135,7 +155,7 @@ static FIDELITY: [Def; 2] = [
     ),
 ];
 
-static ALL: [&Def; 12] = [
+static ALL: [&Def; 14] = [
     &FIDELITY[0],
     &FIDELITY[1],
     &POLICY[0],
@@ -148,6 +168,8 @@ static ALL: [&Def; 12] = [
     &CACHE[2],
     &CACHE[3],
     &CACHE[4],
+    &SCAN[0],
+    &SCAN[1],
 ];
 
 pub struct Shadow;
@@ -185,6 +207,13 @@ impl Family for Shadow {
                 (c.llcs_per_process, "LLCs per process"),
             ];
             for (d, (v, words)) in CACHE.iter().zip(values) {
+                o.push(d, &[&k], format!("{l} {words}"), v, na);
+            }
+            let values = [
+                (r.scan.scans_pct, "scans"),
+                (r.scan.cpus_per_scan, "CPUs per scan"),
+            ];
+            for (d, (v, words)) in SCAN.iter().zip(values) {
                 o.push(d, &[&k], format!("{l} {words}"), v, na);
             }
         }

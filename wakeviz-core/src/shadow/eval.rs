@@ -393,6 +393,7 @@ impl ShadowEval {
                     idle_in_llc(t, st.idle.words(), cpu, ctx.allowed.as_ref())
                 },
                 llc_moved: None,
+                scan: d.scan,
             };
             if i == self.kernel.0 {
                 clear = d.clear_hint;
@@ -513,6 +514,11 @@ impl ShadowEval {
         self.evaluated += 1;
         let kernel_idle = CpuSet::words_contain(self.park.snap(slot), kernel);
         let kernel_probes = self.park.outcomes(slot)[self.kernel.0].probes;
+        // The kernel's scan as the debug-info probes counted it, else the model's.
+        let kernel_scan = match pl.select.and_then(|s| s.scan) {
+            Some(k) => k.ran().then_some(u32::from(k.cpus)),
+            None => self.park.outcomes(slot)[self.kernel.0].scan,
+        };
         if let Some(i) = self.observed {
             // The baseline is the kernel's choice. Queue length at decision time when the
             // select record named the CPU then; tracepoint-only: as of now (sched_wakeup),
@@ -537,6 +543,7 @@ impl ShadowEval {
                 in_pref: rec.pref_llc.map(|l| self.topo.llc(kernel) == l),
                 idle_left,
                 llc_moved: None,
+                scan: kernel_scan,
             };
         }
         self.llc_buf.clear();
@@ -588,7 +595,8 @@ impl ShadowEval {
             },
         );
         self.fidelity.add(&verdict);
-        if let (Some(m), Some(k)) = (rec.model_scan, pl.select.and_then(|s| s.scan)) {
+        let scan = rec.model_scan.zip(pl.select.and_then(|s| s.scan));
+        if let Some((m, k)) = scan {
             self.scan_model.add(m, k);
         }
         // The slot goes back to the pool, but its outcomes stay as they are until the next
@@ -609,6 +617,7 @@ impl ShadowEval {
             outcomes: self.park.outcomes(slot),
             levels: &self.last_levels,
             verdict,
+            scan,
         })
     }
 

@@ -110,6 +110,30 @@ pub struct PolicyMetrics {
     pub slept: SleptHist,
     /// The cache-placement questions (see [`Cache`]).
     pub cache: Cache,
+    /// The kernel's idle scan as the policy would run it (see [`Scan`]).
+    pub scan: Scan,
+}
+
+/// Decisions that ran `select_idle_cpu`, and the CPUs those scans tested.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    pub scans: u64,
+    pub tests: u64,
+}
+
+impl Scan {
+    #[inline]
+    fn record(&mut self, o: &Outcome) {
+        if let Some(n) = o.scan {
+            self.scans += 1;
+            self.tests += u64::from(n);
+        }
+    }
+
+    fn merge(&mut self, o: &Self) {
+        self.scans += o.scans;
+        self.tests += o.tests;
+    }
 }
 
 /// Counts behind the cache-placement figures: where the wakee's process prefers to run, idle
@@ -172,6 +196,7 @@ impl Default for PolicyMetrics {
             behind_waker: 0,
             slept: SleptHist::default(),
             cache: Cache::default(),
+            scan: Scan::default(),
         }
     }
 }
@@ -197,6 +222,8 @@ pub struct Outcome {
     /// The chosen LLC differs from the policy's choice at the task's previous scored wakeup
     /// (`None`: none seen).
     pub llc_moved: Option<bool>,
+    /// CPUs `select_idle_cpu` tested (`None`: it did not run).
+    pub scan: Option<u32>,
 }
 
 impl PolicyMetrics {
@@ -234,6 +261,7 @@ impl PolicyMetrics {
         self.rules[o.rule.index()] += 1;
         self.behind_waker += u64::from(o.behind_waker);
         self.cache.record(o);
+        self.scan.record(o);
     }
 
     pub fn agreement(&self) -> Option<f64> {
@@ -243,6 +271,21 @@ impl PolicyMetrics {
     /// Mean probes per decision; `None` before the first one.
     pub fn probes_mean(&self) -> Option<f64> {
         mean(self.probes_sum, self.evaluated)
+    }
+
+    /// Share of decisions that ran `select_idle_cpu`, percent; `None` before the first one.
+    pub fn scans_pct(&self) -> Option<f64> {
+        (self.evaluated > 0).then(|| pct(self.scan.scans, self.evaluated))
+    }
+
+    /// Mean CPUs tested per `select_idle_cpu` run; `None` when none ran.
+    pub fn cpus_per_scan(&self) -> Option<f64> {
+        mean(self.scan.tests, self.scan.scans)
+    }
+
+    /// Mean CPUs `select_idle_cpu` tested per decision; `None` before the first one.
+    pub fn scan_tests_mean(&self) -> Option<f64> {
+        mean(self.scan.tests, self.evaluated)
     }
 
     /// Mean run-queue length of the chosen CPU; `None` before the first decision.
@@ -294,6 +337,7 @@ pub struct Counts {
     probes_big: u64,
     queue_sum: u64,
     cache: Cache,
+    scan: Scan,
 }
 
 impl Default for Counts {
@@ -306,6 +350,7 @@ impl Default for Counts {
             probes_big: 0,
             queue_sum: 0,
             cache: Cache::default(),
+            scan: Scan::default(),
         }
     }
 }
@@ -338,6 +383,7 @@ impl Counts {
         }
         self.queue_sum += u64::from(o.queue);
         self.cache.record(o);
+        self.scan.record(o);
     }
 
     /// Adds these counts to `m`.
@@ -373,6 +419,7 @@ impl Counts {
         m.probes_sum += self.probes_big;
         m.queue_sum += self.queue_sum;
         m.cache.merge(&self.cache);
+        m.scan.merge(&self.scan);
     }
 }
 
@@ -415,6 +462,7 @@ mod tests {
                     .get((r >> 52) as usize % 3)
                     .copied()
                     .flatten(),
+                scan: (!(r >> 12).is_multiple_of(3)).then_some((r >> 14) as u32 % 20),
             };
             let lw = Level::ALL.get((r >> 32) as usize % 7).copied();
             let lp = Level::ALL.get((r >> 36) as usize % 7).copied();

@@ -122,6 +122,7 @@ impl Front {
                 rule: Rule::stage(Stage::CurrentCpu),
                 clear_hint: None,
                 behind_waker: false,
+                scan: None,
             })
         } else {
             None
@@ -618,6 +619,9 @@ pub struct Decision {
     /// Queued the wakee behind the running waker (WF_SYNC wake-local): the evaluator then
     /// watches whether the waker really slept.
     pub behind_waker: bool,
+    /// CPUs the kernel's `select_idle_cpu` tested for this decision (an idle-core walk counts
+    /// each CPU of each core); `None` when that function did not run.
+    pub scan: Option<u32>,
 }
 
 impl Decision {
@@ -629,6 +633,7 @@ impl Decision {
             rule,
             clear_hint: None,
             behind_waker: false,
+            scan: None,
         }
     }
 }
@@ -714,6 +719,14 @@ pub struct ScanOut {
     pub budget_out: bool,
     /// `select_idle_cpu` was called at all.
     pub ran: bool,
+}
+
+impl ScanOut {
+    /// CPUs tested, when the scan ran (a zero budget is a scan with no test, as the kernel's
+    /// early return is).
+    pub const fn tests(&self) -> Option<u32> {
+        if self.ran { Some(self.probes) } else { None }
+    }
 }
 
 /// `select_idle_cpu(p, sd_llc, has_idle_core, target)` on LLC `llc`: wrap order from
@@ -958,6 +971,7 @@ pub fn select_idle_sibling(
                 rule: rule.into(),
                 clear_hint: None,
                 behind_waker: false,
+                scan: None,
             },
             ScanOut::default(),
         );
@@ -972,6 +986,7 @@ pub fn select_idle_sibling(
             rule: scan.rule.into(),
             clear_hint: scan.core_failed.then_some(llc),
             behind_waker: false,
+            scan: scan.tests(),
         },
         scan,
     )

@@ -181,6 +181,21 @@ pub struct PolicyRow {
     pub waker_slept_after: Option<SleptReport>,
     /// The cache-placement questions.
     pub cache: CacheRow,
+    /// The kernel's `select_idle_cpu` as the policy runs it.
+    pub scan: ScanRow,
+}
+
+/// How often a policy runs the kernel's idle scan (`select_idle_cpu`) and how deep. On the
+/// observed row: the scan the debug-info probes counted where they were on (an idle-core walk
+/// counts one test per core there, one per CPU in the model), else the model's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ScanRow {
+    /// Of all wakeups, those that ran `select_idle_cpu`.
+    pub scans_pct: Option<f64>,
+    /// CPUs tested per scan, mean (`None` when no scan ran).
+    pub cpus_per_scan: Option<f64>,
+    /// CPUs tested per wakeup, mean.
+    pub tests_mean: Option<f64>,
 }
 
 /// One policy's answers to the questions the cache-aware and pick-idle proposals raise. Each
@@ -237,6 +252,11 @@ impl PolicyRow {
             vs_model: Deltas::default(),
             cannot_differ: None,
             waker_slept_after: (slept && m.behind_waker > 0).then(|| (&m.slept).into()),
+            scan: ScanRow {
+                scans_pct: m.scans_pct(),
+                cpus_per_scan: m.cpus_per_scan(),
+                tests_mean: m.scan_tests_mean(),
+            },
             cache: CacheRow {
                 preferred_llc_pct: pct_of(m.cache.pref_in, m.cache.pref_known),
                 llc_moves_pct: pct_of(m.cache.moves, m.cache.moves_known),
@@ -431,9 +451,21 @@ impl ShadowEval {
         let all = self.policy_metrics();
         let (ns, src) = self.per_probe_ns_of(&all);
         let slice = self.base_slice_us();
-        let (metrics, fidelity, evaluated, spread) = match subset {
-            Some(t) => (&t.metrics, &t.fidelity, t.evaluated(), &t.spread),
-            None => (&all, &self.fidelity, self.evaluated, &self.spread),
+        let (metrics, fidelity, evaluated, spread, scan_model) = match subset {
+            Some(t) => (
+                &t.metrics,
+                &t.fidelity,
+                t.evaluated(),
+                &t.spread,
+                &t.scan_model,
+            ),
+            None => (
+                &all,
+                &self.fidelity,
+                self.evaluated,
+                &self.spread,
+                &self.scan_model,
+            ),
         };
         let per_process = spread.llcs_per_process();
         let empty = PolicyMetrics::default();
@@ -506,8 +538,8 @@ impl ShadowEval {
                 sync_wakeups: (&self.sync.all).into(),
                 queued_behind_waker: ByPolicy(queued),
             },
-            scan_model: (self.scan_model.decisions > 0).then(|| {
-                let mut r = self.scan_model.clone();
+            scan_model: (scan_model.decisions > 0).then(|| {
+                let mut r = scan_model.clone();
                 r.model = kname;
                 r
             }),

@@ -13,7 +13,7 @@ const BUCKETS: usize = 65;
 
 /// What the model's scan did on one decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct ModelScan {
+pub struct ModelScan {
     pub ran: bool,
     pub core: bool,
     pub probes: u32,

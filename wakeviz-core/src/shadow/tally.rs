@@ -31,6 +31,8 @@ pub struct Scored<'a> {
     pub levels: &'a [(Option<Level>, Option<Level>)],
     /// The fidelity verdict of the policy standing for the kernel.
     pub verdict: Verdict,
+    /// The model's idle scan and the one the debug-info probes measured, where both are known.
+    pub scan: Option<(super::scan_model::ModelScan, crate::event::ScanMeasure)>,
 }
 
 /// Per-policy metrics and fidelity over a subset of the scored placements.
@@ -39,6 +41,7 @@ pub struct Tally {
     pub(super) metrics: Vec<PolicyMetrics>,
     pub(super) fidelity: Fidelity,
     pub(super) spread: Spread,
+    pub(super) scan_model: super::scan_model::ScanModelReport,
 }
 
 impl Tally {
@@ -48,6 +51,7 @@ impl Tally {
             metrics: vec![PolicyMetrics::default(); ev.policy_count()],
             fidelity: Fidelity::default(),
             spread: Spread::new(ev.topo().n_llcs(), ev.policy_count()),
+            scan_model: Default::default(),
         }
     }
 
@@ -60,6 +64,9 @@ impl Tally {
             m.record(o, s.kernel, s.prev, lw, lp);
         }
         self.fidelity.add(&s.verdict);
+        if let Some((m, k)) = s.scan {
+            self.scan_model.add(m, k);
+        }
         if !self.spread.is_sized() {
             let valid = s.llc_of.iter().filter(|&&l| l != super::topo::NONE);
             let n_llcs = valid.max().map_or(1, |&l| l as usize + 1);

@@ -5,7 +5,10 @@ use serde::Serialize;
 
 use crate::{
     analysis::{ScanSection, Snapshot},
-    compare::{Group, Unit, stats::mean_sd},
+    compare::{
+        Group, Unit,
+        stats::{mean_sd, welch_ci95},
+    },
     shadow::{PolicyRow, ShadowReport},
     topology::{Level, LevelCounts},
 };
@@ -22,6 +25,9 @@ pub enum MeasuredSource {
     /// B's measured scan latency (the scan section's source, e.g. `select_task_rq_fair`
     /// duration), against the policy's estimated scan cost.
     ScanLatency(&'static str),
+    /// The kernel's `select_idle_cpu` as the debug-info scan probes counted it in every one of
+    /// B's runs (the observed row, on the decisions the model is scored on).
+    ScanProbes,
 }
 
 /// Which part of the error dominates, decided from the numbers only.
@@ -65,6 +71,13 @@ pub struct PredictedFigure {
     pub error: Option<f64>,
     /// Relative to the measured value, in percent (`None` when it is 0 or n/a).
     pub error_pct: Option<f64>,
+    /// Half-width of the error's 95 % confidence interval, in the error's unit (Welch, A's
+    /// predictions against B's measurements; `None` with a single run on a side).
+    pub error_ci95: Option<f64>,
+    /// Whether the interval is narrow enough to judge the error: at most
+    /// [`RESOLVE_SHARE_PT`] for shares, [`RESOLVE_RELATIVE_PCT`] of the measured value
+    /// otherwise (`None` without an interval).
+    pub resolved: Option<bool>,
     /// `predicted - model on B`.
     pub open_loop: Option<f64>,
     /// `model on B - measured`.
@@ -76,6 +89,12 @@ pub struct PredictedFigure {
     pub shadow_inputs_noise: Option<f64>,
     pub cause: Option<Cause>,
 }
+
+/// The largest 95 % half-width at which a share's prediction error counts as resolved, in
+/// points: experiments are sized for a standard error of 0.35 pt per setting, about +-1 pt.
+pub const RESOLVE_SHARE_PT: f64 = 1.0;
+/// The same for other units, in percent of the measured value.
+pub const RESOLVE_RELATIVE_PCT: f64 = 5.0;
 
 /// What the open-loop and shadow-input parts rest on, A's and B's values side by side.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -106,6 +125,8 @@ enum Measure {
     Observed,
     Proxy,
     Scan(fn(&ScanSection) -> Option<f64>),
+    /// The observed row where every B run had the scan probes on, else the proxy.
+    ScanProbes,
 }
 
 struct Spec {
@@ -189,6 +210,33 @@ fn specs() -> Vec<Spec> {
             },
         });
     }
+    let scan: [(&str, &str, Unit, PolicyFig); 3] = [
+        ("scan.scans.share", "idle scans", Unit::Share, |_, r| {
+            r.scan.scans_pct
+        }),
+        (
+            "scan.cpus_per_scan",
+            "CPUs tested/scan",
+            Unit::Other("CPUs".into()),
+            |_, r| r.scan.cpus_per_scan,
+        ),
+        (
+            "scan.tests_per_wakeup",
+            "CPUs tested/wakeup",
+            Unit::Other("CPUs".into()),
+            |_, r| r.scan.tests_mean,
+        ),
+    ];
+    for (name, label, unit, f) in scan {
+        v.push(Spec {
+            name: name.into(),
+            label: label.into(),
+            unit,
+            level: None,
+            policy: Box::new(f),
+            measure: Measure::ScanProbes,
+        });
+    }
     v.push(Spec {
         name: "scan.mean_ns".into(),
         label: "scan cost mean".into(),
@@ -250,6 +298,7 @@ pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFig
             };
             let pa = values(a, model);
             // Per B run: the model and the measurement, for the paired part.
+            let probed = !b.is_empty() && b.iter().all(|s| s.scan_latency.measured.is_some());
             let (measured, source): (Vec<(Option<f64>, Option<f64>)>, _) = match sp.measure {
                 Measure::Observed => (
                     b.iter()
@@ -262,7 +311,13 @@ pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFig
                         .collect(),
                     MeasuredSource::Observed,
                 ),
-                Measure::Proxy => (
+                Measure::ScanProbes if probed => (
+                    b.iter()
+                        .map(|s| (model(s), observed(s).and_then(|(r, p)| (sp.policy)(r, p))))
+                        .collect(),
+                    MeasuredSource::ScanProbes,
+                ),
+                Measure::Proxy | Measure::ScanProbes => (
                     b.iter().map(|s| (model(s), model(s))).collect(),
                     MeasuredSource::ProxyModelOnTarget,
                 ),
@@ -309,6 +364,12 @@ fn figure(
         (_, Some(e), Some(y)) if y != 0.0 => Some(e * 100.0 / y.abs()),
         _ => None,
     };
+    let error_ci95 = welch_ci95(pa, &meas);
+    let resolved = error_ci95.and_then(|h| match (&unit, mm) {
+        (Unit::Share, _) => Some(h <= RESOLVE_SHARE_PT),
+        (_, Some(y)) if y != 0.0 => Some(h * 100.0 / y.abs() <= RESOLVE_RELATIVE_PCT),
+        _ => None,
+    });
     let open_loop = pm.zip(mb).map(|(x, y)| x - y);
     let shadow_inputs = mb.zip(mm).map(|(x, y)| x - y);
     let open_loop_noise = se2(pa, &pb);
@@ -344,6 +405,8 @@ fn figure(
         measured_source,
         error,
         error_pct,
+        error_ci95,
+        resolved,
         open_loop,
         shadow_inputs,
         open_loop_noise,

@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use figures::{Cause, Evidence, MeasuredSource, PredictedFigure};
+pub use figures::{
+    Cause, Evidence, MeasuredSource, PredictedFigure, RESOLVE_RELATIVE_PCT, RESOLVE_SHARE_PT,
+};
 
 use super::Group;
 use crate::analysis::Snapshot;

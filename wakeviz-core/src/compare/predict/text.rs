@@ -67,10 +67,25 @@ fn label(f: &PredictedFigure) -> String {
     }
 }
 
+/// The error's 95 % half-width, in the unit its error is shown in.
+fn interval(f: &PredictedFigure) -> String {
+    let h = match (&f.unit, f.error_ci95, f.measured) {
+        (Unit::Share, Some(h), _) => h,
+        (_, Some(h), Some(y)) if f.error_pct.is_some() && y != 0.0 => h * 100.0 / y.abs(),
+        (_, Some(h), _) => h,
+        _ => return "n/a".into(),
+    };
+    if h >= 1000.0 {
+        format!("±{h:.0}")
+    } else {
+        format!("±{h:.2}")
+    }
+}
+
 fn line(out: &mut String, cols: [&str; 8]) {
-    let [l, p, m, sd, e, o, i, c] = cols;
+    let [l, p, m, ci, e, o, i, c] = cols;
     let s = format!(
-        "  {:<26} {p:>9} {m:>9} {sd:>6} {e:>9} {o:>9} {i:>9}  {c}",
+        "  {:<26} {p:>9} {m:>9} {e:>9} {ci:>6} {o:>9} {i:>9} {c}",
         clip(l, 26)
     );
     let _ = writeln!(out, "{}", s.trim_end());
@@ -177,7 +192,7 @@ pub fn render(out: &mut String, p: &Prediction) {
             "",
             "predicted",
             "measured",
-            "sd",
+            "95% CI",
             "error",
             "open loop",
             "sh.inputs",
@@ -197,11 +212,14 @@ pub fn render(out: &mut String, p: &Prediction) {
                 &label(f),
                 &opt(f.predicted),
                 &opt(f.measured),
-                &f.measured_sd.map_or_else(|| "n/a".into(), num),
+                &interval(f),
                 &error(f),
                 &signed(f.open_loop),
                 &signed(f.shadow_inputs),
-                f.cause.map_or("n/a", Cause::label),
+                match f.resolved {
+                    Some(false) => "not resolved",
+                    _ => f.cause.map_or("n/a", Cause::label),
+                },
             ],
         );
     }
@@ -221,8 +239,17 @@ pub fn render(out: &mut String, p: &Prediction) {
         .any(|f| f.measured_source == MeasuredSource::ProxyModelOnTarget)
     {
         notes.push(format!(
-            "(proxy): the kernel's own scan length is not captured; measured = {} on {}'s own recordings, so its error is all open loop",
+            "(proxy): the kernel's own figure is not captured (idle tests outside select_idle_cpu; the scan itself without the debug-info scan probes); measured = {} on {}'s own recordings, so its error is all open loop",
             p.policy, p.target
+        ));
+    }
+    if p.figures
+        .iter()
+        .any(|f| f.measured_source == MeasuredSource::ScanProbes)
+    {
+        notes.push(format!(
+            "idle scans, CPUs tested (select_idle_cpu): measured by the debug-info scan probes in {}'s runs, on the decisions the model is scored on (an idle-core walk counts one test per core there, one per CPU in the model)",
+            p.target
         ));
     }
     if let Some(s) = scan {
@@ -248,12 +275,14 @@ pub fn legend(out: &mut String, preds: &[Prediction]) {
     wrap(
         out,
         &format!(
-            "prediction tables (POLICY on A predicts B): predicted = POLICY replayed on A's runs, measured = B's kernel in B's runs; error = predicted - measured (pt for shares, % of measured otherwise) = open loop + sh.inputs (in the figure's unit); cause = the larger of the parts that are beyond twice their standard error (open loop: unpaired over both groups' runs; sh.inputs: paired over the target's runs) and at least a quarter of the error, noise when neither is{}",
+            "prediction tables (POLICY on A predicts B): predicted = POLICY replayed on A's runs, measured = B's kernel in B's runs; error = predicted - measured (pt for shares, % of measured otherwise) = open loop + sh.inputs (in the figure's unit); 95% CI = the error's interval (Welch over A's and B's runs, in the error's unit); not resolved = an interval wider than +-{share} pt on a share or +-{rel} % otherwise, too wide to judge the error; cause = the larger of the parts that are beyond twice their standard error (open loop: unpaired over both groups' runs; sh.inputs: paired over the target's runs) and at least a quarter of the error, noise when neither is{}",
             if single {
                 " (a group with a single run has no noise estimate)"
             } else {
                 ""
-            }
+            },
+            share = super::figures::RESOLVE_SHARE_PT,
+            rel = super::figures::RESOLVE_RELATIVE_PCT,
         ),
         "",
     );

@@ -46,13 +46,7 @@ impl Policy for AlwaysWaker {
         } else {
             (ctx.p, NO_SWITCH_YET)
         };
-        Decision {
-            cpu,
-            probes: 0,
-            rule,
-            clear_hint: None,
-            behind_waker: false,
-        }
+        Decision::new(cpu, 0, rule)
     }
 }
 

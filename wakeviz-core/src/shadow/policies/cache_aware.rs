@@ -107,6 +107,7 @@ impl Policy for CacheAware {
             return Decision {
                 probes: d.probes + again.probes,
                 rule: RETRIED,
+                scan: Some(d.scan.unwrap_or(0) + again.scan.unwrap_or(0)),
                 ..again
             };
         }

@@ -60,6 +60,7 @@ impl Policy for IdleCoreFirst {
             rule: IDLE_CORE,
             clear_hint: None,
             behind_waker: false,
+            scan: None,
         };
         if f.rule == FrontRule::CurrentCpu {
             d.rule = Rule::stage(Stage::CurrentCpu);
@@ -90,6 +91,7 @@ impl Policy for IdleCoreFirst {
         d.cpu = sis.cpu;
         d.rule = sis.rule;
         d.probes += sis.probes;
+        d.scan = sis.scan;
         d
     }
 }

@@ -94,6 +94,7 @@ impl Policy for IdlerLlc {
                 rule: Rule::stage(Stage::CurrentCpu),
                 clear_hint: None,
                 behind_waker: false,
+                scan: None,
             };
         }
         let tg = if matches!(f.rule, FrontRule::NotAffine | FrontRule::SameCpu) {
@@ -121,6 +122,7 @@ impl Policy for IdlerLlc {
                         rule: BOTH_LLCS_BUSY,
                         clear_hint: None,
                         behind_waker: false,
+                        scan: None,
                     };
                 }
             }

@@ -27,6 +27,7 @@ impl Policy for Observed {
             rule: Rule::stage(Stage::Observed),
             clear_hint: None,
             behind_waker: false,
+            scan: None,
         }
     }
 }

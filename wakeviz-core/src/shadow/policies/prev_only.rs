@@ -29,6 +29,7 @@ impl Policy for PrevOnly {
             rule: PREV_ONLY,
             clear_hint: None,
             behind_waker: false,
+            scan: None,
         }
     }
 }

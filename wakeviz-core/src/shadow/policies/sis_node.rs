@@ -36,6 +36,7 @@ impl Policy for SisNode {
             let limit = sis_util_budget(ctx, t, st, llc, hic);
             let o = select_idle_cpu(t, st, s, llc, first, hic, limit);
             d.probes += o.probes;
+            d.scan = Some(d.scan.unwrap_or(0) + o.tests().unwrap_or(0));
             if let Some(c) = o.cpu {
                 d.cpu = c;
                 d.rule = NODE_SCAN;

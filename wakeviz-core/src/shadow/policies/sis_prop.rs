@@ -166,6 +166,7 @@ impl Policy for SisProp {
             rule: scan.rule.into(),
             clear_hint: scan.core_failed.then_some(llc),
             behind_waker: false,
+            scan: scan.tests(),
         }
     }
 }

@@ -67,6 +67,7 @@ impl Policy for WfSync {
                     rule: SYNC_WAKE_LOCAL,
                     clear_hint: None,
                     behind_waker: true,
+                    scan: None,
                 };
             }
         }

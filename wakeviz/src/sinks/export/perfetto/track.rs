@@ -65,7 +65,7 @@ fn event_names() -> Vec<String> {
 /// Arg names, interned; iid = index + 1. Shadow policies follow as `shadow.NAME`. The level
 /// vs the waker and whether it was a fork are the event's name; the waker's name is the
 /// thread running on the waker's CPU in the CPU track above.
-const ARGS: [&str; 11] = [
+const ARGS: [&str; 15] = [
     "pid",
     "comm",
     "waker_pid",
@@ -77,6 +77,10 @@ const ARGS: [&str; 11] = [
     "select_ns",
     "scan_ns",
     "wakeup_to_run_ns",
+    "scan_ran",
+    "scan_idle_tests",
+    "scan_idle_core",
+    "scan_smt",
 ];
 
 fn arg_iid(name: &str) -> u64 {
@@ -273,6 +277,14 @@ impl Tracks {
                 args.push((name, Val::Uint(v)));
             }
         }
+        if let Some(m) = r.scan {
+            args.extend([
+                ("scan_ran", Val::Bool(m.ran())),
+                ("scan_idle_tests", Val::Uint(m.cpus.into())),
+                ("scan_idle_core", Val::Bool(m.core())),
+                ("scan_smt", Val::Bool(m.smt())),
+            ]);
+        }
         e.debug_annotations = args.into_iter().map(|(n, v)| arg(arg_iid(n), v)).collect();
         for (i, cpu) in r.shadow.iter().enumerate() {
             if let Some(cpu) = cpu {
@@ -389,6 +401,7 @@ mod tests {
             vs_prev: Some(Level::SameLlc),
             select_ns: Some(900),
             scan_ns: None,
+            scan: None,
             wakeup_to_run_ns: run,
             shadow: vec![Some(5), None],
         }
@@ -432,10 +445,12 @@ mod tests {
         assert_eq!(arg_of("select_ns").unwrap().uint_value(), 900);
         assert_eq!(arg_of("vs_prev").unwrap().string_value(), "same_llc");
         assert_eq!(arg_of("wakeup_to_run_ns").unwrap().uint_value(), 400);
-        assert!(
-            arg_of("scan_ns").is_none(),
-            "unknown figures are left out, not 0"
-        );
+        for unknown in ["scan_ns", "scan_ran", "scan_idle_tests"] {
+            assert!(
+                arg_of(unknown).is_none(),
+                "unknown figures are left out, not 0: {unknown}"
+            );
+        }
         let shadow: Vec<_> = e
             .debug_annotations
             .iter()
@@ -457,6 +472,23 @@ mod tests {
         assert_eq!(p[0].track_event().track_uuid(), OTHER_CPU_UUID);
         assert_eq!(name(p[0].track_event().name_iid()), "fork: unclassified");
         assert!(p[0].track_event().flow_ids.is_empty());
+        // A call the scan probes watched: its tests and path bits.
+        let mut r = record(7_000, Some(Level::SameLlc), None, false);
+        r.scan = Some(wakeviz_core::event::ScanMeasure {
+            cpus: 6,
+            path: wakeviz_common::scan_path::SCAN | wakeviz_common::scan_path::SMT,
+        });
+        let p = t.record(&r, &TaskTable::default(), &tb);
+        let e = p[0].track_event();
+        let arg_of = |n: &str| {
+            e.debug_annotations
+                .iter()
+                .find(|a| a.name_iid() == arg_iid(n))
+        };
+        assert_eq!(arg_of("scan_idle_tests").unwrap().uint_value(), 6);
+        assert!(arg_of("scan_ran").unwrap().bool_value());
+        assert!(arg_of("scan_smt").unwrap().bool_value());
+        assert!(!arg_of("scan_idle_core").unwrap().bool_value());
     }
 
     #[test]
