@@ -72,7 +72,38 @@ fn capturing_line(cli: &Cli, argv: &[String]) -> String {
     )
 }
 
+/// What the capture runs on, built before its first event: the session (the features it set
+/// are restored when it drops), the source, the recording, the server and the maps beside.
+/// Fields drop in this order: the source (the probes detach) before the server, and the
+/// session last.
+struct Started {
+    rec: Option<record::RecordSink>,
+    src: capture::LiveSource,
+    argv: Vec<String>,
+    beside: Option<aggregate::Beside>,
+    server: Option<serve::Server>,
+    session: session::Session,
+}
+
+/// How the capture ended: what the summary, the report and the exit code need.
+struct Ended<'a> {
+    out: driver::Outcome,
+    source_warnings: Vec<String>,
+    analysis: Option<Analysis>,
+    failed: bool,
+    outcome: Option<wakeviz_core::run::WorkloadOutcome>,
+    written: Option<(&'a std::path::Path, record::Written)>,
+}
+
 pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let mut run = start(cli)?;
+    let ended = capture(cli, &mut run)?;
+    conclude(cli, &run, ended)
+}
+
+/// The checks, the probes and the source; nothing is changed on the machine before every
+/// check a mistake in the command line can fail has passed.
+fn start(cli: &Cli) -> anyhow::Result<Started> {
     if cli.dump.is_some() {
         anyhow::bail!("--dump reads a recording: use it with --replay FILE or --demo");
     }
@@ -143,8 +174,8 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     header.run = session.run_meta(cli, command::default_label(cli.record.as_deref()));
     let argv = session.argv().to_vec();
-    let mut src = capture::LiveSource::start(probes, header)?;
-    let mut rec = match (file, &cli.record) {
+    let src = capture::LiveSource::start(probes, header)?;
+    let rec = match (file, &cli.record) {
         (Some(f), Some(p)) => Some(record::RecordSink::new(f, p, src.header())?),
         _ => None,
     };
@@ -155,23 +186,27 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         );
     }
     say!("wakeviz: {}", capturing_line(cli, &argv));
-    let mut dash = if dashboard_wanted(cli) {
-        let app = app::App::new(
-            &analysis_header(src.header(), cli),
-            app::SourceKind::Live {
-                recording: cli.record.clone(),
-            },
-        );
-        Some(ui::run::Dashboard::new(app, cli.refresh)?)
-    } else {
-        None
-    };
+    Ok(Started {
+        rec,
+        src,
+        argv,
+        beside,
+        server,
+        session,
+    })
+}
+
+/// The capture itself: the dashboard, the workload, the one fold and the sinks, driven until
+/// the end; then the closing batch and the recording finalised. The terminal is back when
+/// this returns.
+fn capture<'a>(cli: &'a Cli, run: &mut Started) -> anyhow::Result<Ended<'a>> {
+    let mut dash = dashboard(cli, run)?;
     // The workload starts once the capture runs (its first wakeups are seen).
-    let mut workload = match session.workload(cli, dash.is_none()) {
+    let mut workload = match run.session.workload(cli, dash.is_none()) {
         Ok(w) => w,
         Err(e) => {
             drop(dash);
-            drop(rec);
+            run.rec = None;
             if let Some(p) = &cli.record {
                 command::discard(p)?;
             }
@@ -180,21 +215,21 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     // The process folds the stream once: the dashboard's fold, else the report's (printed at
     // the end), else one of its own for `/metrics`; `/metrics` publishes that fold.
-    let mut analysis = (cli.report.is_some() || (server.is_some() && dash.is_none()))
-        .then(|| Analysis::new(&analysis_header(src.header(), cli)));
+    let mut analysis = (cli.report.is_some() || (run.server.is_some() && dash.is_none()))
+        .then(|| Analysis::new(&analysis_header(run.src.header(), cli)));
     let opts = driver::Options {
         deadline: cli.duration,
         redact: cli.redact_comm,
     };
-    if let (Some(s), Some(d)) = (&server, dash.as_mut()) {
+    if let (Some(s), Some(d)) = (&run.server, dash.as_mut()) {
         d.publish_to(s.publisher(d.run_snapshot()));
     }
     let mut fold = analysis.as_mut().map(|a| serve::Fold {
-        publisher: server.as_ref().map(|s| s.publisher(a.snapshot())),
+        publisher: run.server.as_ref().map(|s| s.publisher(a.snapshot())),
         analysis: a,
     });
     let mut sinks: Vec<&mut dyn driver::Sink> = Vec::new();
-    if let Some(r) = rec.as_mut() {
+    if let Some(r) = run.rec.as_mut() {
         sinks.push(r);
     }
     if let Some(f) = fold.as_mut() {
@@ -210,7 +245,8 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         sinks.push(s);
     }
     let sysctl = (!cli.no_schedstat).then(schedstat::Sysctl::enable);
-    let mut live = schedstat::Sampler::new(&mut src, sysctl.as_ref().is_some_and(|s| s.counting));
+    let counting = sysctl.as_ref().is_some_and(|s| s.counting);
+    let mut live = schedstat::Sampler::new(&mut run.src, counting);
     let out = driver::run(&mut live, &mut sinks, &opts, None);
     // What went wrong on the way without ending the capture (the schedstat samples'), said
     // after the summary.
@@ -221,28 +257,21 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
     drop(fold);
     // Only a failed write to the recording keeps its END chunk out: a dead terminal, a failed
     // drain or a signal end the capture, and the file is still finalised.
-    let failed = rec.as_ref().is_some_and(record::RecordSink::failed);
+    let failed = run.rec.as_ref().is_some_and(record::RecordSink::failed);
     let outcome = workload.map(|w| w.finish(&cli.metrics));
     // Ctrl-C, SIGTERM and SIGHUP are the usual ways to stop; any other signal is named, as
     // it may come from a limit (SIGXFSZ, SIGXCPU) the user did not know was set.
     if let Some(sig) = signals::last().filter(|s| signals::for_child() != *s) {
         say!("wakeviz: stopped by {}", signals::name(sig));
     }
-    // What is known only now goes into the END chunk and the report, as a closing batch.
-    let mut closing = src.stats().cloned().unwrap_or_default();
-    closing.capture_duration_ns = Some(u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX));
-    closing.workload = outcome.clone().map(Box::new);
-    let closing = wakeviz_core::source::Batch {
-        stats: Some(closing),
-        ..Default::default()
-    };
-    if let (Some(r), false) = (rec.as_mut(), failed) {
+    let closing = closing_batch(run, out.elapsed, outcome.as_ref());
+    if let (Some(r), false) = (run.rec.as_mut(), failed) {
         driver::Sink::on_batch(r, &closing)?;
     }
     if let Some(a) = analysis.as_mut() {
         a.on_batch(&closing);
     }
-    let written = match (rec, &cli.record) {
+    let written = match (run.rec.take(), &cli.record) {
         (Some(r), Some(p)) => Some((p.as_path(), r.finish()?)),
         _ => None,
     };
@@ -256,45 +285,88 @@ pub(crate) fn live(cli: &Cli) -> anyhow::Result<ExitCode> {
         driver::Sink::on_batch(d, &closing)?;
         d.linger(command::ended(o))?;
     }
-    // Terminal back first, so the summary and any error below are readable.
+    // Terminal back first, so the summary and any error after it are readable.
     drop(dash);
-    let stats = src.stats().cloned().unwrap_or_default();
-    let summary = record::Summary {
-        per_kind: out.per_kind,
-        events: out.events,
-        elapsed: out.elapsed,
-        stats: &stats,
+    Ok(Ended {
+        out,
+        source_warnings,
+        analysis,
+        failed,
+        outcome,
         written,
+    })
+}
+
+/// The dashboard, when one is wanted (a terminal and no `--headless`).
+fn dashboard(cli: &Cli, run: &Started) -> anyhow::Result<Option<ui::run::Dashboard>> {
+    if !dashboard_wanted(cli) {
+        return Ok(None);
+    }
+    let app = app::App::new(
+        &analysis_header(run.src.header(), cli),
+        app::SourceKind::Live {
+            recording: cli.record.clone(),
+        },
+    );
+    Ok(Some(ui::run::Dashboard::new(app, cli.refresh)?))
+}
+
+/// What is known only at the end (the capture's counters and duration, the workload's
+/// outcome), for the recording's END chunk and the report.
+fn closing_batch(
+    run: &Started,
+    elapsed: std::time::Duration,
+    outcome: Option<&wakeviz_core::run::WorkloadOutcome>,
+) -> wakeviz_core::source::Batch {
+    let mut closing = run.src.stats().cloned().unwrap_or_default();
+    closing.capture_duration_ns = Some(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+    closing.workload = outcome.cloned().map(Box::new);
+    wakeviz_core::source::Batch {
+        stats: Some(closing),
+        ..Default::default()
+    }
+}
+
+/// The summary, the warnings, the capture's error if it had one, the maps beside, the report
+/// and the exit code.
+fn conclude(cli: &Cli, run: &Started, e: Ended<'_>) -> anyhow::Result<ExitCode> {
+    let stats = run.src.stats().cloned().unwrap_or_default();
+    let summary = record::Summary {
+        per_kind: e.out.per_kind,
+        events: e.out.events,
+        elapsed: e.out.elapsed,
+        stats: &stats,
+        written: e.written,
     };
     say!("wakeviz: {}", summary.text());
-    for w in &source_warnings {
+    for w in &e.source_warnings {
         say!("wakeviz: warning: {w}");
     }
-    if let Some(w) = budget_warning(analysis.as_ref().map_or(0, Analysis::evicted)) {
+    if let Some(w) = budget_warning(e.analysis.as_ref().map_or(0, Analysis::evicted)) {
         say!("wakeviz: warning: {w}");
     }
     if cli.bpf_stats {
-        signals::say_str(&probes::describe_run_stats(src.run_stats()));
+        signals::say_str(&probes::describe_run_stats(run.src.run_stats()));
     }
-    if let Some(e) = out.error {
+    if let Some(err) = e.out.error {
         let kept = cli.record.as_ref().map_or(String::new(), |p| {
-            if failed {
+            if e.failed {
                 format!("; {} is valid up to its last complete chunk", p.display())
             } else {
                 format!("; {} was finalised", p.display())
             }
         });
-        return Err(e.context(format!("capture stopped{kept}")));
+        return Err(err.context(format!("capture stopped{kept}")));
     }
-    if let (Some(b), Some(p)) = (&beside, &cli.aggregate_beside) {
-        b.write(p, src.header())?;
+    if let (Some(b), Some(p)) = (&run.beside, &cli.aggregate_beside) {
+        b.write(p, run.src.header())?;
     }
-    if let (Some(a), Some(fmt)) = (&analysis, cli.report) {
+    if let (Some(a), Some(fmt)) = (&e.analysis, cli.report) {
         print_report(a, fmt)?;
     }
-    Ok(match &outcome {
+    Ok(match &e.outcome {
         Some(w) => {
-            say!("wakeviz: {}", workload_line(&argv, w));
+            say!("wakeviz: {}", workload_line(&run.argv, w));
             ExitCode::from(command::exit_status(w))
         }
         None => ExitCode::SUCCESS,

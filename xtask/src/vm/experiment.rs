@@ -514,7 +514,7 @@ fn predictions(f: &mut Findings, j: &Value) {
     let s = |k: &str| p.get(k).map_or("?".into(), |v| v.to_string());
     f.line(format!(
         "  prediction default -> NO_SIS_UTIL (policy {}, {} + {} runs): predicted, measured, \
-         error (points for shares), cause",
+         error (points for shares), its 95 % half-width, cause",
         s("policy"),
         s("baseline_runs"),
         s("target_runs")
@@ -536,14 +536,22 @@ fn predictions(f: &mut Findings, j: &Value) {
             Some(Value::Object(m)) => m.keys().cloned().collect::<Vec<_>>().join(","),
             _ => "?".into(),
         };
-        let cause = fig.get("cause").and_then(Value::as_str).unwrap_or("-");
+        let cause = match fig.get("resolved").and_then(Value::as_bool) {
+            Some(false) => "not resolved",
+            _ => fig.get("cause").and_then(Value::as_str).unwrap_or("-"),
+        };
         let v = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.2}"));
         f.line(format!(
-            "    {name:<28} {:>10} {:>10} {:>9}  {cause:<13} ({src})",
+            "    {name:<28} {:>10} {:>10} {:>9} +-{:<8} {cause:<13} ({src})",
             v(g("predicted")),
             v(g("measured")),
-            v(g("error"))
+            v(g("error")),
+            v(g("error_ci95"))
         ));
+        // Three runs a side: every error that exists has its interval.
+        if g("error").is_some() && g("error_ci95").is_none() {
+            missing.push(format!("{name} (interval)"));
+        }
         let none = g("predicted").is_none() && g("measured").is_none() && g("error").is_none();
         if absent_level(j, name) {
             // A level the guest's topology cannot have is n/a on every side, never 0.
