@@ -1124,3 +1124,27 @@ fn unread_inherited_flips_are_named_in_the_fidelity_buckets() {
     assert_eq!(f["disagreements"]["wake_wide_flips_unknown"], 0, "{f}");
     assert_eq!(f["agreement"], 1.0, "{f}");
 }
+
+/// A kernel without SIS_UTIL stops updating `nr_idle_scan` (`update_idle_cpu_scan()` returns
+/// first thing): the value read there is stale, so the SIS_UTIL policy predicting the flip uses
+/// its own emulation; with SIS_UTIL on, the read value is the budget.
+#[test]
+fn a_stale_nr_idle_scan_is_not_an_input_without_sis_util() {
+    let run = |features: &str| {
+        let mut ev = busy_w0_p4(Some(features));
+        let mut sel = exact_sel(SelectInputs::default());
+        sel.nr_idle_scan = Some(0);
+        let r = one_wakeup(&mut ev, &mut Joiner::new(), 10_000, (0, 20, 4, 2, 10), sel);
+        choice(&r, "sis_util")
+    };
+    assert_eq!(
+        run("SIS_UTIL WA_WEIGHT WA_BIAS"),
+        4,
+        "budget 0: no scan, the target"
+    );
+    assert_eq!(
+        run("NO_SIS_UTIL WA_WEIGHT WA_BIAS"),
+        6,
+        "the emulated budget scans prev's LLC"
+    );
+}

@@ -6,14 +6,15 @@
 #      for that run; it must be back to its boot value);
 #   2. --sched-feature NO_SIS_UTIL: the features file before, during (read by CMD itself) and
 #      after; a bad feature name;
-#   3. wakeviz experiment, default vs NO_SIS_UTIL, 3 runs each, on a loaded fan-out; each run's
-#      CMD notes which SIS_UTIL setting the kernel had while it ran;
+#   3. wakeviz experiment, default vs NO_SIS_UTIL, 3 runs each (or as the spec says), on a
+#      loaded fan-out; each run's CMD notes which SIS_UTIL setting the kernel had while it ran;
 #   4. signals on the real debugfs: a --sched-feature run stopped by USR1, ALRM, QUIT, XFSZ
 #      and TERM (the features file after, CMD alive or not, the recording's replay status),
 #      then one killed by KILL (left changed; the next run refuses with 5;
 #      --restore-leftovers puts it back).
-# Settings: WVZ_EXP_FANOUT "groups:receivers:loops[:hogs]" of the experiment's workload (hogs:
-# CPU-bound tasks the run's CMD starts beside the fan-out and stops after it).
+# Settings: WVZ_EXP_FANOUT "groups:receivers:loops[:hogs[:ack[:runs]]]" of the experiment's
+# workload (hogs: CPU-bound tasks the run's CMD starts beside the fan-out and stops after it;
+# ack: every message answered; runs: of each setting, 3 unless given).
 EXP=/out/exp
 FEAT=/sys/kernel/debug/sched/features
 SSCTL=/proc/sys/kernel/sched_schedstats
@@ -40,9 +41,12 @@ EOF
 }
 
 exp_experiment() {
-    IFS=: read -r g r l h <<EOF
+    IFS=: read -r g r l h mode runs <<EOF
 $WVZ_EXP_FANOUT
 EOF
+    ack=
+    [ "$mode" != ack ] || ack=--ack
+    runs=${runs:-3}
     cat >/tmp/wvz-exp.sh <<EOF
 echo "\$(tr ' ' '\n' <$FEAT | grep -x -e SIS_UTIL -e NO_SIS_UTIL)" >>$EXP/during_runs.txt
 hogs=
@@ -52,7 +56,7 @@ while [ \$k -lt ${h:-0} ]; do
     hogs="\$hogs \$!"
     k=\$((k + 1))
 done
-/tmp/wvz-exp workload fanout --groups $g --receivers $r --loops $l --comm wvz-exp
+/tmp/wvz-exp workload fanout --groups $g --receivers $r --loops $l --comm wvz-exp $ack
 rc=\$?
 [ -z "\$hogs" ] || kill \$hogs
 exit \$rc
@@ -63,11 +67,11 @@ EOF
     if [ -f /vm/scan_points.json ]; then
         set -- --scan-points /vm/scan_points.json
     fi
-    "$WVZ" experiment --setting default --setting NO_SIS_UTIL --runs 3 --out $EXP/runs \
+    "$WVZ" experiment --setting default --setting NO_SIS_UTIL --runs $runs --out $EXP/runs \
         --report json "$@" -- sh /tmp/wvz-exp.sh >$EXP/experiment.stdout 2>$EXP/experiment.stderr
     echo $? >$EXP/experiment.rc
     cat $FEAT >$EXP/features_after_experiment.txt
-    log "experiment ($g groups x $r receivers x $l loops, 6 runs): $t0 .. $(now)"
+    log "experiment ($g groups x $r receivers x $l loops $mode, $runs runs each): $t0 .. $(now)"
 }
 
 # Starts `--sched-feature NO_SIS_UTIL -- CMD` in the background (CMD writes its pid to $1.cmd

@@ -324,6 +324,10 @@ impl ShadowEval {
         self.scratch.reset();
         self.scratch.set_allowed(ctx.allowed.as_ref());
         ctx.rules = self.rules;
+        if !ctx.rules.nr_idle_scan_kept {
+            ctx.exact.w_nr_idle_scan = None;
+            ctx.exact.p_nr_idle_scan = None;
+        }
         let (t, st) = (&self.topo, &mut self.state);
         st.refresh_nr_idle_scan(t, ctx.ts_ns);
         // An exact read of the kernel's hint resynchronises the emulation.

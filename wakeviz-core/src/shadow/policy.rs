@@ -40,6 +40,10 @@ pub struct KernelRules {
     /// The sync test is `nr_running - cfs_h_nr_delayed(rq) == 1`: `DELAY_DEQUEUE` is on in the
     /// recorded kernel (6.12+) and the recording carries the delayed count.
     pub delayed_sync: bool,
+    /// The kernel keeps `sd_llc_shared->nr_idle_scan` up to date: only with `SIS_UTIL` on
+    /// (`update_idle_cpu_scan()` returns first thing without it), so a value read from a
+    /// kernel running without it is stale and the emulation stands in.
+    pub nr_idle_scan_kept: bool,
 }
 
 impl Default for KernelRules {
@@ -48,6 +52,7 @@ impl Default for KernelRules {
             wa_weight: true,
             wa_bias: true,
             delayed_sync: false,
+            nr_idle_scan_kept: true,
         }
     }
 }
@@ -64,6 +69,7 @@ impl KernelRules {
             wa_weight: SchedFeature::WaWeight.is_on(f),
             wa_bias: SchedFeature::WaBias.is_on(f),
             delayed_sync: SchedFeature::DelayDequeue.is_on(f),
+            nr_idle_scan_kept: SchedFeature::SisUtil.is_on(f),
         }
     }
 }

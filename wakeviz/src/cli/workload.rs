@@ -30,5 +30,10 @@ pub enum Workload {
         loops: u64,
         #[arg(long, default_value = "wvz-fanout")]
         comm: String,
+        /// Each receiver answers every message and the sender waits for all answers before
+        /// the next round: two wakeups per receiver per loop, where without it the pipe
+        /// buffer lets the sender run ahead and most messages wake no one.
+        #[arg(long)]
+        ack: bool,
     },
 }

@@ -135,30 +135,62 @@ fn voluntary_switches() -> anyhow::Result<u64> {
         .context("no voluntary_ctxt_switches in /proc/thread-self/status")
 }
 
-pub fn fanout(groups: usize, receivers: usize, loops: u64, comm: &str) -> anyhow::Result<()> {
+/// One receiver of a fan-out group: reads `loops` messages, answering each on `ack` if given.
+fn receiver(
+    mut rx: std::fs::File,
+    mut ack: Option<std::fs::File>,
+    loops: u64,
+    comm: String,
+) -> std::thread::JoinHandle<anyhow::Result<()>> {
+    std::thread::spawn(move || -> anyhow::Result<()> {
+        set_comm(&comm)?;
+        let mut buf = [0u8; 64];
+        for _ in 0..loops {
+            rx.read_exact(&mut buf)?;
+            if let Some(a) = ack.as_mut() {
+                a.write_all(&[1])?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `groups` senders, each writing `loops` messages to each of its `receivers`; with `ack`,
+/// each round waits for every receiver's answer.
+pub fn fanout(
+    groups: usize,
+    receivers: usize,
+    loops: u64,
+    comm: &str,
+    ack: bool,
+) -> anyhow::Result<()> {
     let mut handles = Vec::new();
     for _ in 0..groups {
         let mut txs = Vec::new();
+        let (mut acks, ack_tx) = if ack {
+            let (r, w) = pipe()?;
+            (Some(r), Some(w))
+        } else {
+            (None, None)
+        };
         for _ in 0..receivers {
-            let (mut rx, tx) = pipe()?;
+            let (rx, tx) = pipe()?;
             txs.push(tx);
-            let c = comm.to_string();
-            handles.push(std::thread::spawn(move || -> anyhow::Result<()> {
-                set_comm(&c)?;
-                let mut buf = [0u8; 64];
-                for _ in 0..loops {
-                    rx.read_exact(&mut buf)?;
-                }
-                Ok(())
-            }));
+            let answer = ack_tx.as_ref().map(std::fs::File::try_clone).transpose()?;
+            handles.push(receiver(rx, answer, loops, comm.to_string()));
         }
+        drop(ack_tx);
         let c = comm.to_string();
         handles.push(std::thread::spawn(move || -> anyhow::Result<()> {
             set_comm(&c)?;
             let buf = [7u8; 64];
+            let mut answers = vec![0u8; txs.len()];
             for _ in 0..loops {
                 for tx in &mut txs {
                     tx.write_all(&buf)?;
+                }
+                if let Some(a) = acks.as_mut() {
+                    a.read_exact(&mut answers)?;
                 }
             }
             Ok(())
@@ -195,9 +227,13 @@ pub fn run(w: &Workload) -> anyhow::Result<()> {
             receivers,
             loops,
             comm,
+            ack,
         } => {
-            fanout(*groups, *receivers, *loops, comm)?;
-            println!("fanout done: {groups} groups x {receivers} receivers x {loops} loops");
+            fanout(*groups, *receivers, *loops, comm, *ack)?;
+            let answered = if *ack { ", answered" } else { "" };
+            println!(
+                "fanout done: {groups} groups x {receivers} receivers x {loops} loops{answered}"
+            );
         }
     }
     Ok(())

@@ -306,23 +306,22 @@ pub fn signals(f: &mut Findings, results: &Path) {
     }
 }
 
-/// The settings in the order the guest's CMD saw them, one line per run.
-const ORDER: [&str; 6] = [
-    "SIS_UTIL",
-    "NO_SIS_UTIL",
-    "SIS_UTIL",
-    "NO_SIS_UTIL",
-    "SIS_UTIL",
-    "NO_SIS_UTIL",
-];
+/// Runs of each setting, from the spec's "groups:receivers:loops[:hogs[:ack[:runs]]]".
+pub fn runs_of(spec: &str) -> usize {
+    spec.split(':')
+        .nth(5)
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(3)
+}
 
-/// `wakeviz experiment --setting default --setting NO_SIS_UTIL --runs 3`: mechanics asserted
+/// `wakeviz experiment --setting default --setting NO_SIS_UTIL --runs N`: mechanics asserted
 /// (features restored, runs alternated, prediction table complete); figures printed.
-pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path) {
+pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path, runs: usize) {
     let exp = results.join("exp");
     let rc = trimmed(&exp.join("experiment.rc"));
     f.line(format!(
-        "  wakeviz experiment default vs NO_SIS_UTIL, 3 runs each: exit {rc}"
+        "  wakeviz experiment default vs NO_SIS_UTIL, {runs} runs each: exit {rc}"
     ));
     if rc != "0" {
         f.fail(format!(
@@ -340,13 +339,16 @@ pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path) {
         .lines()
         .map(str::to_string)
         .collect();
-    if seen == ORDER {
-        f.line(
-            "  runs alternated: the kernel had SIS_UTIL, NO_SIS_UTIL, ... (6 runs, read by CMD)",
-        );
+    // The settings in the order the guest's CMD saw them, one line per run.
+    let order = ["SIS_UTIL", "NO_SIS_UTIL"].repeat(runs);
+    if seen == order {
+        f.line(format!(
+            "  runs alternated: the kernel had SIS_UTIL, NO_SIS_UTIL, ... ({} runs, read by CMD)",
+            2 * runs
+        ));
     } else {
         f.fail(format!(
-            "the kernel's SIS_UTIL setting per run, read by CMD: {seen:?}, expected {ORDER:?}"
+            "the kernel's SIS_UTIL setting per run, read by CMD: {seen:?}, expected {order:?}"
         ));
     }
     let Some(j) = read(&exp.join("runs/experiment.json"))
@@ -355,14 +357,14 @@ pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path) {
         f.fail("wakeviz experiment wrote no valid runs/experiment.json");
         return;
     };
-    runs_in_order(f, &j);
-    measured(f, wakeviz, &exp.join("runs"));
+    runs_in_order(f, &j, runs);
+    measured(f, wakeviz, &exp.join("runs"), runs);
     scan_rows(f, &j);
     predictions(f, &j);
 }
 
 /// experiment.json's `order`: each run names its setting; they must alternate.
-fn runs_in_order(f: &mut Findings, j: &Value) {
+fn runs_in_order(f: &mut Findings, j: &Value, runs: usize) {
     let settings: Vec<String> = order(j)
         .iter()
         .map(|r| {
@@ -372,7 +374,7 @@ fn runs_in_order(f: &mut Findings, j: &Value) {
                 .to_string()
         })
         .collect();
-    let want = ["default", "NO_SIS_UTIL"].repeat(3);
+    let want = ["default", "NO_SIS_UTIL"].repeat(runs);
     if settings == want {
         f.line("  experiment.json order: default, NO_SIS_UTIL, ... alternated");
     } else {
@@ -390,10 +392,10 @@ fn order(j: &Value) -> Vec<Value> {
 }
 
 /// Measured scan cost per wakeup of each setting, from each run's replay.
-fn measured(f: &mut Findings, wakeviz: &Path, dir: &Path) {
+fn measured(f: &mut Findings, wakeviz: &Path, dir: &Path, runs: usize) {
     for setting in ["default", "NO_SIS_UTIL"] {
         let mut cells = Vec::new();
-        for i in 1..=3 {
+        for i in 1..=runs {
             let p = dir.join(format!("{setting}-{i}.wvz"));
             match check::replay_report(wakeviz, &p) {
                 Ok(r) => {

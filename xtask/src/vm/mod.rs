@@ -307,7 +307,8 @@ struct Settings<'a> {
     pairs: String,
     iterations: u32,
     fanout: &'a str,
-    /// "groups:receivers:loops" of the issue-13 experiment's workload ("": not run).
+    /// The experiment's workload and runs, "groups:receivers:loops[:hogs[:ack[:runs]]]" ("":
+    /// not run).
     exp_fanout: &'a str,
     buf_kb: u32,
     duration_s: u32,
@@ -556,7 +557,8 @@ fn run_topology(
     if spec.experiment.is_some() {
         experiment::schedstat(&mut f, guest_report.as_ref(), &results);
         if experiment::features(&mut f, wakeviz, &results) {
-            experiment::experiment(&mut f, wakeviz, &results);
+            let runs = experiment::runs_of(spec.experiment.unwrap_or(""));
+            experiment::experiment(&mut f, wakeviz, &results, runs);
             experiment::signals(&mut f, &results);
         }
     }

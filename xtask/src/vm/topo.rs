@@ -38,8 +38,9 @@ pub struct Spec {
     pub mem_mb: u32,
     pub pairs: Vec<Pair>,
     /// The experiment runs (schedstat live, --sched-feature, experiment) on this topology, with
-    /// the experiment's fan-out "groups:receivers:loops[:hogs]" (hogs: CPU-bound tasks beside
-    /// it in every run); one topology with several LLCs.
+    /// the experiment's fan-out "groups:receivers:loops[:hogs[:ack[:runs]]]" (hogs: CPU-bound
+    /// tasks beside it in every run; `ack`: every message answered, two wakeups per message;
+    /// runs of each setting, 3 unless given); one topology with several LLCs.
     pub experiment: Option<&'static str>,
     /// The fan-out group run's "comm:groups:receivers:loops" (default `wvz-fan:2:4:40`).
     pub fanout: Option<&'static str>,
@@ -82,8 +83,9 @@ pub fn extra() -> Vec<Spec> {
             pair("wvz-llc", 0, 3, Level::SameLlc),
         ],
         // Sixteen hogs keep every CPU busy, so SIS_UTIL's budget (nr_idle_scan) is small and
-        // NO_SIS_UTIL scans the whole LLC.
-        experiment: Some("4:3:100:16"),
+        // NO_SIS_UTIL scans the whole LLC; answered messages and five runs a setting give the
+        // prediction errors intervals narrow enough to judge.
+        experiment: Some("4:3:50:16:ack:5"),
         fanout: None,
         rings: 1,
     }]
