@@ -258,6 +258,7 @@ impl Workload {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        crate::capture::pace::unrelaxed_child(&mut c);
         if !keep {
             die_with_parent(&mut c, libc::SIGKILL);
         }

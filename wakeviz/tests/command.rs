@@ -467,3 +467,33 @@ fn a_cgroup_scope_is_the_tasks_of_that_cgroup() {
     let none = replay_json_with(&f, &["--scope", &format!("cgroup:{}", root_id + 1_000_000)]);
     assert_eq!(none["placement"]["wakeups"]["count"], 0);
 }
+
+/// wakeviz lets its own timers fire late to wake the machine less; CMD must not inherit that,
+/// or every sleep of the benchmark would end up to 45 ms late.
+#[test]
+fn the_command_keeps_the_timer_slack_wakeviz_found() {
+    if !support::root() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let out = Command::new(BIN)
+        .args(["--headless", "--duration", "30s", "--"])
+        .args(["cat", "/proc/self/timerslack_ns"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // CMD's stdout is passed through to wakeviz's stderr when no report is asked for.
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and reads the calling thread's value, the
+    // one the wakeviz child started with.
+    let own = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+    let own = u64::try_from(own).unwrap();
+    let cmd: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(cmd, [own], "{text}");
+}

@@ -149,6 +149,9 @@ impl RingSide {
                             && n.comm.0[0] != 0
                             && st.sent.learn(n)
                         {
+                            if n.tgid == 0 {
+                                n.tgid = super::proc_tgid::of(n.pid);
+                            }
                             n.cgroup = st.cgroups.of(n.pid, n.tgid);
                             st.batch.tasks.push(n);
                             st.pending_ts.push(ev.ts_ns());

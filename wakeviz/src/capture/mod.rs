@@ -18,6 +18,7 @@ mod hold;
 pub(crate) mod meta;
 mod names;
 pub(crate) mod pace;
+mod proc_tgid;
 pub(crate) mod schedstat;
 
 use std::{

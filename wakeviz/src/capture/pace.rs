@@ -1,7 +1,10 @@
 //! The consumer's own schedule: when the main thread reads the per-CPU batches' stamps and the
 //! quiet rings (see `drain`). Nothing else in a headless capture wakes it up, so this is what
 //! an idle capture costs the machine: one wakeup per [`IDLE_EVERY`].
-use std::time::{Duration, Instant};
+use std::{
+    sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant},
+};
 
 /// The pace while the machine is busy: the merge holds many events or a ring brought many
 /// records. It matches the merge's grace, so the merge holds
@@ -18,12 +21,43 @@ pub(super) const IDLE_EVERY: Duration = Duration::from_millis(185);
 /// idle capture add no timer interrupt of their own.
 pub const SLACK: Duration = Duration::from_millis(45);
 
+/// The consuming thread's timer slack before [`relax_timers`] (0: not changed).
+static BEFORE: AtomicU64 = AtomicU64::new(0);
+
 /// Lets this thread's timers fire up to [`SLACK`] late. Call it on the thread that consumes.
 pub fn relax_timers() {
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and reads the calling thread's value.
+    let before = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+    if let Ok(b) = u64::try_from(before)
+        && b > 0
+    {
+        let _ = BEFORE.compare_exchange(0, b, Ordering::Relaxed, Ordering::Relaxed);
+    }
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
     let r = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, SLACK.as_nanos() as libc::c_ulong) };
     if r != 0 {
         log::debug!("timer slack not set: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// A process forked by a thread whose timers are relaxed inherits the slack, and every sleep of
+/// a benchmark would end up to [`SLACK`] late: the child gets the value from before back.
+pub fn unrelaxed_child(c: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let before = BEFORE.load(Ordering::Relaxed);
+    if before == 0 {
+        return;
+    }
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: prctl is, and building an io::Error from an errno
+    // does not allocate.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_TIMERSLACK, before as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
