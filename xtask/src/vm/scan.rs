@@ -54,7 +54,12 @@ pub fn check(f: &mut Findings, wakeviz: &Path, wvz: &Path, truth: &Stream, repor
             renamed.len(),
             ours.0
         );
-        if k == 0 || off > 0.5 {
+        // Scans always happen under the scan load; idle tests need an idle CPU in the LLC's
+        // budget, which a small guest whose CPUs all run hogs may never give (SIS_UTIL cuts
+        // every scan before its first test): none on either side is agreement there, and the
+        // other guests check the count.
+        let untested = what == "idle tests" && w == 0 && ours.1 > 0;
+        if (k == 0 && !untested) || off > 0.5 {
             f.fail(line);
         } else {
             f.line(line);
