@@ -502,21 +502,6 @@ fn every_model_names_a_registered_policy() {
     }
 }
 
-fn replay(path: &std::path::Path) -> Snapshot {
-    let bytes = std::fs::read(path).unwrap();
-    let r = Reader::new(std::io::Cursor::new(bytes), path).unwrap();
-    let mut src = ReplaySource::new(r);
-    let mut a = Analysis::new(src.header());
-    loop {
-        match src.poll(std::time::Duration::ZERO).unwrap() {
-            Poll::Batch(b) => a.on_batch(&b),
-            Poll::Pending => {}
-            Poll::End => break,
-        }
-    }
-    a.snapshot()
-}
-
 /// With the debug-info scan probes (a guest recording), the select_idle_cpu rows are measured:
 /// the observed row holds the kernel's scans as counted, on the decisions the model is scored
 /// on, and the model's own scan stands beside it.
@@ -524,7 +509,7 @@ fn replay(path: &std::path::Path) -> Snapshot {
 fn measured_scan_rows_come_from_the_scan_probes() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/recordings/vm-nps1-scan-probes.wvz");
-    let s = replay(&path);
+    let s = analysis_support::replay_snapshot(&path);
     let sh = s.shadow.as_ref().unwrap();
     let (obs, model) = (pol(&s, "observed"), pol(&s, sh.model));
     let sm = sh.scan_model.as_ref().expect("scan model comparison");

@@ -182,6 +182,16 @@ pub fn replay_report_keeping(
     path: &std::path::Path,
     keep: impl Fn(&Event) -> bool,
 ) -> serde_json::Value {
+    fold(path, keep).report_json()
+}
+
+/// The snapshot of the whole recording, every shadow policy on.
+pub fn replay_snapshot(path: &std::path::Path) -> wakeviz_core::analysis::Snapshot {
+    fold(path, |_| true).snapshot()
+}
+
+/// The recording's events that `keep` keeps, folded through `ReplaySource` into `Analysis`.
+fn fold(path: &std::path::Path, keep: impl Fn(&Event) -> bool) -> wakeviz_core::analysis::Analysis {
     use wakeviz_core::source::{EventSource as _, Poll, ReplaySource};
     let mut src = ReplaySource::open(path).expect("open");
     let mut an = wakeviz_core::analysis::Analysis::new(src.header());
@@ -196,5 +206,5 @@ pub fn replay_report_keeping(
         }
     }
     assert!(src.warnings().is_empty(), "{:?}", src.warnings());
-    an.report_json()
+    an
 }

@@ -166,75 +166,65 @@ fn specs() -> Vec<Spec> {
             });
         }
     }
-    let plain: [(&str, &str, Unit, PolicyFig, bool); 4] = [
+    let plain: [(&str, &str, Unit, PolicyFig, Measure); 7] = [
         (
             "idle.share",
             "idle hits",
             Unit::Share,
             |_, r| r.idle_pct,
-            false,
+            Measure::Observed,
         ),
         (
             "stacked.share",
             "stacked",
             Unit::Share,
             |_, r| r.stacked_pct,
-            false,
+            Measure::Observed,
         ),
         (
             "migrations.share",
             "migrations",
             Unit::Share,
             |_, r| r.migrations_pct,
-            false,
+            Measure::Observed,
         ),
         (
             "probes_mean",
             "probes/wakeup",
             Unit::Other("probes".into()),
             |_, r| r.probes_mean,
-            true,
+            Measure::Proxy,
         ),
-    ];
-    for (name, label, unit, f, proxy) in plain {
-        v.push(Spec {
-            name: name.into(),
-            label: label.into(),
-            unit,
-            level: None,
-            policy: Box::new(f),
-            measure: if proxy {
-                Measure::Proxy
-            } else {
-                Measure::Observed
-            },
-        });
-    }
-    let scan: [(&str, &str, Unit, PolicyFig); 3] = [
-        ("scan.scans.share", "idle scans", Unit::Share, |_, r| {
-            r.scan.scans_pct
-        }),
+        (
+            "scan.scans.share",
+            "idle scans",
+            Unit::Share,
+            |_, r| r.scan.scans_pct,
+            Measure::ScanProbes,
+        ),
         (
             "scan.cpus_per_scan",
             "CPUs tested/scan",
             Unit::Other("CPUs".into()),
             |_, r| r.scan.cpus_per_scan,
+            Measure::ScanProbes,
         ),
         (
             "scan.tests_per_wakeup",
             "CPUs tested/wakeup",
             Unit::Other("CPUs".into()),
             |_, r| r.scan.tests_mean,
+            Measure::ScanProbes,
         ),
     ];
-    for (name, label, unit, f) in scan {
+    for (name, label, unit, f, measure) in plain {
         v.push(Spec {
             name: name.into(),
             label: label.into(),
             unit,
             level: None,
             policy: Box::new(f),
-            measure: Measure::ScanProbes,
+            measure,
         });
     }
     v.push(Spec {
@@ -287,6 +277,8 @@ fn values(runs: &[Snapshot], f: impl Fn(&Snapshot) -> Option<f64>) -> Vec<f64> {
 
 /// Every figure of `policy` on `a`'s runs against `b`'s.
 pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFigure> {
+    // The select_idle_cpu rows are measured only where every B run had the scan probes on.
+    let probed = !b.is_empty() && b.iter().all(|s| s.scan_latency.measured.is_some());
     specs()
         .into_iter()
         .map(|sp| {
@@ -298,7 +290,6 @@ pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFig
             };
             let pa = values(a, model);
             // Per B run: the model and the measurement, for the paired part.
-            let probed = !b.is_empty() && b.iter().all(|s| s.scan_latency.measured.is_some());
             let (measured, source): (Vec<(Option<f64>, Option<f64>)>, _) = match sp.measure {
                 Measure::Observed => (
                     b.iter()
