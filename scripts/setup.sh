@@ -30,7 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev)
 if [ "$WHAT" = test ]; then
-  APT_PKGS+=(qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests prometheus python3-venv systemd)
+  APT_PKGS+=(qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests rt-app prometheus python3-venv systemd)
 fi
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -9,6 +9,7 @@
 //! Nothing here touches the kernel, an async runtime or a terminal; `wakeviz` (the binary)
 //! owns those edges.
 pub mod analysis;
+pub mod closed_loop;
 pub mod compare;
 pub mod decode;
 pub mod dump;
@@ -29,3 +30,4 @@ pub mod shadow;
 pub mod source;
 pub mod synth;
 pub mod topology;
+pub mod workload;

@@ -202,7 +202,7 @@ fn a_flipped_sis_util_gives_both_predictions_with_exact_parts() {
 
     // JSON: the predictions key.
     let v = serde_json::to_value(&rep).unwrap();
-    assert_eq!(v["schema_version"], 3);
+    assert_eq!(v["schema_version"], 4);
     assert_eq!(v["predictions"][1]["policy"], "full_scan");
     assert_eq!(
         v["predictions"][1]["figures"][0]["name"],
@@ -563,4 +563,53 @@ fn measured_scan_rows_come_from_the_scan_probes() {
         text.contains("measured by the debug-info scan probes"),
         "{text}"
     );
+}
+
+/// The closed-loop rows take the kernel-observable figures of the simulations the caller
+/// hands back, with the baseline row (the simulated choices) as the value: handed the target's
+/// own runs, the closed loop equals the measurement (error 0), and only on observed figures.
+#[test]
+fn closed_loop_rows_read_the_simulations_the_caller_returns() {
+    let t = topology("xeon-e5-2690v3");
+    let base = group("default", &t, &[1, 2], &features(&[]), busy);
+    let nosis = group(
+        "nosis",
+        &t,
+        &[4, 5],
+        &features(&[("SIS_UTIL", "NO_SIS_UTIL")]),
+        busy,
+    );
+    let groups = [base, nosis];
+    let asked = std::cell::RefCell::new(Vec::new());
+    let rep = compare::diff_with(&groups, &[], &|g: &Group, policy: &str| {
+        asked.borrow_mut().push((g.name.clone(), policy.to_owned()));
+        let other = groups.iter().find(|x| x.name != g.name).unwrap();
+        other.runs.clone()
+    });
+    let mut asked = asked.into_inner();
+    asked.sort();
+    assert_eq!(
+        asked,
+        [
+            ("default".to_owned(), "full_scan".to_owned()),
+            ("nosis".to_owned(), "sis_util".to_owned())
+        ]
+    );
+    for p in &rep.predictions {
+        for f in &p.figures {
+            if f.measured_source == predict::MeasuredSource::Observed {
+                assert_eq!(f.closed_loop, f.measured, "{}: {f:?}", f.name);
+                if f.measured.is_some() {
+                    assert!(close(f.closed_loop_error, 0.0), "{f:?}");
+                }
+            } else {
+                assert_eq!(f.closed_loop, None, "{}: only observed figures", f.name);
+            }
+        }
+    }
+    let mut text = String::new();
+    for p in &rep.predictions {
+        predict::text::render(&mut text, p);
+    }
+    assert!(text.contains("closed loop (default's workloads simulated under full_scan"));
 }

@@ -61,8 +61,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(Sub::Workload(w)) = &cli.workload {
-        workload::run(w)?;
-        return Ok(ExitCode::SUCCESS);
+        return workload::run(w);
     }
     if let Some(Sub::Diff(d)) = &cli.workload {
         return diff::run(d);

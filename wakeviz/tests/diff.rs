@@ -233,7 +233,7 @@ fn json_carries_the_figures_of_the_text() {
     );
     let (out, json) = (text(&t.stdout), text(&j.stdout));
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
-    assert_eq!(v["schema_version"], 3);
+    assert_eq!(v["schema_version"], 4);
     assert_eq!(v["groups"][0]["runs"], 3);
     let rows = v["rows"].as_array().expect("rows");
     assert!(

@@ -28,10 +28,30 @@ struct Run {
 /// Runs `wakeviz --replay path args` with RLIMIT_AS = 1 GiB, killing it after `timeout`.
 fn replay(path: &Path, args: &[&str], timeout: Duration) -> Run {
     let mut cmd = Command::new(BIN);
-    cmd.arg("--replay")
+    cmd.arg("--replay").arg(path).args(args);
+    limited(cmd, path, args, timeout)
+}
+
+/// `wakeviz workload extract path --scope all`, under the same limits.
+fn extract(path: &Path, timeout: Duration) -> Run {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["workload", "extract"])
         .arg(path)
-        .args(args)
-        .stdin(Stdio::null())
+        .args(["--scope", "all"]);
+    limited(cmd, path, &["workload extract"], timeout)
+}
+
+/// `wakeviz workload simulate path --scope all --policy sis_util`, under the same limits.
+fn simulate(path: &Path, timeout: Duration) -> Run {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["workload", "simulate"])
+        .arg(path)
+        .args(["--scope", "all", "--policy", "sis_util"]);
+    limited(cmd, path, &["workload simulate"], timeout)
+}
+
+fn limited(mut cmd: Command, path: &Path, args: &[&str], timeout: Duration) -> Run {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     // SAFETY: between fork and exec only setrlimit runs, which is async-signal-safe and
@@ -107,6 +127,16 @@ fn assert_replayed(path: &Path, args: &[&str], r: &Run) {
     }
 }
 
+/// A simulation of a readable file: a report, or, when its workload has no task to run, one
+/// line that names the file.
+fn assert_simulated(path: &Path, r: &Run) {
+    if r.code == Some(1) && r.stderr.contains("no task that runs") {
+        assert_refused(path, &["workload simulate"], r);
+    } else {
+        assert_replayed(path, &["workload simulate"], r);
+    }
+}
+
 #[test]
 fn crafted_recordings_are_refused_or_replayed_within_bounds() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,6 +150,18 @@ fn crafted_recordings_are_refused_or_replayed_within_bounds() {
             } else {
                 assert_replayed(&path, args, &r);
             }
+        }
+        let r = extract(&path, Duration::from_secs(30));
+        if refused {
+            assert_refused(&path, &["workload extract"], &r);
+        } else {
+            assert_replayed(&path, &["workload extract"], &r);
+        }
+        let r = simulate(&path, Duration::from_secs(30));
+        if refused {
+            assert_refused(&path, &["workload simulate"], &r);
+        } else {
+            assert_simulated(&path, &r);
         }
     }
 }
@@ -186,6 +228,10 @@ fn per_pid_state_stays_within_its_budget() {
         let r = replay(&path, args, Duration::from_secs(60));
         assert_replayed(&path, args, &r);
     }
+    let r = extract(&path, Duration::from_secs(60));
+    assert_replayed(&path, &["workload extract"], &r);
+    let r = simulate(&path, Duration::from_secs(60));
+    assert_simulated(&path, &r);
     // The analyses' maps hit the budget: the report says so (a labelled degraded result).
     let r = replay(&path, &["--report", "json"], Duration::from_secs(60));
     assert_eq!(r.code, Some(3), "{:?}", r.stderr);

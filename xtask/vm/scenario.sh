@@ -13,6 +13,8 @@
 #                 once the workloads are done (WVZ_STOP=int) or left to finish (WVZ_STOP=wait)
 #   WVZ_READY     text on wakeviz's stderr that says its probes are attached
 #   WVZ_DEMO_SECS demo mode: length of the recording
+#   WVZ_REPLAY    1: record a fan-out and a ping-pong, extract each, replay it with rt-app
+#                 (vm/replay.sh)
 set -u
 T=/sys/kernel/tracing
 WVZ=/bin/wakeviz
@@ -476,6 +478,7 @@ test)
     inputs_runs
     if [ -n "${WVZ_EXP_FANOUT:-}" ]; then . /vm/experiment.sh; fi
     if [ -n "${WVZ_FENTRY_COST:-}" ]; then . /vm/fentry.sh; fi
+    if [ "${WVZ_REPLAY:-0}" = 1 ]; then . /vm/replay.sh; fi
     ;;
 demo)
     # A mixed ~WVZ_DEMO_SECS recording: ping-pong pairs, a fan-out group, an idle-ish tail.

@@ -26,7 +26,7 @@ use crate::analysis::Snapshot;
 /// Version of the `wakeviz diff --report json` tree; bumped when a key is added, renamed or
 /// removed or changes meaning.
 /// 3: each prediction figure's `error_ci95` and `resolved`; `measured_source` `scan_probes`.
-pub const DIFF_SCHEMA_VERSION: u32 = 3;
+pub const DIFF_SCHEMA_VERSION: u32 = 4;
 
 /// Family-wise significance level of the `*` markers.
 pub const ALPHA: f64 = 0.05;
@@ -126,6 +126,12 @@ impl DiffReport {
 
 /// Compares `groups` (the first is the base); `only` restricts the sections (empty: all).
 pub fn diff(groups: &[Group], only: &[Section]) -> DiffReport {
+    diff_with(groups, only, &|_, _| Vec::new())
+}
+
+/// [`diff`] with closed-loop predictions: `closed` simulates a group's workloads under a
+/// policy (see [`predict::ClosedLoop`]).
+pub fn diff_with(groups: &[Group], only: &[Section], closed: predict::ClosedLoop) -> DiffReport {
     let runs: Vec<&Snapshot> = groups.iter().flat_map(|g| &g.runs).collect();
     let same_topology = runs.windows(2).all(|w| {
         let (a, b) = (&w[0].topology, &w[1].topology);
@@ -244,7 +250,7 @@ pub fn diff(groups: &[Group], only: &[Section]) -> DiffReport {
         rows[*ri].groups[*gi].significant = sig;
     }
     let predictions = if wanted(Section::Shadow) {
-        let (p, n) = predict::predict(groups);
+        let (p, n) = predict::predict(groups, closed);
         notes.extend(n);
         p
     } else {

@@ -163,6 +163,16 @@ impl ShadowEval {
         }
     }
 
+    /// The CPU policy `policy` (registry index) chose for `pid`'s parked decision, which this
+    /// releases: for a caller that acts on one policy's answer (the closed-loop simulator)
+    /// instead of scoring them all against the kernel's.
+    pub fn take_choice(&mut self, pid: u32, policy: usize) -> Option<u32> {
+        let s = self.park.parked(pid)?;
+        let cpu = self.park.outcomes(s).get(policy)?.cpu;
+        self.park.release(pid);
+        Some(cpu)
+    }
+
     /// Registry names, baseline first.
     pub fn policy_names(&self) -> Vec<&'static str> {
         self.policies.iter().map(|p| p.name()).collect()

@@ -229,8 +229,9 @@ pub struct Cli {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Sub {
-    /// Known workloads for tests and demos.
-    #[command(subcommand, hide = true)]
+    /// A recording's workload shape and its rt-app replay (extract); known workloads for
+    /// tests and demos (pingpong, fanout).
+    #[command(subcommand)]
     Workload(Workload),
     /// Compare recordings (kernels, patches, repeated runs) side by side; gate CI with --fail-if.
     Diff(DiffArgs),

@@ -183,14 +183,16 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             runs,
         });
     }
-    let rep = compare::diff(&groups, &only);
+    let scope = a.scope.as_ref();
+    let closed = |g: &Group, policy: &str| super::simulate::group_runs(g, policy, scope);
+    let rep = compare::diff_with(&groups, &only, &closed);
     // The gate sees every figure, whatever `--only` shows; a figure on show is judged on the
     // report shown, so its verdict's `significant` is its `*` there (the correction is over
     // the comparisons of the report).
     let full = if only.is_empty() || conds.is_empty() {
         None
     } else {
-        Some(compare::diff(&groups, &[]))
+        Some(compare::diff_with(&groups, &[], &closed))
     };
     let mut verdicts = Vec::new();
     for c in &conds {

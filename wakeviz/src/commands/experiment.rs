@@ -229,7 +229,9 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<ExitCode> {
         settings,
         runs_per_setting: a.runs,
         order,
-        diff: compare::diff(&groups, &[]),
+        diff: compare::diff_with(&groups, &[], &|g: &Group, policy: &str| {
+            super::simulate::group_runs(g, policy, a.scope.as_ref())
+        }),
     };
     let json = serde_json::to_string_pretty(&rep).context("serialising the experiment")?;
     let text = render(&rep);

@@ -205,8 +205,38 @@ pub fn fanout(
     Ok(())
 }
 
-pub fn run(w: &Workload) -> anyhow::Result<()> {
+pub fn run(w: &Workload) -> anyhow::Result<std::process::ExitCode> {
     match w {
+        Workload::Simulate {
+            file,
+            policy,
+            scope,
+            seed,
+            report,
+        } => {
+            return super::simulate::run(&super::simulate::Request {
+                file,
+                policy,
+                scope: scope.as_ref(),
+                seed: *seed,
+                report: *report,
+            });
+        }
+        Workload::Extract {
+            file,
+            scope,
+            json,
+            rt_app,
+            force,
+        } => {
+            return super::extract::run(&super::extract::Request {
+                file,
+                scope: scope.as_ref(),
+                json: json.as_deref(),
+                rt_app: rt_app.as_deref(),
+                force: *force,
+            });
+        }
         Workload::Pingpong {
             waker_cpu,
             wakee_cpu,
@@ -236,5 +266,5 @@ pub fn run(w: &Workload) -> anyhow::Result<()> {
             );
         }
     }
-    Ok(())
+    Ok(std::process::ExitCode::SUCCESS)
 }

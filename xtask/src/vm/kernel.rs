@@ -197,10 +197,10 @@ pub fn download(tmp: &Path, name: &str) -> Result<PathBuf> {
         .context("apt-get download left no .deb")
 }
 
-/// `apt-get download` + `dpkg -x` into `kdir/<name>/` (only `boot/` is kept).
-fn fetch(kdir: &Path, name: &str) -> Result<Kernel> {
-    let tmp = kdir.join(format!(".fetch-{name}"));
-    let deb = download(&tmp, name)?;
+/// `apt-get download` of `name` into a fresh `tmp` and `dpkg -x` into `tmp/x`: the `.deb`'s
+/// path and the unpacked tree. On a failed unpack `tmp` is removed.
+pub fn unpack(tmp: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
+    let deb = download(tmp, name)?;
     let unpacked = tmp.join("x");
     let st = Command::new("dpkg")
         .arg("-x")
@@ -209,8 +209,16 @@ fn fetch(kdir: &Path, name: &str) -> Result<Kernel> {
         .status()
         .context("running dpkg -x")?;
     if !st.success() {
+        let _ = fs::remove_dir_all(tmp);
         bail!("dpkg -x {} failed ({st})", deb.display());
     }
+    Ok((deb, unpacked))
+}
+
+/// `apt-get download` + `dpkg -x` into `kdir/<name>/` (only `boot/` is kept).
+fn fetch(kdir: &Path, name: &str) -> Result<Kernel> {
+    let tmp = kdir.join(format!(".fetch-{name}"));
+    let (deb, unpacked) = unpack(&tmp, name)?;
     let final_dir = kdir.join(name);
     if final_dir.exists() {
         fs::remove_dir_all(&final_dir)?;

@@ -8,7 +8,9 @@
 //! every pinned pair, and reports the SIS_UTIL shadow fidelity. `--demo OUT` records the demo.
 //!
 //! Guest side: `xtask/vm/init.sh` (the initramfs's /init) and `xtask/vm/scenario.sh`.
-//! Environment: `WAKEVIZ_VM_CACHE` (the kernel and its debug info; default
+//! The nps1 guest also runs Debian's rt-app (fetched into the cache like the kernel) to replay
+//! a recorded workload from its extracted shape (`replay.rs`).
+//! Environment: `WAKEVIZ_VM_CACHE` (the kernel, its debug info and rt-app; default
 //! `/var/cache/wakeviz-vm` as root, else `~/.cache/wakeviz-vm`),
 //! `WAKEVIZ_VM_KERNEL` (boot this vmlinuz instead of fetching Debian's).
 mod check;
@@ -20,6 +22,7 @@ mod initramfs;
 mod kernel;
 mod noisy;
 mod qemu;
+mod replay;
 mod scan;
 mod topo;
 
@@ -40,6 +43,7 @@ const INIT_SH: &str = include_str!("../../vm/init.sh");
 const SCENARIO_SH: &str = include_str!("../../vm/scenario.sh");
 const EXPERIMENT_SH: &str = include_str!("../../vm/experiment.sh");
 const FENTRY_SH: &str = include_str!("../../vm/fentry.sh");
+const REPLAY_SH: &str = include_str!("../../vm/replay.sh");
 const DEMO_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 #[derive(clap::Args)]
@@ -217,6 +221,17 @@ pub fn run(a: &Args) -> Result<()> {
         }
         None => specs,
     };
+    if wakeviz.is_some() && specs.iter().any(|s| replay::runs_in(s.name)) {
+        let rt_app = replay::rt_app(&cache)?;
+        base.program(&rt_app, "bin/rt-app", &work_root)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "vm-test: packing {} into the initramfs (it needs the host's libjson-c5): \
+                     {e:#}",
+                    rt_app.display()
+                )
+            })?;
+    }
 
     let mut summary = String::new();
     let mut failed = Vec::new();
@@ -296,6 +311,7 @@ fn base_initramfs(busybox: &Path, wakeviz: Option<&Path>, work: &Path) -> Result
     ir.file("vm/scenario.sh", SCENARIO_SH.as_bytes(), true);
     ir.file("vm/experiment.sh", EXPERIMENT_SH.as_bytes(), true);
     ir.file("vm/fentry.sh", FENTRY_SH.as_bytes(), true);
+    ir.file("vm/replay.sh", REPLAY_SH.as_bytes(), true);
     if let Some(w) = wakeviz {
         ir.program(w, "bin/wakeviz", work)?;
     }
@@ -317,6 +333,8 @@ struct Settings<'a> {
     fentry_cost: &'a str,
     /// The busy and taskset runs of the select-input checks (they need two LLCs within CPUs 0-7).
     inputs_runs: bool,
+    /// The record -> extract -> rt-app replay loop (`xtask/vm/replay.sh`).
+    replay: bool,
 }
 
 fn env_file(s: &Settings) -> String {
@@ -324,7 +342,7 @@ fn env_file(s: &Settings) -> String {
         "export WVZ_MODE={}\nexport WVZ_PAIRS=\"{}\"\nexport WVZ_ITER={}\nexport WVZ_FANOUT=\"{}\"\n\
          export WVZ_BUF_KB={}\nexport WVZ_DURATION={}\nexport WVZ_READY=\"{}\"\n\
          export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\nexport WVZ_EXP_FANOUT=\"{}\"\n\
-         export WVZ_FENTRY_COST=\"{}\"\nexport WVZ_INPUTS={}\n",
+         export WVZ_FENTRY_COST=\"{}\"\nexport WVZ_INPUTS={}\nexport WVZ_REPLAY={}\n",
         s.mode,
         s.pairs,
         s.iterations,
@@ -335,7 +353,8 @@ fn env_file(s: &Settings) -> String {
         s.demo_secs,
         s.exp_fanout,
         s.fentry_cost,
-        u8::from(s.inputs_runs)
+        u8::from(s.inputs_runs),
+        u8::from(s.replay)
     )
 }
 
@@ -422,6 +441,7 @@ fn run_topology(
             ""
         },
         inputs_runs: spec.two_llcs_in_first_8(),
+        replay: wakeviz.is_some() && replay::runs_in(spec.name),
     };
     let out = boot(a, spec, kernel, base, &settings, &work, &results)?;
     let mut f = Findings::default();
@@ -596,6 +616,11 @@ fn run_topology(
     if settings.inputs_runs {
         check::inputs_runs(&mut f, wakeviz, &results);
     }
+
+    // 9. A recorded fan-out replayed by rt-app from its extracted shape.
+    if settings.replay {
+        replay::check(&mut f, &results);
+    }
     Ok(f)
 }
 
@@ -623,6 +648,7 @@ fn demo(
         demo_secs: 10,
         fentry_cost: "",
         inputs_runs: false,
+        replay: false,
     };
     let o = boot(a, spec, kernel, base, &settings, &work, &results)?;
     let errs = fs::read_to_string(results.join("guest_errors.txt")).unwrap_or_default();

@@ -88,6 +88,14 @@ pub struct PredictedFigure {
     pub open_loop_noise: Option<f64>,
     pub shadow_inputs_noise: Option<f64>,
     pub cause: Option<Cause>,
+    /// The closed-loop prediction: the figure measured on simulations of A's workloads under
+    /// the policy ([`crate::closed_loop`]), the kernel-observable figures only; `None` where
+    /// no simulation ran.
+    pub closed_loop: Option<f64>,
+    /// `closed_loop - measured`, and its 95 % half-width (Welch, simulations against B's
+    /// runs).
+    pub closed_loop_error: Option<f64>,
+    pub closed_loop_error_ci95: Option<f64>,
 }
 
 /// The largest 95 % half-width at which a share's prediction error counts as resolved, in
@@ -275,8 +283,14 @@ fn values(runs: &[Snapshot], f: impl Fn(&Snapshot) -> Option<f64>) -> Vec<f64> {
     runs.iter().filter_map(f).collect()
 }
 
-/// Every figure of `policy` on `a`'s runs against `b`'s.
-pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFigure> {
+/// Every figure of `policy` on `a`'s runs against `b`'s; `closed`: simulations of `a`'s
+/// workloads under `policy` (empty: no closed-loop prediction).
+pub fn compute(
+    a: &[Snapshot],
+    b: &[Snapshot],
+    policy: &str,
+    closed: &[Snapshot],
+) -> Vec<PredictedFigure> {
     // The select_idle_cpu rows are measured only where every B run had the scan probes on.
     let probed = !b.is_empty() && b.iter().all(|s| s.scan_latency.measured.is_some());
     specs()
@@ -319,7 +333,19 @@ pub fn compute(a: &[Snapshot], b: &[Snapshot], policy: &str) -> Vec<PredictedFig
                     ),
                 ),
             };
-            figure(sp.name, sp.label, sp.unit, &pa, &measured, source)
+            let mut f = figure(sp.name, sp.label, sp.unit, &pa, &measured, source);
+            if matches!(sp.measure, Measure::Observed) {
+                let cl = values(closed, |s| {
+                    exists(s)
+                        .then(|| observed(s).and_then(|(r, p)| (sp.policy)(r, p)))
+                        .flatten()
+                });
+                let meas: Vec<f64> = measured.iter().filter_map(|x| x.1).collect();
+                f.closed_loop = mean(&cl);
+                f.closed_loop_error = f.closed_loop.zip(f.measured).map(|(x, y)| x - y);
+                f.closed_loop_error_ci95 = welch_ci95(&cl, &meas);
+            }
+            f
         })
         .collect()
 }
@@ -403,6 +429,9 @@ fn figure(
         open_loop_noise,
         shadow_inputs_noise,
         cause,
+        closed_loop: None,
+        closed_loop_error: None,
+        closed_loop_error_ci95: None,
     }
 }
 

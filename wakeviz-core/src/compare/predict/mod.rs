@@ -199,9 +199,13 @@ fn has_policy(s: &Snapshot, p: &str) -> bool {
         .is_some_and(|r| r.policies.iter().any(|x| x.name == p))
 }
 
+/// Simulations of a group's workloads under a policy, for the closed-loop prediction (the
+/// caller reads the recordings; empty: none).
+pub type ClosedLoop<'a> = &'a dyn Fn(&Group, &str) -> Vec<Snapshot>;
+
 /// Every ordered pair of groups that differ in a modelled feature where the second group's
 /// setting has a model, and notes on the pairs that could not be predicted.
-pub fn predict(groups: &[Group]) -> (Vec<Prediction>, Vec<String>) {
+pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<String>) {
     let mut out = Vec::new();
     let mut notes = Vec::new();
     let feats = modelled_features();
@@ -276,7 +280,7 @@ pub fn predict(groups: &[Group]) -> (Vec<Prediction>, Vec<String>) {
                 model: m.describe.into(),
                 baseline_runs: a.runs.len(),
                 target_runs: b.runs.len(),
-                figures: figures::compute(&a.runs, &b.runs, m.policy),
+                figures: figures::compute(&a.runs, &b.runs, m.policy, &closed(a, m.policy)),
                 evidence: figures::evidence(a, b, m.policy),
             });
         }
@@ -299,7 +303,7 @@ pub fn predict_pair(a: &Group, b: &Group, policy: &str) -> Option<Prediction> {
         model: "chosen by the caller".into(),
         baseline_runs: a.runs.len(),
         target_runs: b.runs.len(),
-        figures: figures::compute(&a.runs, &b.runs, policy),
+        figures: figures::compute(&a.runs, &b.runs, policy, &[]),
         evidence: figures::evidence(a, b, policy),
     })
 }

@@ -154,6 +154,50 @@ fn evidence(out: &mut String, p: &Prediction, e: &Evidence) {
     wrap(out, &si, "  ");
 }
 
+/// The closed-loop rows: the same figures measured on simulations of the baseline's
+/// workloads under the policy, against the target's runs.
+fn closed_loop(out: &mut String, p: &Prediction) {
+    let rows: Vec<&PredictedFigure> = p
+        .figures
+        .iter()
+        .filter(|f| {
+            f.closed_loop.is_some() && !(f.closed_loop == Some(0.0) && f.measured == Some(0.0))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  closed loop ({}'s workloads simulated under {}, reacting to its placements):",
+        p.baseline, p.policy
+    );
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>9} {:>9} {:>9} {:>6}",
+        "", "closed", "measured", "error", "95% CI"
+    );
+    for f in rows {
+        let e = f.closed_loop_error.map_or_else(
+            || "n/a".into(),
+            |e| match f.unit {
+                Unit::Share => format!("{e:+.2} pt"),
+                _ => format!("{e:+.2}"),
+            },
+        );
+        let ci = f
+            .closed_loop_error_ci95
+            .map_or_else(|| "n/a".into(), |h| format!("±{h:.2}"));
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>9} {:>9} {e:>9} {ci:>6}",
+            clip(&label(f), 26),
+            opt(f.closed_loop),
+            opt(f.measured)
+        );
+    }
+}
+
 /// One prediction table.
 pub fn render(out: &mut String, p: &Prediction) {
     let runs = |n: usize| format!("{n} run{}", if n == 1 { "" } else { "s" });
@@ -229,6 +273,7 @@ pub fn render(out: &mut String, p: &Prediction) {
             "  ({hidden} figures at 0 or n/a on both sides left out)"
         );
     }
+    closed_loop(out, p);
     let scan = p.figures.iter().find_map(|f| match f.measured_source {
         MeasuredSource::ScanLatency(s) => Some(s),
         _ => None,

@@ -50,6 +50,7 @@ use super::{policy::Policy, topo::ShadowTopo};
 /// Registry names other modules refer to (the experiment models, the report's fallback): one
 /// constant each, so a misspelt name does not compile instead of silently matching nothing.
 pub mod name {
+    pub const OBSERVED: &str = "observed";
     pub const SIS_UTIL: &str = "sis_util";
     pub const SIS_PROP: &str = "sis_prop";
     pub const SIS_NODE: &str = "sis_node";

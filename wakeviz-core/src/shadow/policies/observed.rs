@@ -12,7 +12,7 @@ pub struct Observed;
 
 impl Policy for Observed {
     fn name(&self) -> &'static str {
-        "observed"
+        super::name::OBSERVED
     }
     fn describe(&self) -> &'static str {
         "baseline: the running kernel's choice"
