@@ -3,23 +3,23 @@
 //!
 //! rt-app wakes a thread only through pthread condition variables, which have no memory: a
 //! signal sent before its waiter waits is lost, and so is one sent while the waiter, already
-//! signalled, waits for the mutex. The file uses one pattern that loses none, a star with a
-//! mutex per client: the hub holds every client's mutex except inside its wait for that
-//! client's answer, so a client can answer only while the hub waits for it; a client answers
-//! and waits in one critical section, so the hub can wake it only while it waits. Each
-//! round, the hub waits for each client's answer in turn, runs, and wakes every client; each
-//! client answers, waits, and runs. A ping-pong pair is a star with one client. Clients start
-//! 50 ms late so that the hub holds the mutexes first. Tasks outside any star sleep and run
-//! through their own quartiles; CPU-bound tasks run once for their recorded CPU time. Every
-//! thread runs a fixed number of rounds, so the file ends by itself when they are done
-//! (`global.duration` -1: rt-app 1.0 otherwise sleeps the whole duration even after its
-//! threads have finished).
+//! signalled, waits for the mutex. Two patterns, by the size of a star:
+//! - **One client** (a ping-pong pair): a handshake that loses no wakeup. The hub holds the
+//!   pair's mutex except inside its wait for the answer, so the client can answer only while
+//!   the hub waits; the client answers and waits in one critical section, so the hub can wake
+//!   it only while it waits. Both run the recorded number of rounds and the file ends by
+//!   itself (`global.duration` -1: rt-app 1.0 otherwise sleeps the whole duration even after
+//!   its threads have finished). The client starts 50 ms late so that the hub holds the mutex
+//!   first.
+//! - **Several clients**: rounds that may lose a wakeup but never stall (see
+//!   [`broadcast_star`]), for the recording's length (`global.duration`).
 //!
-//! What rt-app cannot express is left out and said in [`RtApp::notes`]: `WF_SYNC` (a futex
-//! wakeup never carries it, a pipe's does), wakeups between tasks that are not a star, and
-//! how a hub's answers bunch up (the recorded hub may be woken fewer times than it has
-//! clients, when answers arrive together; here it takes them one client at a time, so a
-//! client woken early may wait for the mutex and be woken a second time).
+//! Tasks outside any star sleep and run through their own quartiles; CPU-bound tasks run once
+//! for their recorded CPU time. What rt-app cannot express is left out and said in
+//! [`RtApp::notes`]: `WF_SYNC` (a futex wakeup never carries it, a pipe's does), wakeups
+//! between tasks that are not a star, and how a hub's answers bunch up (the clients of a
+//! several-client star share one mutex, and a client woken while another holds it is woken a
+//! second time when it is handed over).
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Serialize, Serializer, ser::SerializeMap};
@@ -260,6 +260,9 @@ fn per_round(t: &TaskShape, rounds: u64) -> Val {
     us(t.run.total_us / rounds as f64)
 }
 
+/// The lossless handshake (module docs), with a mutex per client: the hub holds them all
+/// except inside its wait for that client's answer. Used for one client: with several, the
+/// hub takes the answers one client at a time, which keeps the others from running.
 fn star(s: &Star, by: &HashMap<u32, &TaskShape>, name: &HashMap<u32, String>, tasks: &mut Obj) {
     let (Some(h), Some(hn)) = (by.get(&s.hub), name.get(&s.hub)) else {
         return;

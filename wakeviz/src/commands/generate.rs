@@ -34,6 +34,16 @@ fn visible_subcommands(cmd: &Command) -> impl Iterator<Item = &Command> {
     cmd.get_subcommands().filter(|s| !s.is_hide_set())
 }
 
+/// Every visible subcommand, each followed by its own (`workload` then `workload extract`).
+fn nested(cmd: &Command) -> Vec<&Command> {
+    let mut v = Vec::new();
+    for sub in visible_subcommands(cmd) {
+        v.push(sub);
+        v.extend(nested(sub));
+    }
+    v
+}
+
 fn completion(shell: Shell, out: &mut dyn std::io::Write) {
     let mut cmd = Cli::command();
     clap_complete::generate(shell, &mut cmd, "wakeviz", out);
@@ -51,7 +61,7 @@ pub fn man() -> std::io::Result<Vec<u8>> {
     page.render_description_section(&mut w)?;
     page.render_options_section(&mut w)?;
     page.render_subcommands_section(&mut w)?;
-    for sub in visible_subcommands(&cmd) {
+    for sub in nested(&cmd) {
         let name = sub.get_bin_name().unwrap_or_else(|| sub.get_name());
         let m = clap_mangen::Man::new(sub.clone());
         let mut s = Vec::new();
@@ -84,7 +94,7 @@ pub fn markdown() -> String {
          in `wakeviz --help`, `wakeviz SUBCOMMAND --help` and `man wakeviz`.\n\n",
     );
     command_md(&mut s, &cmd, 2);
-    for sub in visible_subcommands(&cmd) {
+    for sub in nested(&cmd) {
         command_md(&mut s, sub, 2);
     }
     s.truncate(s.trim_end().len());
