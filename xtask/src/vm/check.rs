@@ -344,7 +344,9 @@ fn total(c: &Counts, kind: &str) -> u64 {
         .sum()
 }
 
-/// wakeviz's counts against tracefs's, per event kind: equal within 0.5%.
+/// wakeviz's counts against tracefs's, per event kind: equal within 0.5%, or one event (the
+/// two captures start at slightly different instants, and a kind with few events, such as the
+/// fifty forks of the many-ring guest, can have one at that edge).
 pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
     f.line(format!(
         "  {:<20} {:>9} {:>9} {:>8}",
@@ -358,10 +360,10 @@ pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
         } else {
             diff as f64 * 100.0 / t as f64
         };
-        let ok = diff * 1000 <= t * 5;
+        let ok = diff * 1000 <= t * 5 || diff <= 1;
         f.line(format!(
             "  {kind:<20} {w:>9} {t:>9} {pct:>7.2}%{}",
-            if ok { "" } else { "  <- over 0.5%" }
+            if ok { "" } else { "  <- over 0.5% and 1 event" }
         ));
         if !ok {
             f.failures.push(format!(
