@@ -21,7 +21,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// version 1 are still read (their new inputs are unknown).
 /// 3: [`SelectFlips`] may follow the inputs ([`exact::FLIPS`]); version-2 records still decode.
 /// 4: a select record may carry [`SELECT_AT_WAKING`] in its `wake_flags`.
-pub const ABI_VERSION: u32 = 4;
+/// 5: such a record may also carry [`WAKE_FLAGS_FROM_STACK`]; version-4 records still decode
+/// (their wake flags stay unknown).
+pub const ABI_VERSION: u32 = 5;
 
 /// A [`SelectEvent::wake_flags`] bit no kernel wake flag uses (they stay below `0x100`): the
 /// record is not a `select_task_rq_fair` call but the same inputs read by the `sched_waking`
@@ -30,6 +32,38 @@ pub const ABI_VERSION: u32 = 4;
 /// `entry_ts_ns` is the read, and the kernel's other wake flags are not known (zero). It is
 /// sent just before the `sched_waking` record of the same wakeup, on the same CPU.
 pub const SELECT_AT_WAKING: u32 = 1 << 31;
+
+/// A [`SELECT_AT_WAKING`] record's `wake_flags` bit: the probe walked the waker's kernel stack
+/// ([`WakeFrame`]), so the record's `WF_SYNC` bit (`0x10`) is known: set when the innermost
+/// wake-up entry on that stack passes `WF_SYNC` (`__wake_up_sync_key` and its kin), clear
+/// otherwise. Without it the record's wake flags are unknown.
+pub const WAKE_FLAGS_FROM_STACK: u32 = 1 << 30;
+
+/// The kernel's `WF_SYNC` wake flag (`kernel/sched/sched.h`).
+pub const WF_SYNC: u32 = 0x10;
+
+/// Most [`WakeFrame`]s the probe compares each return address with.
+pub const MAX_WAKE_FRAMES: u32 = 8;
+
+/// Most return addresses of the waker's stack the probe reads at `sched_waking`: from the
+/// tracepoint's own two frames, `try_to_wake_up` and the wait-queue function, a pipe's,
+/// socket's or epoll's wake-up entry is the sixth (the walk's cost grows with the depth).
+pub const WAKE_STACK_DEPTH: usize = 8;
+
+/// A kernel function that starts wake-ups, as the text address range `[lo_ip, hi_ip)` userspace
+/// found in `/proc/kallsyms`; the innermost one on the waker's stack says whether the wake-up
+/// is `WF_SYNC` ([`WAKE_FLAGS_FROM_STACK`]). `lo_ip == 0` ends the table.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct WakeFrame {
+    pub lo_ip: u64,
+    pub hi_ip: u64,
+    /// 1 when the function passes `WF_SYNC`, 0 when it does not.
+    pub sync: u64,
+}
+const _: () = assert!(core::mem::size_of::<WakeFrame>() == 24);
 
 /// Length of a task name as the kernel keeps it (`TASK_COMM_LEN`).
 pub const COMM_LEN: usize = 16;

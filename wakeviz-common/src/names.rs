@@ -154,7 +154,7 @@ macro_rules! for_each_aggregate_map {
 #[macro_export]
 macro_rules! for_each_map {
     ($cb:ident) => {
-        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU, BATCH_PENDING, WAKING_INPUTS, SCAN_ON }
+        $cb! { EVENTS, STATS, RINGS, RING_OF_CPU, BATCH_PENDING, WAKING_INPUTS, WAKE_FRAMES, SCAN_ON }
     };
 }
 

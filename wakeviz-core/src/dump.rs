@@ -45,7 +45,10 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
             m.insert("waker_comm".into(), json!(tasks.comm(s.waker_pid)));
             m.insert("prev_cpu".into(), json!(s.prev_cpu));
             m.insert("wake_flags".into(), json!(s.wake_flags));
-            m.insert("sync".into(), json!(s.wake_flags & wf::SYNC != 0));
+            m.insert(
+                "sync".into(),
+                json!(s.wake_flags_known().then_some(s.wake_flags & wf::SYNC != 0)),
+            );
             m.insert("chosen_cpu".into(), json!(s.chosen()));
             m.insert("entry_ts_ns".into(), json!(s.entry_ts_ns));
             m.insert(

@@ -236,6 +236,12 @@ impl Select {
         self.wake_flags & wf::AT_WAKING != 0
     }
 
+    /// Whether `wake_flags` holds the kernel's flags: a call's, or `WF_SYNC` the `sched_waking`
+    /// probe read from the waker's stack ([`wf::FROM_STACK`]).
+    pub const fn wake_flags_known(&self) -> bool {
+        !self.at_waking() || self.wake_flags & wf::FROM_STACK != 0
+    }
+
     /// The kernel's return value, when this is a call whose exit was read.
     pub const fn chosen(&self) -> Option<u32> {
         if self.at_waking() || self.chosen_cpu == u32::MAX {
@@ -256,6 +262,9 @@ pub mod wf {
     pub const CURRENT_CPU: u32 = 0x40;
     /// wakeviz's own marker, no kernel flag: see [`super::Select::at_waking`].
     pub const AT_WAKING: u32 = wakeviz_common::SELECT_AT_WAKING;
+    /// wakeviz's own marker beside [`AT_WAKING`]: the record's [`SYNC`] bit is known, from the
+    /// waker's stack (`wakeviz_common::WAKE_FLAGS_FROM_STACK`).
+    pub const FROM_STACK: u32 = wakeviz_common::WAKE_FLAGS_FROM_STACK;
 }
 
 /// Not `Copy`: the select record is boxed. Inline, its optional inputs made every event 216

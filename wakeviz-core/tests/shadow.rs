@@ -1148,3 +1148,74 @@ fn a_stale_nr_idle_scan_is_not_an_input_without_sis_util() {
         "the emulated budget scans prev's LLC"
     );
 }
+
+/// A tracepoint-only wakeup of task 20 (prev CPU 4, busy) by task 10 on CPU 0, alone on its
+/// run queue; the kernel placed it on CPU 2 (the waker's LLC). `flags` are the at-waking
+/// record's wake-flag bits beside [`wf::AT_WAKING`]: what the probe read from the waker's stack.
+fn stack_sync_wakeup(flags: u32) -> serde_json::Value {
+    // busy_w0_p4's machine, captured without the select probe.
+    let mut ev = ShadowEval::new(&header(two_nodes(), false));
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 3, 4, 5, 7]);
+    busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
+    let mut j = Joiner::new();
+    // The loads favour prev's side: without WF_SYNC, WA_WEIGHT keeps LLC 4-7 (CPU 6).
+    let mut s = select(
+        9_990,
+        0,
+        20,
+        4,
+        u32::MAX,
+        10,
+        exact_sel(loads(3000, 1000, 500)),
+    );
+    s.wake_flags = wf::AT_WAKING | flags;
+    for e in [
+        Event::Select(Box::new(s)),
+        Event::Waking(wake(10_000, 0, 20, 4, 10)),
+        Event::Migrate(wakeviz_core::event::Migrate {
+            ts_ns: 10_010,
+            cpu: 0,
+            pid: 20,
+            orig_cpu: 4,
+            dest_cpu: 2,
+        }),
+        Event::Wakeup(wake(10_020, 2, 20, 2, 10)),
+    ] {
+        ev.on_event(&e);
+        if let Some(p) = j.on_event(&e) {
+            let _ = ev.on_placement(&p);
+        }
+    }
+    assert_eq!(ev.evaluated(), 1);
+    json(&ev)
+}
+
+#[test]
+fn wf_sync_read_from_the_wakers_stack_decides_a_tracepoint_only_wakeup() {
+    // Sync from the stack: wake_affine_idle takes the waker's CPU (alone on its rq), SIS finds
+    // CPU 2 in its LLC, as the kernel did; the WF_SYNC policies have a row.
+    let v = stack_sync_wakeup(wf::FROM_STACK | wf::SYNC);
+    assert_eq!(v["decisions_with_stack_sync"], 1);
+    assert_eq!(v["fidelity"]["agreement"], 1.0);
+    assert_eq!(
+        v["policies"]["wf_sync"]["cannot_differ"],
+        serde_json::Value::Null
+    );
+    // Read, and not sync: WA_WEIGHT takes prev's LLC; the disagreement is no longer put down
+    // to unknown wake flags.
+    let v = stack_sync_wakeup(wf::FROM_STACK);
+    assert_eq!(v["fidelity"]["agreement"], 0.0);
+    assert_eq!(
+        v["fidelity"]["disagreements"]["tracepoint_only_no_wake_flags"],
+        0
+    );
+    // Not read (an ABI-4 record): the flags stay unknown, whatever the SYNC bit says.
+    let v = stack_sync_wakeup(wf::SYNC);
+    assert_eq!(v["decisions_with_stack_sync"], serde_json::Value::Null);
+    assert_eq!(
+        v["fidelity"]["disagreements"]["tracepoint_only_no_wake_flags"],
+        1
+    );
+    assert!(v["policies"]["wf_sync"]["cannot_differ"].is_string());
+}

@@ -16,6 +16,7 @@ mod kread;
 mod select;
 
 use aya_ebpf::{
+    EbpfContext as _,
     macros::{btf_tracepoint, fentry, fexit, kprobe, raw_tracepoint, tracepoint},
     programs::{
         BtfTracePointContext, FEntryContext, FExitContext, ProbeContext, RawTracePointContext,
@@ -30,7 +31,7 @@ use wakeviz_common::EventKind;
 #[btf_tracepoint(function = "sched_waking")]
 pub fn btf_sched_waking(ctx: BtfTracePointContext) -> i32 {
     // The inputs first: the shadow decides when it meets the waking record.
-    select::waking(ctx.arg(0));
+    select::waking(ctx.as_ptr(), ctx.arg(0));
     emit::wake_from_task(Access::Direct, EventKind::Waking, ctx.arg(0))
 }
 
@@ -271,6 +272,7 @@ mod maps {
         emit::{EVENTS, RING_OF_CPU, RINGS, STATS},
         select::WAKING_INPUTS,
         select::scan::SCAN_ON,
+        select::sync::WAKE_FRAMES,
     };
 }
 

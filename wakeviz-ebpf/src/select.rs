@@ -17,6 +17,7 @@ use wakeviz_common::{
 
 mod inputs;
 pub mod scan;
+pub mod sync;
 
 use crate::{
     emit::{Route, bump, header, send},
@@ -276,7 +277,7 @@ static WAKING_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
 /// a select record marked [`SELECT_AT_WAKING`] before the waking record, when userspace asked
 /// for them. Self-wakeups never reach `select_task_rq`, and the tracepoint fires with the
 /// task's `pi_lock` held and IRQs off, so one per-CPU slot is enough.
-pub fn waking(task: u64) -> i32 {
+pub fn waking(ctx: *mut core::ffi::c_void, task: u64) -> i32 {
     if WAKING_INPUTS.get(0).copied().unwrap_or(0) == 0 {
         return 0;
     }
@@ -297,7 +298,7 @@ pub fn waking(task: u64) -> i32 {
         *e = if one_cpu {
             read_mask_only(task, prev_cpu)
         } else {
-            read_entry(task, prev_cpu, SELECT_AT_WAKING)
+            read_entry(task, prev_cpu, SELECT_AT_WAKING | sync::flags(ctx))
         }
     };
     // SAFETY: as above.

@@ -346,7 +346,7 @@ diff_runs() {
     done
 }
 
-# A noisy neighbour: the SMT ping-pong recorded three times alone (quiet-I) and three times
+# A noisy neighbour: the SMT ping-pong recorded four times alone (quiet-I) and four times
 # beside an unrelated ping-pong on the cross-package pair (noisy-I), alternated, each
 # `wakeviz --record F -- CMD`. The neighbour pauses 1 ms after each round trip, so it adds
 # cross-package wakeups while taking little of the host's few CPUs from the benchmark. The
@@ -355,7 +355,7 @@ noisy_runs() {
     smt_xpkg_pairs || return 0
     link_comm wvz-diff
     link_comm wvz-noisy
-    for i in 1 2 3; do
+    for i in 1 2 3 4; do
         for kind in quiet noisy; do
             nb=
             if [ $kind = noisy ]; then
@@ -431,21 +431,44 @@ inputs_runs() {
         >/out/cache.log 2>&1 || fail "cache run failed: see cache.log"
     log "cache run done at $(now)"
     # `msg`: a load like `perf bench sched messaging` (fan-out groups of a sender and its
-    # receivers, unpinned, more messages than a pipe holds; no perf in the guest), recorded with the function probes and by the
-    # tracepoints alone, whose sched_waking probe reads the select inputs: the gap between the
-    # two fidelities.
+    # receivers, unpinned; no perf in the guest), recorded with the function probes and by the
+    # tracepoints alone, whose sched_waking probe reads the select inputs and WF_SYNC: the gap
+    # between the two fidelities. Every message is answered (`--ack`): without it the sender
+    # runs ahead through the pipe buffer and a run places only about a hundred wakeups, too few
+    # to tell a 2-point gap from chance.
     link_comm wvz-msg
     for m in msg msg_tp; do
         extra=
-        [ $m = msg_tp ] && extra=--no-function-probes
+        [ $m = msg_tp ] && extra=--no-function-probes && sync_count_on
         "$WVZ" --record /out/$m.wvz --headless --label $m $extra -- sh -c "
             for i in 1 2 3 4; do
-                /tmp/wvz-msg workload fanout --groups 2 --receivers 3 --loops 1500 \
+                /tmp/wvz-msg workload fanout --groups 2 --receivers 3 --loops 400 --ack \
                     --comm wvz-msg & done
             wait" \
             >/out/$m.log 2>&1 || fail "$m run failed: see $m.log"
+        [ $m = msg_tp ] && sync_count_off /out/msg_tp_sync.txt
         log "$m run done at $(now)"
     done
+}
+
+# The kernel's own wake flags for the tracepoint-only run, which reads WF_SYNC from the waker's
+# stack: a kprobe event at select_task_rq_fair's entry (wake_flags is its third argument, %dx
+# on x86-64) counted by value in a histogram while a workload task is the waker, so no trace
+# buffer can overflow.
+sync_count_on() {
+    echo 'p:wvzsync/strf select_task_rq_fair wake_flags=%dx:x32' >>$T/kprobe_events ||
+        { fail "tracefs: kprobe event at select_task_rq_fair"; return 0; }
+    echo 'hist:keys=wake_flags:vals=hitcount if comm ~ "wvz-*"' \
+        >$T/events/wvzsync/strf/trigger || fail "tracefs: hist trigger on select_task_rq_fair"
+    echo 1 >$T/events/wvzsync/strf/enable || fail "tracefs: enable the select_task_rq_fair kprobe"
+}
+
+sync_count_off() {
+    [ -d $T/events/wvzsync ] || return 0
+    echo 0 >$T/events/wvzsync/strf/enable
+    cat $T/events/wvzsync/strf/hist >"$1"
+    echo '!hist:keys=wake_flags:vals=hitcount if comm ~ "wvz-*"' >$T/events/wvzsync/strf/trigger
+    echo '-:wvzsync/strf' >>$T/kprobe_events
 }
 
 snapshot_sysfs

@@ -5,9 +5,10 @@
 //!
 //! The model, stated:
 //! - **Tasks** follow [`crate::workload::rtapp::plan`]: a star's hub, once every client has
-//!   answered, runs and wakes every client; a client runs, answers (wakes the hub if it
-//!   sleeps) and sleeps; the hub is woken by each answer that finds it asleep and runs a
-//!   short burst. A task outside any star runs, then sleeps for a length drawn from its own
+//!   answered, runs and wakes every client; a client runs, answers and sleeps. A round's
+//!   last answer wakes the hub; another answer that finds it asleep wakes it as often as such
+//!   answers did in the recording (a hub that reads answers as they come is woken by each,
+//!   one still busy finds them waiting), and the hub then runs a short burst. A task outside any star runs, then sleeps for a length drawn from its own
 //!   distribution and is woken by a timer on the CPU it slept on. CPU-bound tasks never sleep.
 //!   Run and sleep lengths are drawn from each task's recorded quantiles (piecewise uniform
 //!   between them), with a seeded generator: the same seed gives the same events.

@@ -326,7 +326,9 @@ impl Sim<'_> {
             return;
         };
         match &mut t.role {
-            Role::Hub { clients, pending } => {
+            Role::Hub {
+                clients, pending, ..
+            } => {
                 if *pending == 0 && t.budget > 0 {
                     t.budget -= 1;
                     if t.budget == 0 {
@@ -341,14 +343,23 @@ impl Sim<'_> {
             }
             Role::Client { hub } => {
                 let hub = *hub;
+                let mut wakes = true;
                 if let Some(Task {
-                    role: Role::Hub { pending, .. },
+                    role:
+                        Role::Hub {
+                            pending,
+                            answer_wakes,
+                            ..
+                        },
                     ..
                 }) = self.tasks.get_mut(&hub)
                 {
                     *pending = pending.saturating_sub(1);
+                    wakes = *pending == 0 || self.rng.unit() < *answer_wakes;
                 }
-                self.wake(hub, pid, cpu);
+                if wakes {
+                    self.wake(hub, pid, cpu);
+                }
             }
             Role::Alone => {
                 if t.budget == 0 {

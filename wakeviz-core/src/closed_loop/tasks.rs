@@ -1,11 +1,19 @@
 //! The simulated tasks: their roles from [`rtapp::plan`], their recorded lengths, their state.
 use std::collections::HashMap;
 
-use crate::workload::{Dist, Shape, TaskShape, rtapp};
+use crate::workload::{Dist, Shape, TaskShape, Waker, rtapp};
 
 pub(super) enum Role {
-    Hub { clients: Vec<u32>, pending: usize },
-    Client { hub: u32 },
+    /// `answer_wakes`: the chance that an answer other than a round's last wakes the hub if it
+    /// sleeps, from the recording ([`answer_wakes`]); the last answer always does.
+    Hub {
+        clients: Vec<u32>,
+        pending: usize,
+        answer_wakes: f64,
+    },
+    Client {
+        hub: u32,
+    },
     Alone,
     Hog,
 }
@@ -68,11 +76,13 @@ pub(super) fn build(shape: &Shape, cpus: &[u32]) -> HashMap<u32, Task> {
         );
     };
     for st in &plan.stars {
+        let answer_wakes = by.get(&st.hub).map_or(1.0, |h| answer_wakes(h, st));
         add(
             st.hub,
             Role::Hub {
                 clients: st.clients.clone(),
                 pending: 0,
+                answer_wakes,
             },
             st.rounds,
             &mut out,
@@ -89,4 +99,22 @@ pub(super) fn build(shape: &Shape, cpus: &[u32]) -> HashMap<u32, Task> {
         add(p, Role::Hog, 0, &mut out);
     }
     out
+}
+
+/// How often a client's answer that is not its round's last woke the hub in the recording: a
+/// hub that reads its answers as they come is woken by nearly each; one still busy with the
+/// round when they arrive finds them waiting and is woken once. Its wakeups by its clients,
+/// less one per round (the last answer's), over the other answers.
+fn answer_wakes(hub: &TaskShape, st: &rtapp::Star) -> f64 {
+    let by_clients: u64 = hub
+        .woken_by
+        .iter()
+        .filter(|w| matches!(w.waker, Waker::Task(p) if st.clients.contains(&p)))
+        .map(|w| w.count)
+        .sum();
+    let others = st.rounds * (st.clients.len() as u64).saturating_sub(1);
+    if others == 0 {
+        return 1.0;
+    }
+    (by_clients.saturating_sub(st.rounds) as f64 / others as f64).clamp(0.0, 1.0)
 }

@@ -74,6 +74,8 @@ pub struct ShadowEval {
     waking_inputs: Vec<Option<Select>>,
     /// Tracepoint-only decisions made with inputs read at `sched_waking`.
     pub(super) with_waking_inputs: u64,
+    /// Of those, the decisions whose `WF_SYNC` the probe read from the waker's stack.
+    pub(super) with_stack_flags: u64,
     /// The model's scan against the measured one (debug-info probes).
     pub(super) scan_model: super::scan_model::ScanModelReport,
 }
@@ -147,6 +149,7 @@ impl ShadowEval {
             select_ns: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 2).ok(),
             waking_inputs: vec![None; topo.bound],
             with_waking_inputs: 0,
+            with_stack_flags: 0,
             scan_model: super::scan_model::ScanModelReport::default(),
             excluded: super::Excluded::default(),
             evaluated: 0,
@@ -289,6 +292,7 @@ impl ShadowEval {
                 let ctx = match read {
                     Some(s) => {
                         self.with_waking_inputs += 1;
+                        self.with_stack_flags += u64::from(s.wake_flags & wf::FROM_STACK != 0);
                         waking_ctx(w, &s)
                     }
                     None => Ctx::new(w.ts_ns, w.pid, w.waker_pid, w.cpu, w.target_cpu),
@@ -447,6 +451,7 @@ impl ShadowEval {
             flips_read: ctx.inputs.flips.is_some(),
             pref_llc,
             at_waking: ctx.at_waking,
+            flags_known: ctx.wake_flags.is_some(),
             model_scan,
         };
         if let Some(l) = clear {
@@ -606,6 +611,7 @@ impl ShadowEval {
                 mask_unknown: rec.mask_unknown,
                 flips_read: rec.flips_read,
                 at_waking: rec.at_waking,
+                flags_known: rec.flags_known,
             },
         );
         self.fidelity.add(&verdict);
@@ -693,11 +699,15 @@ fn select_ctx(s: &Select) -> Ctx {
     c
 }
 
-/// A tracepoint-only decision at `sched_waking` with the inputs its probe read: the wake flags
-/// stay unknown (WF_SYNC treated as not sync), so it is no select decision.
+/// A tracepoint-only decision at `sched_waking` with the inputs its probe read. Its wake flags
+/// are `WF_TTWU` plus the `WF_SYNC` the probe read from the waker's stack, where it did
+/// ([`wf::FROM_STACK`]); otherwise unknown (WF_SYNC treated as not sync).
 fn waking_ctx(w: &crate::event::Wake, s: &Select) -> Ctx {
     let mut c = Ctx::new(w.ts_ns, w.pid, w.waker_pid, w.cpu, w.target_cpu);
     c.at_waking = true;
+    if s.wake_flags & wf::FROM_STACK != 0 {
+        c.wake_flags = Some(wf::TTWU | (s.wake_flags & wf::SYNC));
+    }
     read_inputs(&mut c, s);
     c
 }

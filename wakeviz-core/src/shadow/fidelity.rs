@@ -6,7 +6,9 @@
 //!    kernel inputs, and a decision time approximated by `sched_waking`;
 //!    `tracepoint_only_no_wake_flags` when the `sched_waking` probe read the kernel inputs (the
 //!    wakee's affinity, loads, flips, run-queue state): still no wake flags, and the inputs and
-//!    the decision time are those of `sched_waking`, a little before the kernel's;
+//!    the decision time are those of `sched_waking`, a little before the kernel's. Where the
+//!    probe read `WF_SYNC` from the waker's stack, such a decision goes through the buckets
+//!    below like a select record's;
 //! 2. `unknown_in_task_kthread_rule`: waker CPU = prev CPU and the waker CPU ran at most one
 //!    task, and either the kernel kept the task there while the waker's `PF_KTHREAD` was not
 //!    read (older recordings), or the waker was read as a per-CPU kthread, the shadow applied
@@ -112,6 +114,8 @@ pub struct Disagreement {
     pub flips_read: bool,
     /// Tracepoint-only with the inputs read at `sched_waking`.
     pub at_waking: bool,
+    /// The wake flags are known (a select record, or `WF_SYNC` from the waker's stack).
+    pub flags_known: bool,
 }
 
 /// The wake-wide bucket's condition (module docs, bucket 5): the other `wake_wide()` answer
@@ -152,12 +156,10 @@ fn weight_other_side(t: &ShadowTopo, d: &Disagreement) -> bool {
 }
 
 pub fn classify(t: &ShadowTopo, d: &Disagreement) -> Bucket {
-    if !d.has_select {
-        if d.at_waking {
-            Bucket::TracepointWaking
-        } else {
-            Bucket::TracepointOnly
-        }
+    if !d.has_select && !d.at_waking {
+        Bucket::TracepointOnly
+    } else if !d.has_select && !d.flags_known {
+        Bucket::TracepointWaking
     } else if kthread_rule(d) {
         Bucket::KthreadRule
     } else if d.mask_unknown {

@@ -35,6 +35,8 @@ pub(super) struct Record {
     pub pref_llc: Option<u32>,
     /// Tracepoint-only, with the select inputs read at `sched_waking`.
     pub at_waking: bool,
+    /// The wake flags are known (a select record, or `WF_SYNC` from the waker's stack).
+    pub flags_known: bool,
     /// What the running kernel's model scanned (SIS_UTIL kernels), for the scan comparison.
     pub model_scan: Option<super::scan_model::ModelScan>,
 }

@@ -166,7 +166,8 @@ pub struct Ctx {
     pub front: Front,
     /// The decision comes from a select record (not tracepoint-only).
     pub has_select: bool,
-    /// Tracepoint-only, with the select inputs read at `sched_waking` (no wake flags).
+    /// Tracepoint-only, with the select inputs read at `sched_waking` (wake flags only where
+    /// the probe read `WF_SYNC` from the waker's stack).
     pub at_waking: bool,
     /// The ABI-2 select inputs (loads, delayed count, waker kthread, affinity).
     pub inputs: SelectInputs,

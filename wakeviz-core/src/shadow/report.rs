@@ -20,7 +20,7 @@ pub const DEFAULT_PROBE_NS: f64 = 50.0;
 /// listed after the first [`GENERAL_BEFORE_POLICIES`] of these.
 pub const APPROXIMATIONS: &[&str] = &[
     "open loop: a policy's choice does not change later events; only the kernel's choices happened",
-    "decision time: select_task_rq_fair exit with function probes, sched_waking without (no wake flags then: WF_SYNC unknown, treated as not sync)",
+    "decision time: select_task_rq_fair exit with function probes, sched_waking without (wake flags there: WF_SYNC from the waker's stack where the probe read it, else unknown and treated as not sync)",
     "idle map reconstructed from sched_switch/sched_wakeup/sched_migrate_task; a CPU claimed by an in-flight wakeup counts busy (ttwu_pending): from the select exit (from sched_waking for tasks never seen reaching select_task_rq_fair, e.g. pinned ones) until its sched_wakeup, the task's next switch-in, or 100 ms; sched_exec placements claim nothing",
     "idle test = available_idle_cpu from the reconstructed map only: sched_idle_cpu (SCHED_IDLE-only CPUs count idle in the kernel), core-scheduling cookies (sched_core_cookie_match) and vCPU preemption (vcpu_is_preempted) are ignored",
     "recent_used_cpu reconstructed: prev_cpu of the task's last SIS pass past the target/prev shortcuts (as the kernel-flavour shadow judged it), the forking CPU for a new task (wake_up_new_task); unknown for tasks not seen since the capture started",
@@ -53,8 +53,9 @@ pub enum DecisionTime {
     SelectTaskRqFair,
     /// At `sched_waking` (tracepoint-only: no wake flags, no kernel inputs).
     SchedWaking,
-    /// At `sched_waking`, with the kernel inputs its probe read (tracepoint-only: no wake
-    /// flags); `decisions_with_waking_inputs` says how many had them.
+    /// At `sched_waking`, with the kernel inputs its probe read (tracepoint-only);
+    /// `decisions_with_waking_inputs` says how many had them, `decisions_with_stack_sync` how
+    /// many of those also had `WF_SYNC` from the waker's stack (the others: no wake flags).
     SchedWakingWithInputs,
 }
 
@@ -391,6 +392,9 @@ pub struct ShadowReport {
     /// Tracepoint-only decisions made with the inputs read at `sched_waking`.
     #[serde(skip_serializing_if = "crate::format::is_zero")]
     pub decisions_with_waking_inputs: u64,
+    /// Of those, the decisions whose `WF_SYNC` the probe read from the waker's stack.
+    #[serde(skip_serializing_if = "crate::format::is_zero")]
+    pub decisions_with_stack_sync: u64,
     pub per_probe_ns: f64,
     pub per_probe_source: ProbeCostSource,
     /// The traced kernel's HZ from the select records' jiffies (`None`: no ABI-3 records, or
@@ -487,7 +491,8 @@ impl ShadowEval {
                 model_error = Deltas::between(m, obs);
             }
             for (row, p) in policies.iter_mut().zip(&self.policies) {
-                match p.needs_select_records().filter(|_| !self.select_mode) {
+                let flags_known = self.select_mode || self.with_stack_flags > 0;
+                match p.needs_select_records().filter(|_| !flags_known) {
                     Some(why) => row.cannot_differ = Some(why),
                     None => row.vs_model = Deltas::between(row, m),
                 }
@@ -526,6 +531,7 @@ impl ShadowEval {
                 DecisionTime::SchedWaking
             },
             decisions_with_waking_inputs: self.with_waking_inputs,
+            decisions_with_stack_sync: self.with_stack_flags,
             per_probe_ns: ns,
             per_probe_source: src,
             kernel_hz_measured: self.hz.measured(),

@@ -11,6 +11,7 @@ pub mod floor;
 mod rings;
 mod scan;
 pub mod tracefs;
+mod wake_frames;
 
 use std::{fmt::Write as _, path::Path};
 
@@ -583,7 +584,10 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         && read_inputs()
     {
         match waking_inputs_on(&mut ebpf) {
-            Ok(()) => notes.push("select_task_rq_fair not attached: the sched_waking probe reads the placement's inputs (affinity, loads, wake_wide flips, run-queue state) for the shadow; the wake flags (WF_SYNC) stay unknown".into()),
+            Ok(()) => notes.push(match wake_frames::load(&mut ebpf) {
+                Ok(_) => "select_task_rq_fair not attached: the sched_waking probe reads the placement's inputs (affinity, loads, wake_wide flips, run-queue state) for the shadow, and WF_SYNC from the waker's stack".into(),
+                Err(why) => format!("select_task_rq_fair not attached: the sched_waking probe reads the placement's inputs (affinity, loads, wake_wide flips, run-queue state) for the shadow; WF_SYNC stays unknown ({why})"),
+            }),
             Err(why) => notes.push(format!("select inputs at sched_waking not read: {why}")),
         }
     }

@@ -9,7 +9,13 @@
 //! - `shadow`: `shadow::ShadowEval` alone, `on_event` for every event and `on_placement` for
 //!   every `join::Joiner` output; timed around that loop only; rate in placements/s;
 //! - `full`: what `wakeviz --replay FILE --report json` does (analysis with every shadow policy,
-//!   then the report); used for memory.
+//!   then the report); used for memory;
+//! - `extract`: `workload::Extractor` over the whole file (every task), what `wakeviz workload
+//!   extract` does; timed around `on_batch` only;
+//! - `simulate`: the extracted workload run closed loop under `sis_util`
+//!   (`closed_loop::simulate`, bounded by four times the file's events), what `wakeviz
+//!   workload simulate` does before its fold; the stage time is the simulation's, events are
+//!   the simulated ones.
 //!
 //! With `XTASK_BIN_B=path` (the xtask of another build, e.g. the commit before a change) the
 //! `decode` and `shadow` stages of that build run too, on a recording it writes itself (`synth`,
@@ -26,18 +32,22 @@ use anyhow::{Context as _, bail};
 use serde_json::json;
 use wakeviz_core::{
     analysis::Analysis,
+    closed_loop,
     format::{ChunkPayload, Reader},
     join::Joiner,
     shadow::ShadowEval,
     source::{EventSource, Poll, ReplaySource},
     synth, topology,
+    workload::{Extractor, Shape},
 };
 
 use super::{
     Ctx, Summary, ingest::nps4_dir, median, mega, rate, run_measured, thread_cpu, vm_hwm_kb,
 };
 
-const STAGES: [&str; 4] = ["decode", "analysis", "shadow", "full"];
+const STAGES: [&str; 6] = [
+    "decode", "analysis", "shadow", "full", "extract", "simulate",
+];
 const SEED: u64 = 1;
 
 /// The child side: one stage over `file`, one `BENCH-CHILD {json}` line on stdout.
@@ -106,6 +116,24 @@ pub fn child(file: &Path, stage: &str) -> anyhow::Result<()> {
                 stage_cpu += thread_cpu() - t;
             }
         }
+        "extract" => {
+            let (shape, n, cpu) = extract(file)?;
+            std::hint::black_box(&shape);
+            events = n;
+            stage_cpu = cpu;
+        }
+        "simulate" => {
+            let (shape, n, _) = extract(file)?;
+            let header = ReplaySource::open(file)?.header().clone();
+            let cfg = closed_loop::Config::new("sis_util", &shape, n);
+            let t = thread_cpu();
+            let sum = closed_loop::simulate(&shape, &header, &cfg, &mut |e| {
+                std::hint::black_box(e);
+            })?;
+            stage_cpu = thread_cpu() - t;
+            events = sum.events;
+            placements = sum.wakeups;
+        }
         s => bail!("unknown stage {s}"),
     }
     let line = json!({
@@ -121,6 +149,24 @@ pub fn child(file: &Path, stage: &str) -> anyhow::Result<()> {
     });
     println!("BENCH-CHILD {line}");
     Ok(())
+}
+
+/// The whole file's workload, with the events read and the CPU time of the extraction's own
+/// fold.
+fn extract(file: &Path) -> anyhow::Result<(Shape, u64, Duration)> {
+    let mut src = ReplaySource::open(file)?;
+    let mut h = src.header().clone();
+    h.run.scope = None;
+    let mut x = Extractor::new(&h);
+    let (mut n, mut cpu) = (0, Duration::ZERO);
+    while let Poll::Batch(b) = src.poll(Duration::ZERO)? {
+        n += b.events.len() as u64;
+        let t = thread_cpu();
+        x.on_batch(&b);
+        cpu += thread_cpu() - t;
+        src.recycle(b);
+    }
+    Ok((x.finish(), n, cpu))
 }
 
 /// A synthetic recording of `events` events, generated once and reused (same size and seed:
@@ -308,6 +354,11 @@ pub fn run(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Resul
                         mega(x.placements / x.stage_cpu)
                     ),
                     "decode" => format!("{} events/s", mega(x.events / x.stage_cpu)),
+                    "simulate" => format!(
+                        "{:.0} simulated wakeups, {} events/s simulated",
+                        x.placements,
+                        mega(x.events / x.stage_cpu)
+                    ),
                     _ => format!("{} events/s", mega(x.events / x.stage_cpu)),
                 };
                 println!(
@@ -384,6 +435,31 @@ pub fn run(ctx: &Ctx, sum: &mut Summary, rounds: Option<usize>) -> anyhow::Resul
         format!("{} events", mega(full)),
         "(info)",
         None,
+    );
+    let ex = med(small, "extract", &|r| r.events / r.stage_cpu);
+    sum.add(
+        "5",
+        format!(
+            "workload extract (Extractor, every task); {big}: {}",
+            mega(med(big, "extract", &|r| r.events / r.stage_cpu))
+        ),
+        format!("{} events", mega(ex)),
+        "(info)",
+        None,
+    );
+    // The closed-loop target is stated for a 10 M-event recording: whichever file has that size.
+    let ten_m = if small == 10_000_000 { small } else { big };
+    let sim_wall = med(ten_m, "simulate", &|r| r.wall);
+    sum.add(
+        "5",
+        format!(
+            "closed-loop simulate sis_util, {ten_m}-event recording's workload (extraction \
+             included), wall; {} simulated wakeups",
+            med(ten_m, "simulate", &|r| r.placements)
+        ),
+        format!("{sim_wall:.1} s"),
+        "< 60 s",
+        Some(sim_wall < 60.0),
     );
     for st in B_STAGES {
         let pairs: Vec<_> = paired.iter().filter(|p| p.0 == st).collect();

@@ -667,7 +667,7 @@ pub fn replay_report(wakeviz: &Path, wvz: &Path) -> Result<Value> {
 /// The select-input guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz`
 /// and `msg.wvz` (fan-out groups, like `perf bench sched messaging`), each beside the same
 /// workload by the tracepoints alone (`*_tp.wvz`, whose `sched_waking` probe reads the select
-/// inputs: on `busy` its fidelity must be within [`TP_GAP_PT`] of the other's), `aff.wvz` (replayed
+/// inputs and WF_SYNC: its fidelity must be within [`TP_GAP_PT`] of the other's), `aff.wvz` (replayed
 /// here), the affinity run's kernel and shadow CPUs (all must be 1 or 6), and the `cache` run's
 /// cache-placement table.
 pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
@@ -696,8 +696,9 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
                 if name.ends_with("_tp") {
                     let n = r["shadow"]["decisions_with_waking_inputs"].as_u64();
                     f.line(format!(
-                        "    decisions with the inputs read at sched_waking: {}",
-                        n.unwrap_or(0)
+                        "    decisions with the inputs read at sched_waking: {}, WF_SYNC from the waker's stack: {}",
+                        n.unwrap_or(0),
+                        r["shadow"]["decisions_with_stack_sync"].as_u64().unwrap_or(0)
                     ));
                     if n.is_none_or(|n| n == 0) {
                         f.fail(format!(
@@ -724,22 +725,17 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
         }
     }
     // The fan-out groups wake through pipes, whose wakeups are WF_SYNC: a flag no tracepoint
-    // shows, so their gap is reported, not judged.
-    for (with, without, judged) in [("busy", "busy_tp", true), ("msg", "msg_tp", false)] {
+    // shows, which the tracepoint-only probe reads from the waker's stack (`super::sync`).
+    for (with, without) in [("busy", "busy_tp"), ("msg", "msg_tp")] {
         let (Some(a), Some(b)) = (agreement.get(with), agreement.get(without)) else {
             f.fail(format!("{with} / {without}: no fidelity to compare"));
             continue;
         };
         let gap = (a - b) * 100.0;
         f.line(format!(
-            "  tracepoint-only gap on {with}: {gap:+.2} pt (function probes minus tracepoints alone; {})",
-            if judged {
-                format!("at most {TP_GAP_PT} pt")
-            } else {
-                "reported: WF_SYNC unknown at sched_waking".to_string()
-            }
+            "  tracepoint-only gap on {with}: {gap:+.2} pt (function probes minus tracepoints alone; at most {TP_GAP_PT} pt)"
         ));
-        if judged && gap.abs() > TP_GAP_PT {
+        if gap.abs() > TP_GAP_PT {
             f.fail(format!(
                 "{without}: fidelity {:.2} % is {gap:+.2} pt from {with}'s {:.2} %, want within {TP_GAP_PT} pt",
                 b * 100.0,

@@ -24,6 +24,7 @@ mod noisy;
 mod qemu;
 mod replay;
 mod scan;
+mod sync;
 mod topo;
 
 use std::{
@@ -615,6 +616,7 @@ fn run_topology(
     // 8. The select inputs: the busy and the affinity-restricted recordings.
     if settings.inputs_runs {
         check::inputs_runs(&mut f, wakeviz, &results);
+        sync::check(&mut f, wakeviz, &results);
     }
 
     // 9. A recorded fan-out replayed by rt-app from its extracted shape.

@@ -81,14 +81,9 @@ pub fn check(f: &mut Findings, wakeviz: &Path, wvz: &Path, truth: &Stream, repor
     }
 }
 
-/// (placements watched, scans, idle tests) of the recording's select records whose waker was a
-/// workload task at the time (its name then, as the tracefs filter sees `comm`) and never
-/// named otherwise in the trace (`renamed`).
-fn measured_scans(
-    wakeviz: &Path,
-    wvz: &Path,
-    renamed: &std::collections::HashSet<u32>,
-) -> Result<(u64, u64, u64)> {
+/// `f` on every record of `wvz` as `--dump jsonl --include-self` writes it (wakeviz's own
+/// threads too: the guest's checks count by the kernel's names, not by the recording's scope).
+pub(super) fn each_record(wakeviz: &Path, wvz: &Path, mut f: impl FnMut(&Value)) -> Result<()> {
     let out = Command::new(wakeviz)
         .arg("--replay")
         .arg(wvz)
@@ -101,13 +96,26 @@ fn measured_scans(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let mut c = (0, 0, 0);
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
+            f(&v);
+        }
+    }
+    Ok(())
+}
+
+/// (placements watched, scans, idle tests) of the recording's select records whose waker was a
+/// workload task at the time (its name then, as the tracefs filter sees `comm`) and never
+/// named otherwise in the trace (`renamed`).
+fn measured_scans(
+    wakeviz: &Path,
+    wvz: &Path,
+    renamed: &std::collections::HashSet<u32>,
+) -> Result<(u64, u64, u64)> {
+    let mut c = (0, 0, 0);
+    each_record(wakeviz, wvz, |v| {
         let Some(scan) = v.get("scan") else {
-            continue;
+            return;
         };
         let workload = v
             .get("waker_comm")
@@ -115,13 +123,13 @@ fn measured_scans(
             .is_some_and(|c| c.starts_with(PREFIX));
         let pid = v.get("waker_pid").and_then(Value::as_u64).unwrap_or(0);
         if !workload || u32::try_from(pid).is_ok_and(|p| renamed.contains(&p)) {
-            continue;
+            return;
         }
         c.0 += 1;
         if scan.get("ran").and_then(Value::as_bool) == Some(true) {
             c.1 += 1;
             c.2 += scan.get("idle_tests").and_then(Value::as_u64).unwrap_or(0);
         }
-    }
+    })?;
     Ok(c)
 }

@@ -139,8 +139,9 @@ pub fn text_on(r: &ShadowReport, exists: &dyn Fn(Level) -> bool) -> String {
             DecisionTime::SelectTaskRqFair => "select_task_rq_fair".to_string(),
             DecisionTime::SchedWaking => "sched_waking, tracepoint-only".to_string(),
             DecisionTime::SchedWakingWithInputs => format!(
-                "sched_waking, tracepoint-only; kernel inputs read there for {} decisions",
-                r.decisions_with_waking_inputs
+                "sched_waking, tracepoint-only; kernel inputs read there for {} decisions, \
+                 WF_SYNC from the waker's stack for {}",
+                r.decisions_with_waking_inputs, r.decisions_with_stack_sync
             ),
         },
         r.excluded.fork_exec,
