@@ -4,7 +4,7 @@
 mod support;
 
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Output, Stdio},
     sync::Mutex,
 };
@@ -65,6 +65,34 @@ fn extract_rt_app(orig: &Path, file: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A recording of wakeviz's own `workload ARGS`, in a temporary directory with the paths of its
+/// replay's recording and of the rt-app file extracted from it.
+struct Original {
+    _dir: tempfile::TempDir,
+    orig: PathBuf,
+    replay: PathBuf,
+    file: PathBuf,
+    /// `wakeviz workload extract`'s summary.
+    summary: String,
+}
+
+fn original(workload: &[&str]) -> Original {
+    let d = tempfile::tempdir().unwrap();
+    let (orig, replay) = (d.path().join("orig.wvz"), d.path().join("replay.wvz"));
+    let file = d.path().join("w.json");
+    let mut cmd = vec![BIN, "workload"];
+    cmd.extend_from_slice(workload);
+    record(&orig, &cmd);
+    let summary = extract_rt_app(&orig, &file);
+    Original {
+        _dir: d,
+        orig,
+        replay,
+        file,
+        summary,
+    }
+}
+
 fn rt_app() -> bool {
     let found = Command::new("rt-app").arg("--help").output().is_ok();
     assert!(
@@ -87,26 +115,23 @@ fn a_replayed_pinned_ping_pong_places_its_wakeups_as_the_original() {
         return;
     }
     let _g = SERIAL.lock();
-    let d = tempfile::tempdir().unwrap();
-    let (orig, replay) = (d.path().join("orig.wvz"), d.path().join("replay.wvz"));
-    let file = d.path().join("w.json");
-    record(
-        &orig,
-        &[
-            BIN,
-            "workload",
-            "pingpong",
-            "--iterations",
-            "5000",
-            "--waker-cpu",
-            "0",
-            "--wakee-cpu",
-            "1",
-        ],
-    );
-    let text = extract_rt_app(&orig, &file);
+    let Original {
+        orig,
+        replay,
+        file,
+        summary: text,
+        ..
+    } = &original(&[
+        "pingpong",
+        "--iterations",
+        "5000",
+        "--waker-cpu",
+        "0",
+        "--wakee-cpu",
+        "1",
+    ]);
     assert!(text.contains("2 threads, 1 stars"), "{text}");
-    let rt: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let rt: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
     let mut cpus: Vec<String> = rt["tasks"]
         .as_object()
         .unwrap()
@@ -115,8 +140,8 @@ fn a_replayed_pinned_ping_pong_places_its_wakeups_as_the_original() {
         .collect();
     cpus.sort();
     assert_eq!(cpus, ["[0]", "[1]"], "{rt}");
-    record(&replay, &["rt-app", file.to_str().unwrap()]);
-    let (a, b) = (report(&orig), report(&replay));
+    record(replay, &["rt-app", file.to_str().unwrap()]);
+    let (a, b) = (report(orig), report(replay));
     let n = |r: &Value| r["placement"]["wakeups"]["count"].as_f64().unwrap();
     // rt-app's start (its main thread, the thread creation) adds a few wakeups; a round is
     // a wakeup only when its waiter got to sleep first, on both sides.
@@ -145,30 +170,18 @@ fn a_replayed_fan_out_runs_and_ends() {
         return;
     }
     let _g = SERIAL.lock();
-    let d = tempfile::tempdir().unwrap();
-    let (orig, replay) = (d.path().join("orig.wvz"), d.path().join("replay.wvz"));
-    let file = d.path().join("w.json");
-    record(
-        &orig,
-        &[
-            BIN,
-            "workload",
-            "fanout",
-            "--ack",
-            "--groups",
-            "1",
-            "--receivers",
-            "3",
-            "--loops",
-            "2000",
-        ],
-    );
-    extract_rt_app(&orig, &file);
-    record(
-        &replay,
-        &["timeout", "60", "rt-app", file.to_str().unwrap()],
-    );
-    let b = report(&replay);
+    let Original { replay, file, .. } = &original(&[
+        "fanout",
+        "--ack",
+        "--groups",
+        "1",
+        "--receivers",
+        "3",
+        "--loops",
+        "2000",
+    ]);
+    record(replay, &["timeout", "60", "rt-app", file.to_str().unwrap()]);
+    let b = report(replay);
     let placed = b["placement"]["wakeups"]["count"].as_u64().unwrap();
     assert!(placed > 1000, "{placed} wakeups replayed");
     let shape = run(&[BIN, "workload", "extract", replay.to_str().unwrap()]);

@@ -10,6 +10,7 @@ use crate::{
     event::{Comm, Event, Migrate, Select, SelectInputs, Switch, TaskName, Wake, wf},
     format::Header,
     shadow::ShadowEval,
+    topology::CpuSet,
     workload::Shape,
 };
 
@@ -486,8 +487,8 @@ impl Sim<'_> {
                 task_nr_cpus_allowed: allowed.as_ref().map(|a| a.len() as u32),
                 allowed: allowed.as_ref().map(|a| {
                     let mut m = [0u64; 4];
-                    for &c in a.iter().filter(|&&c| c < 256) {
-                        m[c as usize / 64] |= 1 << (c % 64);
+                    for &c in a {
+                        CpuSet::words_set(&mut m, c, true);
                     }
                     m
                 }),

@@ -15,6 +15,7 @@ use crate::{
     event::{Event, TaskTable, wf},
     format::Header,
     source::Batch,
+    topology::CpuSet,
 };
 
 /// Most tasks described one by one (each costs two small histograms, about 8 KB).
@@ -227,11 +228,12 @@ impl Extractor {
                 if s.inputs.task_nr_cpus_allowed.is_some() {
                     a.allowed = s.inputs.allowed.map(|m| {
                         (0..self.cpu_bound.min(256) as u32)
-                            .filter(|&c| m[c as usize / 64] & (1 << (c % 64)) != 0)
+                            .filter(|&c| CpuSet::words_contain(&m, c))
                             .collect()
                     });
                 }
-                // Inputs read at sched_waking carry no wake flags.
+                // Only a call follows its waking record; inputs read at sched_waking come
+                // before it.
                 if !s.at_waking()
                     && s.wake_flags & wf::TTWU != 0
                     && let Some(w) = a.last_waker.take()

@@ -21,16 +21,10 @@ use wakeviz_core::{
 };
 
 use super::{
-    LoadError, attach_raw_tp, attach_tp_btf, btf, globals, load_object, raise_memlock,
-    recursion_misses, run_time_stats, status,
+    LoadError, MapValue as V, attach_raw_tp, attach_tp_btf, btf, globals, load_object,
+    raise_memlock, recursion_misses, run_time_stats, status,
 };
 
-/// A map value as aya reads it. The types are `wakeviz_common`'s (plain `repr(C)` integers,
-/// no padding: zerocopy's `IntoBytes`/`FromBytes` derives prove it), wrapped because the
-/// orphan rule keeps `aya::Pod` off them.
-#[derive(Clone, Copy)]
-#[repr(transparent)]
-struct V<T>(T);
 // SAFETY: each T below is repr(C) plain integers with every byte a named field (checked by the
 // zerocopy derives in wakeviz-common): any bit pattern is valid and none is padding.
 unsafe impl Pod for V<CpuPlace> {}

@@ -120,6 +120,13 @@ pub(crate) fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
     reason(e).starts_with("EPERM")
 }
 
+/// A map value as aya reads and writes it. The types are `wakeviz_common`'s (plain `repr(C)`
+/// integers, no padding: zerocopy's `IntoBytes`/`FromBytes` derives prove it), wrapped because
+/// the orphan rule keeps `aya::Pod` off them; each user implements `Pod` for its own.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct MapValue<T>(pub(crate) T);
+
 /// Symbols of the running kernel (names are listed even when addresses are hidden).
 fn kallsyms_has(name: &str) -> Option<bool> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;

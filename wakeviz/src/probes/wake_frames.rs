@@ -6,6 +6,8 @@ use std::io::BufRead;
 use aya::{Ebpf, Pod};
 use wakeviz_common::{MAX_WAKE_FRAMES, WakeFrame, names::map};
 
+use super::MapValue;
+
 /// Entries that pass `WF_SYNC` (`kernel/sched/wait.c`): pipes, sockets and epoll wake their
 /// readers through them.
 pub const SYNC: &[&str] = &[
@@ -27,13 +29,9 @@ pub const NOT_SYNC: &[&str] = &[
 
 const _: () = assert!(SYNC.len() + NOT_SYNC.len() <= MAX_WAKE_FRAMES as usize);
 
-/// The map value as aya writes it (the orphan rule keeps `aya::Pod` off the common type).
-#[derive(Clone, Copy)]
-#[repr(transparent)]
-struct V(WakeFrame);
 // SAFETY: `WakeFrame` is repr(C) plain integers with no padding (zerocopy's derives in
 // wakeviz-common prove it): any bit pattern is valid.
-unsafe impl Pod for V {}
+unsafe impl Pod for MapValue<WakeFrame> {}
 
 /// The ranges of the [`SYNC`] and [`NOT_SYNC`] functions in a `/proc/kallsyms` text: each from
 /// its address to the next text symbol's. Err when no sync entry is there or the addresses are
@@ -97,10 +95,11 @@ pub fn load(ebpf: &mut Ebpf) -> Result<usize, String> {
     let f = std::fs::File::open("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?;
     let frames = ranges(std::io::BufReader::new(f))?;
     let m = ebpf.map_mut(map::WAKE_FRAMES).ok_or("no WAKE_FRAMES map")?;
-    let mut a: aya::maps::Array<&mut aya::maps::MapData, V> =
+    let mut a: aya::maps::Array<&mut aya::maps::MapData, MapValue<WakeFrame>> =
         aya::maps::Array::try_from(m).map_err(|e| e.to_string())?;
     for (i, w) in frames.iter().enumerate() {
-        a.set(i as u32, V(*w), 0).map_err(|e| e.to_string())?;
+        a.set(i as u32, MapValue(*w), 0)
+            .map_err(|e| e.to_string())?;
     }
     Ok(frames.len())
 }

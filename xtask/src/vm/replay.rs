@@ -17,6 +17,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use wakeviz_core::topology::Level;
 
 use super::{check::Findings, kernel};
 
@@ -41,17 +42,6 @@ const STEPS: [(&str, &str); 6] = [
     ("diff", "wakeviz diff --report json"),
     ("orig_report", "wakeviz --replay orig.wvz --report json"),
     ("replay_report", "wakeviz --replay replay.wvz --report json"),
-];
-/// The placement levels in the reports' order, nearest first; a level the reports name that is
-/// not here follows them.
-const LEVELS: [&str; 7] = [
-    "same_cpu",
-    "smt_sibling",
-    "same_llc",
-    "same_node",
-    "same_package",
-    "cross_package",
-    "cross_llc",
 ];
 
 /// Whether the guest of this topology runs the loop.
@@ -177,7 +167,8 @@ fn figure(report: &Value, name: &str) -> Option<f64> {
     report.get("figures")?.get(name)?.get("value")?.as_f64()
 }
 
-/// The placement levels the two reports have share figures for, in [`LEVELS`] order.
+/// The placement levels the two reports have share figures for, nearest first (`Level::ALL`);
+/// a name that is no level (`cross_llc`) follows them.
 fn levels(reports: [&Value; 2], side: &str) -> Vec<String> {
     let prefix = format!("placement.{side}.");
     let mut names: Vec<String> = reports
@@ -188,7 +179,12 @@ fn levels(reports: [&Value; 2], side: &str) -> Vec<String> {
         .filter(|l| !l.contains('.'))
         .map(str::to_owned)
         .collect();
-    let rank = |l: &str| LEVELS.iter().position(|x| *x == l).unwrap_or(LEVELS.len());
+    let rank = |l: &str| {
+        Level::ALL
+            .iter()
+            .position(|x| x.name() == l)
+            .unwrap_or(Level::ALL.len())
+    };
     names.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
     names.dedup();
     names

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::Value;
+use wakeviz_core::event::wf;
 
 use super::check::{Findings, PREFIX};
 
@@ -14,11 +15,10 @@ use super::check::{Findings, PREFIX};
 /// `select_task_rq_fair`.
 const SHARE_PT: f64 = 1.0;
 
-const WF_TTWU: u64 = 0x08;
-const WF_SYNC: u64 = 0x10;
-/// `wakeviz_common::SELECT_AT_WAKING` and `WAKE_FLAGS_FROM_STACK`.
-const AT_WAKING: u64 = 1 << 31;
-const FROM_STACK: u64 = 1 << 30;
+const WF_TTWU: u64 = wf::TTWU as u64;
+const WF_SYNC: u64 = wf::SYNC as u64;
+const AT_WAKING: u64 = wf::AT_WAKING as u64;
+const FROM_STACK: u64 = wf::FROM_STACK as u64;
 
 /// (wake-ups, sync ones) in a tracefs `hist` file keyed by `wake_flags`: the try-to-wake-up
 /// calls (`WF_TTWU`) only, not forks and execs.
