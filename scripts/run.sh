@@ -6,5 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh run
-cargo build --release -p wakeviz
+# The exporters (Perfetto, Parquet) take over half the build: built only for `export`. Switching
+# rebuilds only the wakeviz crate.
+if [ "${1:-}" = export ]; then
+  cargo build --release -p wakeviz
+else
+  cargo build --release -p wakeviz --no-default-features
+fi
 exec target/release/wakeviz "$@"

@@ -11,6 +11,8 @@ step "format and lints"
 cargo fmt --all -- --check
 # Default members: the eBPF crate only builds for bpfel-unknown-none (through build.rs).
 cargo clippy --all-targets -- -D warnings
+# The build scripts/run.sh makes for everything but `export` (docs/dev/toolchain.md).
+cargo clippy -p wakeviz --no-default-features -- -D warnings
 # The probes too: nightly, their own target, core built from source (as wakeviz/build.rs builds them).
 (cd wakeviz-ebpf && cargo +nightly clippy --target bpfel-unknown-none -Z build-std=core -- -D warnings)
 

@@ -95,6 +95,24 @@ fn build() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where the probe sub-build keeps its files: beside the profile's own (`target/release/probes`)
+/// when `out_dir` has cargo's usual shape, so builds with and without the `export` feature (two
+/// build-script directories) share one probe build; else inside `out_dir`.
+fn probe_target_dir(out_dir: &Path) -> PathBuf {
+    // OUT_DIR is PROFILE_DIR/build/wakeviz-HASH/out.
+    match out_dir.ancestors().nth(3) {
+        Some(profile)
+            if out_dir
+                .parent()
+                .and_then(|p| p.parent())
+                .is_some_and(|b| b.ends_with("build")) =>
+        {
+            profile.join("probes")
+        }
+        _ => out_dir.join("probes"),
+    }
+}
+
 /// `rustup run nightly cargo build` of the probe binary, as aya-build sets it up.
 fn sub_build(out_dir: &Path) -> anyhow::Result<Command> {
     let endian = env::var("CARGO_CFG_TARGET_ENDIAN").context("CARGO_CFG_TARGET_ENDIAN")?;
@@ -116,9 +134,8 @@ fn sub_build(out_dir: &Path) -> anyhow::Result<Command> {
     ])
     .args(["--message-format=json", "--release", "--target", target])
     .args(["-Z", "build-std=core"])
-    // aya-build's directory, so switching between the two kept the cache.
     .arg("--target-dir")
-    .arg(out_dir.join("aya-build").join("target").join(PROBES));
+    .arg(probe_target_dir(out_dir));
     // aya-ebpf's helpers are per architecture (`bpf_target_arch`); `--btf` makes bpf-linker
     // emit the BTF the loader and the verifier need.
     let flags = [

@@ -9,7 +9,7 @@ mod cli;
 mod command;
 mod commands;
 use commands::{aggregate, diff, experiment, generate, live::live, replay::replay, workload};
-use sinks::{export, serve};
+use sinks::serve;
 pub mod dashboard;
 pub mod driver;
 mod features;
@@ -55,6 +55,20 @@ pub fn main() -> ExitCode {
     code
 }
 
+#[cfg(feature = "export")]
+fn run_export(x: &cli::ExportArgs) -> anyhow::Result<ExitCode> {
+    sinks::export::run(x)
+}
+
+/// The command line is the same in every build (so `--help` and the man page are), and a build
+/// without the exporters says how to get them.
+#[cfg(not(feature = "export"))]
+fn run_export(_: &cli::ExportArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "this build has no exporters: build with `cargo build --release -p wakeviz --features export` (scripts/run.sh does when the command is `export`)"
+    )
+}
+
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Some(what) = cli.generate {
         generate::run(what)?;
@@ -67,7 +81,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         return diff::run(d);
     }
     if let Some(Sub::Export(x)) = &cli.workload {
-        return export::run(x);
+        return run_export(x);
     }
     if let Some(Sub::Experiment(x)) = &cli.workload {
         return experiment::run(x);
