@@ -3,7 +3,8 @@
 # tools already present are left alone. Run as root (or with sudo).
 #
 #   scripts/setup.sh run    what building and running need (scripts/run.sh):
-#     apt:    llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev (bpf-linker's LLVM)
+#     apt:    llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev (bpf-linker's LLVM),
+#             gcc libc6-dev when there is no `cc` (the linker rustc calls)
 #     rustup: nightly toolchain + rust-src (for -Z build-std=core on bpfel-unknown-none)
 #     cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22
 #   scripts/setup.sh test   the above, and what only the tests need (scripts/test.sh):
@@ -29,6 +30,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev)
+# rustup's toolchain links with the system's C compiler, which a minimal image may not have.
+if ! command -v cc >/dev/null; then APT_PKGS+=(gcc libc6-dev); fi
 if [ "$WHAT" = test ]; then
   APT_PKGS+=(qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests rt-app prometheus python3-venv systemd)
 fi
