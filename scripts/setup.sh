@@ -5,7 +5,7 @@
 #   scripts/setup.sh run    what building and running need (scripts/run.sh):
 #     apt:    llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev (bpf-linker's LLVM),
 #             gcc libc6-dev when there is no `cc` (the linker rustc calls)
-#     rustup: nightly toolchain + rust-src (for -Z build-std=core on bpfel-unknown-none)
+#     rustup: the probes' pinned nightly + rust-src (for -Z build-std=core on bpfel-unknown-none)
 #     cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22
 #   scripts/setup.sh test   the above, and what only the tests need (scripts/test.sh):
 #     apt:    qemu-system-x86 busybox-static cpio (VM tests), tmux (UI end-to-end test),
@@ -18,6 +18,7 @@
 # The run command installs only the first part: a first run should not wait for qemu,
 # Prometheus, a Python venv and a cargo-fuzz build that only the tests use.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 WHAT="${1:-test}"
 case "$WHAT" in
@@ -48,13 +49,11 @@ fi
 if ! command -v rustup >/dev/null; then
   say "rustup is required (the machine's Rust toolchain comes from rustup)"; exit 1
 fi
-if ! rustup toolchain list | grep -q '^nightly'; then
-  say "installing the nightly toolchain (eBPF probes need -Z build-std)"
-  rustup toolchain install nightly --profile minimal
-fi
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
-  say "installing rust-src for nightly"
-  rustup component add rust-src --toolchain nightly
+# The probes' nightly is pinned (its LLVM must be bpf-linker's): wakeviz-ebpf/rust-toolchain.toml.
+NIGHTLY="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' wakeviz-ebpf/rust-toolchain.toml)"
+if ! rustup component list --toolchain "$NIGHTLY" --installed 2>/dev/null | grep -q '^rust-src'; then
+  say "installing the probes' toolchain $NIGHTLY with rust-src (eBPF probes need -Z build-std)"
+  rustup toolchain install "$NIGHTLY" --profile minimal --component rust-src --component clippy
 fi
 
 if ! command -v bpf-linker >/dev/null || ! bpf-linker --version 2>/dev/null | grep -q '0\.13\.0'; then

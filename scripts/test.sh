@@ -13,8 +13,9 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 # The build scripts/run.sh makes for everything but `export` (docs/dev/toolchain.md).
 cargo clippy -p wakeviz --no-default-features -- -D warnings
-# The probes too: nightly, their own target, core built from source (as wakeviz/build.rs builds them).
-(cd wakeviz-ebpf && cargo +nightly clippy --target bpfel-unknown-none -Z build-std=core -- -D warnings)
+# The probes too: their pinned nightly (wakeviz-ebpf/rust-toolchain.toml), their own target, core
+# built from source (as wakeviz/build.rs builds them).
+(cd wakeviz-ebpf && cargo clippy --target bpfel-unknown-none -Z build-std=core -- -D warnings)
 
 step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
 cargo test --release
@@ -25,13 +26,15 @@ step "short fuzz pass on the decoders (cargo test above replays the byte-level t
 # (fuzz/seeds, fuzz/regressions) are only read, and the run leaves the tree as it was.
 # Crashes land in fuzz/artifacts/TARGET (ignored); minimise one with `cargo fuzz tmin` and
 # commit it under fuzz/regressions/TARGET so `cargo test` replays it.
+# cargo-fuzz needs a nightly: the probes' pinned one.
+NIGHTLY="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' wakeviz-ebpf/rust-toolchain.toml)"
 FUZZ_CORPUS="$(realpath -m "${WAKEVIZ_FUZZ_CORPUS:-target/fuzz-corpus}")"
 (cd fuzz && for t in recording:30 events_codec:10 header_topology:20 sysfs_tree:10 ringbuf_record:10; do
   n="${t%%:*}"
   mkdir -p "$FUZZ_CORPUS/$n"
   dirs=("$FUZZ_CORPUS/$n" "seeds/$n")
   if [ -d "regressions/$n" ]; then dirs+=("regressions/$n"); fi
-  cargo +nightly fuzz run "$n" "${dirs[@]}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 -malloc_limit_mb=512 || exit 1
+  cargo +"$NIGHTLY" fuzz run "$n" "${dirs[@]}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 -malloc_limit_mb=512 || exit 1
 done)
 
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"

@@ -45,12 +45,12 @@ fn build() -> anyhow::Result<()> {
     println!("cargo:rerun-if-changed={}", probes_dir.display());
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR")?);
 
-    let mut cmd = sub_build(&out_dir)?;
+    let mut cmd = sub_build(&out_dir, &nightly(&probes_dir)?)?;
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {cmd:?}; run scripts/setup.sh (rustup, nightly)"))?;
+        .with_context(|| format!("cannot run {cmd:?}; run scripts/setup.sh (rustup, the probes' nightly)"))?;
     let stderr = BufReader::new(child.stderr.take().context("sub-build stderr")?);
     let progress = std::thread::spawn(move || {
         for line in stderr.lines().map_while(Result::ok) {
@@ -84,7 +84,7 @@ fn build() -> anyhow::Result<()> {
     let _ = progress.join();
     if !status.success() {
         bail!(
-            "building the eBPF probes failed ({status}; its output is above); if nightly rust-src or bpf-linker is missing, run scripts/setup.sh"
+            "building the eBPF probes failed ({status}; its output is above); if the probes' nightly, its rust-src or bpf-linker is missing, run scripts/setup.sh"
         );
     }
     for (name, exe) in executables {
@@ -113,8 +113,21 @@ fn probe_target_dir(out_dir: &Path) -> PathBuf {
     }
 }
 
-/// `rustup run nightly cargo build` of the probe binary, as aya-build sets it up.
-fn sub_build(out_dir: &Path) -> anyhow::Result<Command> {
+/// The probes' pinned nightly: the `channel` of their `rust-toolchain.toml`.
+fn nightly(probes_dir: &Path) -> anyhow::Result<String> {
+    let file = probes_dir.join("rust-toolchain.toml");
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("reading {}", file.display()))?;
+    text.lines()
+        .find_map(|l| {
+            let v = l.trim().strip_prefix("channel")?.trim().strip_prefix('=')?;
+            Some(v.trim().trim_matches('"').to_owned())
+        })
+        .with_context(|| format!("no `channel = \"...\"` line in {}", file.display()))
+}
+
+/// `rustup run NIGHTLY cargo build` of the probe binary, as aya-build sets it up.
+fn sub_build(out_dir: &Path, nightly: &str) -> anyhow::Result<Command> {
     let endian = env::var("CARGO_CFG_TARGET_ENDIAN").context("CARGO_CFG_TARGET_ENDIAN")?;
     let target = match endian.as_str() {
         "little" => "bpfel-unknown-none",
@@ -125,7 +138,7 @@ fn sub_build(out_dir: &Path) -> anyhow::Result<Command> {
     let mut cmd = Command::new("rustup");
     cmd.args([
         "run",
-        "nightly",
+        nightly,
         "cargo",
         "build",
         "--package",
