@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh run
-# The exporters (Perfetto, Parquet) take over half the build: built only for `export`. Switching
-# rebuilds only the wakeviz crate.
+# The exporters (Perfetto, Parquet) take over half the build: built only for `export`. Each
+# feature set is built once (docs/dev/toolchain.md), so switching back rebuilds nothing.
 if [ "${1:-}" = export ]; then
   cargo build --release -p wakeviz
 else
