@@ -50,7 +50,9 @@ fn build() -> anyhow::Result<()> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {cmd:?}; run scripts/setup.sh (rustup, the probes' nightly)"))?;
+        .with_context(|| {
+            format!("cannot run {cmd:?}; run scripts/setup.sh (rustup, the probes' nightly)")
+        })?;
     let stderr = BufReader::new(child.stderr.take().context("sub-build stderr")?);
     let progress = std::thread::spawn(move || {
         for line in stderr.lines().map_while(Result::ok) {
@@ -116,8 +118,8 @@ fn probe_target_dir(out_dir: &Path) -> PathBuf {
 /// The probes' pinned nightly: the `channel` of their `rust-toolchain.toml`.
 fn nightly(probes_dir: &Path) -> anyhow::Result<String> {
     let file = probes_dir.join("rust-toolchain.toml");
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     text.lines()
         .find_map(|l| {
             let v = l.trim().strip_prefix("channel")?.trim().strip_prefix('=')?;

@@ -1,7 +1,7 @@
 //! `own` (continued): what each tracer does to an unrelated latency-sensitive task. `cyclictest`
 //! (rt-tests) wakes one SCHED_FIFO thread every millisecond and histograms how late it ran;
-//! its p99 and max are taken with no tracer, under `wakeviz --headless` and under
-//! `perf sched record`, in alternation, medians over the rounds.
+//! its p99 and max are taken with no tracer, under `wakeviz --headless`, under
+//! `perf sched record` and under bpftrace, in alternation, medians over the rounds.
 use std::{path::Path, process::Command, time::Duration};
 
 use anyhow::Context as _;
@@ -49,9 +49,14 @@ fn histogram(text: &str) -> Vec<(u64, u64)> {
 pub fn run(ctx: &Ctx, sum: &mut Summary, rounds: usize) -> anyhow::Result<()> {
     let secs = if ctx.quick { 5 } else { 10 };
     println!(
-        "\n== own: cyclictest's wakeup latency (one SCHED_FIFO thread, 1 ms period, {secs} s) with no tracer, under wakeviz --headless and perf sched record ({rounds} rounds, alternated)"
+        "\n== own: cyclictest's wakeup latency (one SCHED_FIFO thread, 1 ms period, {secs} s) with no tracer, under wakeviz --headless, perf sched record and bpftrace ({rounds} rounds, alternated)"
     );
-    let names = ["no tracer", "wakeviz --headless", "perf sched record"];
+    let names = [
+        "no tracer",
+        "wakeviz --headless",
+        "perf sched record",
+        "bpftrace",
+    ];
     let mut v: Vec<Vec<(f64, f64)>> = vec![Vec::new(); names.len()];
     for r in 0..rounds {
         for (i, name) in names.iter().enumerate() {
@@ -94,6 +99,7 @@ fn start(i: usize, wakeviz: &Path, dir: &Path) -> anyhow::Result<Option<Backgrou
     Ok(match i {
         1 => Some(tracer::wakeviz(wakeviz, ["--headless"], "capturing")?),
         2 => Some(tracer::perf_sched(&dir.join("lat-perf.data"))?),
+        3 => Some(tracer::bpftrace()?),
         _ => None,
     })
 }

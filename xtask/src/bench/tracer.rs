@@ -51,3 +51,19 @@ pub fn perf_sched(file: &Path) -> anyhow::Result<Background> {
     }
     Ok(bg)
 }
+
+/// What a scheduler developer would run by hand: bpftrace counting the events wakeviz captures,
+/// per probe and CPU, in a kernel map (printed at exit).
+pub const BPFTRACE_PROGRAM: &str = "tracepoint:sched:sched_waking, tracepoint:sched:sched_wakeup, \
+     tracepoint:sched:sched_wakeup_new, tracepoint:sched:sched_switch, \
+     tracepoint:sched:sched_migrate_task { @[probe, cpu] = count(); }";
+
+/// Starts `bpftrace -e BPFTRACE_PROGRAM` and waits until its probes are attached (it says so
+/// on stdout, sent to stderr here where the wait reads).
+pub fn bpftrace() -> anyhow::Result<Background> {
+    let mut c = timeout_cmd();
+    c.args(["sh", "-c", "exec bpftrace -e \"$0\" 1>&2", BPFTRACE_PROGRAM]);
+    let bg = Background::start(&mut c)?;
+    bg.wait_line("Attaching", Duration::from_secs(60))?;
+    Ok(bg)
+}
