@@ -251,6 +251,18 @@ fn refusals_run_nothing() {
     let marker = d.path().join("ran");
     let script = format!("touch {}", marker.display());
     let o = out_dir.to_str().unwrap();
+    let (_copy, not_root) = support::as_nobody(&experiment(
+        &feats,
+        &[
+            "--setting",
+            "default",
+            "--setting",
+            "NO_SIS_UTIL",
+            "--out",
+            o,
+        ],
+        &script,
+    ));
     let cases: Vec<(&str, Command, i32, &str)> = vec![
         (
             "bad feature",
@@ -286,27 +298,7 @@ fn refusals_run_nothing() {
             1,
             "does not exist",
         ),
-        (
-            "not root",
-            {
-                let mut c = experiment(
-                    &feats,
-                    &[
-                        "--setting",
-                        "default",
-                        "--setting",
-                        "NO_SIS_UTIL",
-                        "--out",
-                        o,
-                    ],
-                    &script,
-                );
-                std::os::unix::process::CommandExt::uid(&mut c, 65534);
-                c
-            },
-            1,
-            "needs root",
-        ),
+        ("not root", not_root, 1, "needs root"),
         (
             "one setting",
             experiment(&feats, &["--setting", "NO_SIS_UTIL", "--out", o], &script),

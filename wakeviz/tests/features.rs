@@ -203,6 +203,7 @@ fn refusals_change_nothing_and_run_nothing() {
             &touch,
         ])
     };
+    let (_copy, not_root) = support::as_nobody(&bad(&feats, "NO_SIS_UTIL"));
     let cases: Vec<(&str, Command, &str)> = vec![
         (
             "bad name",
@@ -219,15 +220,7 @@ fn refusals_change_nothing_and_run_nothing() {
             bad(&missing, "NO_SIS_UTIL"),
             "does not exist",
         ),
-        (
-            "not root",
-            {
-                let mut c = bad(&feats, "NO_SIS_UTIL");
-                std::os::unix::process::CommandExt::uid(&mut c, 65534);
-                c
-            },
-            "needs root",
-        ),
+        ("not root", not_root, "needs root"),
     ];
     for (what, mut c, says) in cases {
         let out = c.output().unwrap();

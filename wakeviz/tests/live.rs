@@ -269,6 +269,7 @@ fn without_privileges_the_error_names_them_and_points_to_replay() {
     if !support::root() {
         return;
     }
+    let (_dir, bin) = support::binary_for_anyone(std::path::Path::new(BIN));
     let out = Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -276,7 +277,7 @@ fn without_privileges_the_error_names_them_and_points_to_replay() {
             "--clear-groups",
             "--inh-caps=-all",
         ])
-        .arg(BIN)
+        .arg(&bin)
         .args(["--headless", "--duration", "1s"])
         .output();
     let Ok(out) = out else {

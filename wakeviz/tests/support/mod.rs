@@ -19,6 +19,45 @@ pub fn root() -> bool {
     false
 }
 
+/// A copy of the binary `bin` that any user can run, for the tests that run wakeviz
+/// unprivileged: the build's own may sit under a directory only root can enter (a clone in
+/// `/root`). Keep the directory until the command has run.
+#[allow(dead_code)]
+pub fn binary_for_anyone(bin: &std::path::Path) -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = tempfile::Builder::new()
+        .prefix("wakeviz-bin")
+        .tempdir()
+        .expect("a temporary directory");
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod 755 the temporary directory");
+    let copy = d.path().join("wakeviz");
+    std::fs::copy(bin, &copy).expect("copy the wakeviz binary");
+    (d, copy)
+}
+
+/// `c` as the unprivileged user `nobody` (uid and gid 65534), running a copy of its program
+/// that user can run ([`binary_for_anyone`]); stdin is closed. Keep the directory until the
+/// command has run.
+#[allow(dead_code)]
+pub fn as_nobody(c: &std::process::Command) -> (tempfile::TempDir, std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let (dir, copy) = binary_for_anyone(std::path::Path::new(c.get_program()));
+    let mut n = std::process::Command::new(copy);
+    n.args(c.get_args()).stdin(std::process::Stdio::null());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => n.env(k, v),
+            None => n.env_remove(k),
+        };
+    }
+    if let Some(cwd) = c.get_current_dir() {
+        n.current_dir(cwd);
+    }
+    n.uid(65534).gid(65534);
+    (dir, n)
+}
+
 /// Whether the machine has at least `n` CPUs; when not, the test says it was skipped.
 #[allow(dead_code)]
 pub fn cpus(n: usize) -> bool {
