@@ -9,7 +9,8 @@
 #     cargo:  bpf-linker 0.13.0 built against Debian's LLVM 22
 #   scripts/setup.sh test   the above, and what only the tests need (scripts/test.sh):
 #     apt:    qemu-system-x86 busybox-static cpio (VM tests), tmux (UI end-to-end test),
-#             linux-perf rt-tests bpftrace (benchmarks: perf and bpftrace are the peers), prometheus python3-venv (export/metrics tests), systemd (systemd-analyze verify of the unit)
+#             linux-perf rt-tests bpftrace (benchmarks: perf and bpftrace are the peers),
+#             g++ when there is no `c++` (libFuzzer), prometheus python3-venv (export/metrics tests), systemd (systemd-analyze verify of the unit)
 #     python: a venv at $WAKEVIZ_PYENV (default /opt/wakeviz-pyenv) with the independent readers
 #             the export tests use: perfetto (upstream trace schema), duckdb, prometheus-client
 #     cargo:  cargo-fuzz
@@ -35,6 +36,8 @@ APT_PKGS=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev)
 if ! command -v cc >/dev/null; then APT_PKGS+=(gcc libc6-dev); fi
 if [ "$WHAT" = test ]; then
   APT_PKGS+=(qemu-system-x86 busybox-static cpio tmux linux-perf rt-tests rt-app bpftrace prometheus python3-venv systemd)
+  # cargo-fuzz builds libFuzzer, which is C++.
+  if ! command -v c++ >/dev/null; then APT_PKGS+=(g++); fi
 fi
 missing=()
 for p in "${APT_PKGS[@]}"; do
