@@ -209,14 +209,7 @@ fn a_failed_run_stops_and_keeps_the_recordings() {
     let script = format!("grep -q NO_SIS_UTIL {} && exit 3; true", feats.display());
     let o = experiment(
         &feats,
-        &[
-            "--setting",
-            "default",
-            "--setting",
-            "NO_SIS_UTIL",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
+        &two_settings("default", "NO_SIS_UTIL", out_dir.to_str().unwrap()),
         &script,
     )
     .output()
@@ -236,6 +229,11 @@ fn a_failed_run_stops_and_keeps_the_recordings() {
     assert_eq!(std::fs::read_to_string(&feats).unwrap(), LIST);
 }
 
+/// `--setting A --setting B --out DIR`.
+fn two_settings<'a>(a: &'a str, b: &'a str, out: &'a str) -> [&'a str; 6] {
+    ["--setting", a, "--setting", b, "--out", out]
+}
+
 /// Refused before any run, one line each: a bad feature, a missing features file, not root,
 /// fewer than two settings (usage, 2).
 #[test]
@@ -253,31 +251,13 @@ fn refusals_run_nothing() {
     let o = out_dir.to_str().unwrap();
     let (_copy, not_root) = support::as_nobody(&experiment(
         &feats,
-        &[
-            "--setting",
-            "default",
-            "--setting",
-            "NO_SIS_UTIL",
-            "--out",
-            o,
-        ],
+        &two_settings("default", "NO_SIS_UTIL", o),
         &script,
     ));
     let cases: Vec<(&str, Command, i32, &str)> = vec![
         (
             "bad feature",
-            experiment(
-                &feats,
-                &[
-                    "--setting",
-                    "default",
-                    "--setting",
-                    "NO_SIS_UTL",
-                    "--out",
-                    o,
-                ],
-                &script,
-            ),
+            experiment(&feats, &two_settings("default", "NO_SIS_UTL", o), &script),
             1,
             "did you mean NO_SIS_UTIL",
         ),
@@ -285,14 +265,7 @@ fn refusals_run_nothing() {
             "missing file",
             experiment(
                 &d.path().join("nope"),
-                &[
-                    "--setting",
-                    "default",
-                    "--setting",
-                    "NO_SIS_UTIL",
-                    "--out",
-                    o,
-                ],
+                &two_settings("default", "NO_SIS_UTIL", o),
                 &script,
             ),
             1,
