@@ -143,6 +143,7 @@ fn json_schema_is_pinned() {
             "decode_errors",
             "unmatched_wakeups",
             "probe_misses",
+            "switch_gaps",
             "late_events",
             "evicted_task_entries"
         ])

@@ -21,6 +21,7 @@ pub mod schedstat;
 pub mod series;
 mod shadow_rows;
 mod snapshot;
+mod switch_gaps;
 pub mod tasks;
 mod wake;
 mod wakeups;

@@ -14,8 +14,8 @@ use crate::{
 use super::{
     Snapshot, events::EventTally, kernel_counters::KernelCounters, matrix::Matrix,
     records::Records, scan::ScanPart, scan_measured::MeasuredScanPart, series::Series,
-    shadow_rows::ShadowRows, tasks::TaskStats, wake::WakeLatency, wakeups::PlacementPart,
-    window::RollingWindows,
+    shadow_rows::ShadowRows, switch_gaps::SwitchGaps, tasks::TaskStats, wake::WakeLatency,
+    wakeups::PlacementPart, window::RollingWindows,
 };
 
 macro_rules! parts {
@@ -94,4 +94,5 @@ parts! {
     shadow_rows: ShadowRows,
     records: Records,
     schedstat: KernelCounters,
+    switch_gaps: SwitchGaps,
 }

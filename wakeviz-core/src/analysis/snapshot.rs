@@ -78,6 +78,9 @@ pub struct Drops {
     pub unmatched_wakeups: u64,
     /// Probe runs the kernel skipped (BPF programs do not nest on a CPU).
     pub probe_misses: u64,
+    /// Switches whose `prev` is not the task the CPU's previous switch put on it: switches the
+    /// probes never saw (`None`: no switch in the stream).
+    pub switch_gaps: Option<u64>,
     /// Events left out because they arrived behind the merge's watermark (several rings).
     pub late_events: u64,
     /// Per-task entries the fold dropped over its budget (more live tasks than a map holds):
@@ -561,6 +564,7 @@ impl Analysis {
                 decode_errors: s.decode_errors,
                 unmatched_wakeups: self.joiner.unmatched_wakeups,
                 probe_misses: s.probe_misses,
+                switch_gaps: None,
                 late_events: s.late_events,
                 evicted_task_entries: self.evicted(),
                 rings: s.rings.clone(),

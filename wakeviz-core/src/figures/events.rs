@@ -73,6 +73,14 @@ static EVICTED: Def = def(
     "Per-task entries dropped over the per-map budget (more live tasks than a map holds): those tasks' figures are approximate",
 );
 
+static SWITCH_GAPS: Def = def(
+    "events.switch_gaps.count",
+    DefUnit::Count,
+    FigureKind::Count,
+    "no context switch in the stream",
+    "Context switches whose previous task is not the one the CPU's last switch put on it: each is at least one switch the probes never saw, a loss the drop accounting cannot count (a kernel that runs no BPF program while some task is current)",
+);
+
 static OWN: [Def; 2] = [
     def(
         "events.own_wakeups.count",
@@ -107,13 +115,14 @@ static OUTSIDE: [Def; 2] = [
     ),
 ];
 
-static ALL: [&Def; 10] = [
+static ALL: [&Def; 11] = [
     &EVENTS[0],
     &EVENTS[1],
     &RECENT,
     &DROPS[0],
     &DROPS[1],
     &EVICTED,
+    &SWITCH_GAPS,
     &OWN[0],
     &OWN[1],
     &OUTSIDE[0],
@@ -147,6 +156,13 @@ impl Family for Events {
             &[],
             "evicted task entries".into(),
             Some(n),
+            NotAvailable::NoSamples,
+        );
+        o.push(
+            &SWITCH_GAPS,
+            &[],
+            "switch chain gaps".into(),
+            s.drops.switch_gaps.map(|n| n as f64),
             NotAvailable::NoSamples,
         );
         o.count_rate(&OWN, &[], "wakeviz's own wakeups", s.own_threads.wakeups);

@@ -259,6 +259,9 @@ pub fn text(s: &Snapshot) -> String {
         );
     }
     let _ = writeln!(o, "  wakeups without sched_waking: {}", d.unmatched_wakeups);
+    if let Some(n) = d.switch_gaps {
+        let _ = writeln!(o, "  switch chain gaps (switches no probe saw): {n}");
+    }
     own_threads_line(&mut o, &s.own_threads);
     let _ = writeln!(o, "  {}", scope_text(&s.scope));
     let _ = writeln!(

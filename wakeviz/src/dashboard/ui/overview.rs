@@ -270,6 +270,12 @@ fn events(app: &App) -> Vec<Line<'static>> {
             red(n),
         )));
     }
+    if let Some(n) = d.switch_gaps {
+        l.push(Line::from(Span::styled(
+            format!("{:<29} {:>8}", "switch unseen (chain gap)", fmt::count(n)),
+            red(n),
+        )));
+    }
     // Per ring only when there are several: one ring's figures are the lines above.
     if d.rings.len() > 1 {
         for (i, r) in d.rings.iter().enumerate() {

@@ -211,6 +211,11 @@ pub fn metadata(h: &Header, snap: &Snapshot, f: &Facts<'_>) -> anyhow::Result<(S
             DataType::UInt64,
             u64c(Some(snap.drops.unmatched_wakeups)),
         ),
+        (
+            "switch_gaps",
+            DataType::UInt64,
+            u64c(snap.drops.switch_gaps),
+        ),
         ("source_file", DataType::Utf8, s(f.source_file)),
         ("warnings", list_type(), list(Some(f.warnings))),
     ];
