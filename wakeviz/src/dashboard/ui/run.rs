@@ -225,7 +225,14 @@ impl Sink for Dashboard {
     }
 
     fn on_turn(&mut self, src: &dyn EventSource, t: Turn) -> anyhow::Result<Flow> {
+        let shown = |a: &App| (a.pacer.as_ref().map(|p| p.ended), a.warnings.len());
+        let before = shown(&self.app);
         self.app.on_turn(src, t)?;
+        // The replay's end (or a new warning) can come in a turn without a batch, after the
+        // last batch's frame was drawn: without a frame of its own it would never show.
+        if shown(&self.app) != before {
+            self.dirty = true;
+        }
         if let Some(p) = self.publisher.as_mut() {
             let data = &self.app.data;
             p.offer(t.ended, || data.run_snapshot());
