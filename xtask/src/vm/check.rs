@@ -381,7 +381,8 @@ pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
 }
 
 /// Several rings: the capture used the topology's ring count, nothing arrived behind
-/// the merge's watermark, nothing was dropped, and every workload wakeup is in the recording
+/// the merge's watermark, nothing was dropped, no CPU's chain of switches has a gap, and every
+/// workload wakeup is in the recording
 /// and joined: the workloads' sched_waking and sched_wakeup counts equal tracefs's exactly.
 pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, truth: &Counts) {
     let Some(d) = report.map(|r| &r["drops"]) else {
@@ -397,11 +398,12 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
         .map(|r| format!("{}:{}", s(r, "cpus"), r["delivered"]))
         .collect();
     f.line(format!(
-        "  rings: {rings} (want {want}), late events {}, drops {} kernel / {} userspace, unmatched wakeups {}; delivered per ring (cpus:events) {}",
+        "  rings: {rings} (want {want}), late events {}, drops {} kernel / {} userspace, unmatched wakeups {}, switch chain gaps {}; delivered per ring (cpus:events) {}",
         late.map_or("?".into(), |n| n.to_string()),
         d["kernel_drops"],
         d["user_drops"],
         d["unmatched_wakeups"],
+        d["switch_gaps"],
         if per_ring.is_empty() { "-".into() } else { per_ring.join(" ") }
     ));
     // Per-CPU batching is on by default: the guest's records went through batches, and the
@@ -437,6 +439,14 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
         f.fail(format!(
             "rings: drops {} / {}, want 0",
             d["kernel_drops"], d["user_drops"]
+        ));
+    }
+    // Where every probe runs, each CPU's chain of switches is whole: a gap is a switch no
+    // probe saw, which the drop counts above cannot show (docs/dev/capture.md).
+    if d["switch_gaps"].as_u64() != Some(0) {
+        f.fail(format!(
+            "rings: switch chain gaps {}, want 0",
+            d["switch_gaps"]
         ));
     }
     if want > 1 {
