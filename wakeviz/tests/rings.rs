@@ -39,10 +39,9 @@ impl Trace {
             nums.len() >= 2 && nums[0] == nums[1],
             "trace lost events: {header}"
         );
-        let count = |ev: &str| {
-            text.lines()
-                .filter(|l| l.contains(&format!(" {ev}: ")))
-                .count() as u64
+        let of = |ev: &'static str| {
+            let tag = format!(" {ev}: ");
+            text.lines().filter(move |l| l.contains(&tag))
         };
         // A line starts with its context task, `comm-pid [cpu]`.
         let context_pid = |l: &str| -> Option<u32> {
@@ -54,12 +53,14 @@ impl Trace {
                 .parse()
                 .ok()
         };
-        let under_unseen = text
-            .lines()
-            .filter(|l| l.contains(" sched_wakeup: "))
+        let under_unseen = of("sched_wakeup")
             .filter(|l| context_pid(l).is_some_and(|p| unseen.contains(&p)))
             .count() as u64;
-        (count("sched_waking"), count("sched_wakeup"), under_unseen)
+        (
+            of("sched_waking").count() as u64,
+            of("sched_wakeup").count() as u64,
+            under_unseen,
+        )
     }
 }
 

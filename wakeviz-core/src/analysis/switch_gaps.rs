@@ -16,8 +16,6 @@ use crate::{
 pub(crate) struct SwitchGaps {
     /// Per CPU, the task its last switch put on it (`None`: no switch seen yet).
     on_cpu: Vec<Option<u32>>,
-    /// Switches seen, so a capture without them reports n/a rather than 0 gaps.
-    switches: u64,
     gaps: u64,
 }
 
@@ -25,7 +23,6 @@ impl SwitchGaps {
     fn with_cpus(nr_cpus: usize) -> Self {
         Self {
             on_cpu: vec![None; nr_cpus],
-            switches: 0,
             gaps: 0,
         }
     }
@@ -35,15 +32,15 @@ impl SwitchGaps {
         let Some(slot) = self.on_cpu.get_mut(sw.cpu as usize) else {
             return;
         };
-        self.switches += 1;
         if slot.is_some_and(|p| p != sw.prev_pid) {
             self.gaps += 1;
         }
         *slot = Some(sw.next_pid);
     }
 
+    /// `None` when no CPU had a switch: n/a rather than 0 gaps.
     fn gaps(&self) -> Option<u64> {
-        (self.switches > 0).then_some(self.gaps)
+        self.on_cpu.iter().any(Option::is_some).then_some(self.gaps)
     }
 }
 
