@@ -23,7 +23,18 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// 4: a select record may carry [`SELECT_AT_WAKING`] in its `wake_flags`.
 /// 5: such a record may also carry [`WAKE_FLAGS_FROM_STACK`]; version-4 records still decode
 /// (their wake flags stay unknown).
-pub const ABI_VERSION: u32 = 5;
+/// 6: a pinned task's at-waking record is not sent when it would repeat the last at-waking
+/// record of its CPU ([`PINNED_REPEATS_UNSENT_SINCE`]).
+pub const ABI_VERSION: u32 = 6;
+
+/// From this ABI on, a [`SELECT_AT_WAKING`] record of a task allowed one CPU (its inputs say
+/// `task_nr_cpus_allowed` 1 and hold nothing else but the mask) is sent only when it differs
+/// from the last at-waking record sent from the same CPU in pid, old CPU or mask: a
+/// `sched_waking` record with no at-waking record before it, of the pid the CPU's last
+/// at-waking record was a pinned record for and with that record's old CPU, stands for the same
+/// record again. Any other at-waking record ends that: it is the CPU's last one. A pinned pipe
+/// wakes the same task from the same CPU every time, so this spares it one record per wakeup.
+pub const PINNED_REPEATS_UNSENT_SINCE: u32 = 6;
 
 /// A [`SelectEvent::wake_flags`] bit no kernel wake flag uses (they stay below `0x100`): the
 /// record is not a `select_task_rq_fair` call but the same inputs read by the `sched_waking`

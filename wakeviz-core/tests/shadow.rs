@@ -705,6 +705,79 @@ fn inputs_read_at_sched_waking_give_the_tracepoint_only_shadow_the_wakees_affini
     );
 }
 
+/// Task 20 pinned to CPU 6 (busy, CPU 7 idle) and woken from CPU 0 four times, the probes
+/// of `abi` sending the at-waking records `sent` says (`[pid, old CPU]` each, pid 20's pinned
+/// to CPU 6, another's unpinned); `sent[i]` comes before waking `i`, `None` = none sent.
+/// Returns the wakings the shadow decided with inputs and the agreement.
+fn pinned_repeats(abi: u32, wakings: [(u32, Option<[u32; 2]>); 4]) -> (u64, f64) {
+    let mut h = header(smt8(), false);
+    h.abi_version = abi;
+    let mut ev = ShadowEval::new(&h);
+    let mut j = Joiner::new();
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    busy(&mut ev, 1_000, &[1, 2, 3, 4, 5, 6]);
+    let mut mask = [0u64; 4];
+    mask[0] = 1 << 6;
+    for (i, (prev, sent)) in wakings.into_iter().enumerate() {
+        let t = 10_000 * (i as u64 + 1);
+        let mut events = Vec::new();
+        if let Some([pid, prev]) = sent {
+            let inputs = SelectInputs {
+                task_nr_cpus_allowed: Some(if pid == 20 { 1 } else { 8 }),
+                allowed: (pid == 20).then_some(mask),
+                ..SelectInputs::default()
+            };
+            let mut s = select(t - 10, 0, pid, prev, u32::MAX, 10, exact_sel(inputs));
+            s.wake_flags = wf::AT_WAKING;
+            events.push(Event::Select(Box::new(s)));
+        }
+        events.push(Event::Waking(wake(t, 0, 20, prev, 10)));
+        events.push(Event::Wakeup(wake(t + 20, 6, 20, 6, 10)));
+        events.push(switch(t + 30, 6, 106, 20, 0));
+        events.push(switch(t + 5_000, 6, 20, 106, 1));
+        for e in &events {
+            ev.on_event(e);
+            if let Some(p) = j.on_event(e) {
+                let _ = ev.on_placement(&p);
+            }
+        }
+    }
+    let v = json(&ev);
+    let with = v["decisions_with_waking_inputs"].as_u64().unwrap_or(0);
+    (with, v["fidelity"]["agreement"].as_f64().unwrap_or(-1.0))
+}
+
+#[test]
+fn a_pinned_tasks_unsent_repeat_is_the_cpus_last_pinned_record_again() {
+    let abi = wakeviz_common::PINNED_REPEATS_UNSENT_SINCE;
+    let first = (6, Some([20, 6]));
+    // One record, three repeats left unsent: every wakeup decided with the mask, kept on 6.
+    assert_eq!(
+        pinned_repeats(abi, [first, (6, None), (6, None), (6, None)]),
+        (4, 1.0)
+    );
+    // Probes of an older ABI sent every record: a missing one is no repeat.
+    let (with, agreement) = pinned_repeats(abi - 1, [first, (6, None), (6, None), (6, None)]);
+    assert_eq!(with, 1);
+    assert!(agreement < 1.0, "{agreement}");
+    // Another task's unpinned record from the same CPU ends the run; a new pinned record
+    // starts one.
+    let other = (6, Some([21, 3]));
+    assert_eq!(
+        pinned_repeats(abi, [first, (6, None), other, (6, None)]).0,
+        2
+    );
+    assert_eq!(
+        pinned_repeats(abi, [first, other, (6, Some([20, 6])), (6, None)]).0,
+        3
+    );
+    // A different old CPU would have been a different record: not a repeat.
+    assert_eq!(
+        pinned_repeats(abi, [first, (6, None), (5, None), (6, None)]).0,
+        3
+    );
+}
+
 #[test]
 fn runnable_wakee_in_tracepoint_mode_is_not_a_placement() {
     let mut ev = ShadowEval::new(&header(smt8(), false));

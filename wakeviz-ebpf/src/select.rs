@@ -248,19 +248,76 @@ fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
 /// A task allowed one CPU: `select_task_rq()` takes that CPU without asking the class, so its
 /// mask is the whole answer and the other reads (most of the probe's cost) are skipped.
 #[inline(always)]
-fn read_mask_only(task: u64, prev_cpu: u32) -> Entry {
+fn read_mask_only(task: u64, prev_cpu: u32, mask: Option<SelectMask>) -> Entry {
     let mut v = stamp(task, prev_cpu, SELECT_AT_WAKING);
     v.exact_mask = exact::INPUTS | exact::TASK_CPUS;
     v.inputs.task_nr_cpus_allowed = 1;
-    // The mask block holds CPUs 0..255 (as in `inputs::read`).
-    if SELECT_ALL_CPUS.load() <= 256 {
-        let m = at::<u64>(task, OFF_TASK_CPUS_PTR.load()).and_then(|ptr| at0::<SelectMask>(ptr, 0));
-        if let Some(m) = m {
-            v.mask = m;
-            v.exact_mask |= exact::MASK;
-        }
+    if let Some(m) = mask {
+        v.mask = m;
+        v.exact_mask |= exact::MASK;
     }
     v
+}
+
+/// The allowed mask of `task` when the mask block can hold every CPU (0..255, as in
+/// `inputs::read`).
+#[inline(always)]
+fn mask_of(task: u64) -> Option<SelectMask> {
+    if SELECT_ALL_CPUS.load() > 256 {
+        return None;
+    }
+    at::<u64>(task, OFF_TASK_CPUS_PTR.load()).and_then(|ptr| at0::<SelectMask>(ptr, 0))
+}
+
+/// What the last at-waking record sent from this CPU said, when it was a pinned task's
+/// (`valid` 1): the pid, the old CPU and the mask. The same record again carries nothing new,
+/// so it is not sent (`wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`); userspace keeps the same
+/// slot from the records it reads.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PinnedSent {
+    valid: u32,
+    pid: u32,
+    prev_cpu: u32,
+    has_mask: u32,
+    mask: SelectMask,
+}
+
+#[map]
+static PINNED_SENT: PerCpuArray<PinnedSent> = PerCpuArray::with_max_entries(1, 0);
+
+/// Whether this CPU's last at-waking record was the same pinned record; records this one as
+/// the last otherwise (`pinned` false clears the slot).
+#[inline(always)]
+fn repeats_last(pinned: bool, pid: u32, prev_cpu: u32, mask: Option<SelectMask>) -> bool {
+    let Some(slot) = PINNED_SENT.get_ptr_mut(0) else {
+        return false;
+    };
+    // SAFETY: valid per-CPU map value pointer; its only users run in `sched_waking` on this
+    // CPU with IRQs off, so nothing else touches it meanwhile.
+    let last = unsafe { &mut *slot };
+    if !pinned {
+        last.valid = 0;
+        return false;
+    }
+    let has_mask = u32::from(mask.is_some());
+    let mask = mask.unwrap_or_default();
+    if last.valid != 0
+        && last.pid == pid
+        && last.prev_cpu == prev_cpu
+        && last.has_mask == has_mask
+        && last.mask == mask
+    {
+        return true;
+    }
+    *last = PinnedSent {
+        valid: 1,
+        pid,
+        prev_cpu,
+        has_mask,
+        mask,
+    };
+    false
 }
 
 /// 1 in slot 0 when the `sched_waking` tp_btf probe reads the select inputs itself (userspace
@@ -275,8 +332,9 @@ static WAKING_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
 
 /// At `sched_waking` (tp_btf, so `task` is BTF-typed): the select inputs of this wakeup, sent as
 /// a select record marked [`SELECT_AT_WAKING`] before the waking record, when userspace asked
-/// for them. Self-wakeups never reach `select_task_rq`, and the tracepoint fires with the
-/// task's `pi_lock` held and IRQs off, so one per-CPU slot is enough.
+/// for them, unless it would repeat this CPU's last pinned record ([`PinnedSent`]).
+/// Self-wakeups never reach `select_task_rq`, and the tracepoint fires with the task's `pi_lock`
+/// held and IRQs off, so one per-CPU slot is enough.
 pub fn waking(ctx: *mut core::ffi::c_void, task: u64) -> i32 {
     if WAKING_INPUTS.get(0).copied().unwrap_or(0) == 0 {
         return 0;
@@ -293,10 +351,14 @@ pub fn waking(ctx: *mut core::ffi::c_void, task: u64) -> i32 {
         return 0;
     };
     let one_cpu = field::<u32>(Access::Direct, task, OFF_TASK_NR_CPUS_ALLOWED.load()) == Some(1);
+    let mask = if one_cpu { mask_of(task) } else { None };
+    if repeats_last(one_cpu, pid, prev_cpu, mask) {
+        return 0;
+    }
     // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (see above).
     unsafe {
         *e = if one_cpu {
-            read_mask_only(task, prev_cpu)
+            read_mask_only(task, prev_cpu, mask)
         } else {
             read_entry(task, prev_cpu, SELECT_AT_WAKING | sync::flags(ctx))
         }

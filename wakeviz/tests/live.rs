@@ -18,6 +18,8 @@ struct Capture {
     printed: std::collections::BTreeMap<String, u64>,
     stderr: String,
     lines: Vec<serde_json::Value>,
+    /// The replay's `--report json`.
+    report: serde_json::Value,
     waker_tid: u32,
     wakee_tid: u32,
     /// Voluntary context switches of each side inside its loop (the kernel's count of the
@@ -103,21 +105,17 @@ fn capture(mode: &str, iterations: u64, comm: &str, extra: &[&str]) -> Capture {
             printed.insert(k.to_string(), v);
         }
     }
-    let dump = Command::new(BIN)
-        .arg("--replay")
-        .arg(&path)
-        .args(["--dump", "jsonl"])
-        .output()
-        .unwrap();
-    assert!(dump.status.success());
-    let lines = String::from_utf8_lossy(&dump.stdout)
+    let dump = support::replay(BIN, &path, &["--dump", "jsonl"]);
+    let lines = String::from_utf8_lossy(&dump)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let report = support::replay(BIN, &path, &["--report", "json"]);
     Capture {
         printed,
         stderr,
         lines,
+        report: serde_json::from_slice(&report).unwrap(),
         waker_tid,
         wakee_tid,
         waker_blocked: u64::from(waker_blocked),
@@ -198,6 +196,36 @@ fn check(mode: &str, comm: &str) {
         "{facts}"
     );
     assert!(c.stderr.contains("drops: 0 in the kernel"), "{facts}");
+    if c.stderr
+        .contains("the sched_waking probe reads the placement's inputs")
+    {
+        pinned_inputs(&c, of_wakee.len() + of_waker.len(), &facts);
+    }
+}
+
+/// The `sched_waking` probe reads each placement's inputs (no function probes here): each
+/// side of the pair is pinned and woken from the same CPU every time, so its record repeats
+/// the last one of that CPU and is left unsent but for the first and those after another
+/// task's record; the replay restores them and decides every waking of the pair with inputs.
+fn pinned_inputs(c: &Capture, pair_wakings: usize, facts: &str) {
+    let sent = c
+        .lines
+        .iter()
+        .filter(|l| {
+            l["at_sched_waking"] == true && (l["pid"] == c.wakee_tid || l["pid"] == c.waker_tid)
+        })
+        .count();
+    assert!(
+        sent > 0 && sent * 10 < pair_wakings,
+        "{sent} at-waking records for {pair_wakings} wakings: {facts}"
+    );
+    let with = c.report["shadow"]["decisions_with_waking_inputs"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        with >= pair_wakings as u64,
+        "{with} decisions with inputs, the pair alone woke {pair_wakings} times: {facts}"
+    );
 }
 
 #[test]

@@ -121,15 +121,9 @@ fn two_rings_merge_in_order_and_match_the_kernel_trace() {
             "{ring} {n}: both rings carry the ping-pong\n{stderr}"
         );
     }
-    let dump = Command::new(BIN)
-        .arg("--replay")
-        .arg(&wvz)
-        .args(["--dump", "jsonl"])
-        .output()
-        .unwrap();
-    assert!(dump.status.success());
+    let dump = support::replay(BIN, &wvz, &["--dump", "jsonl"]);
     let (mut waking, mut wakeup, mut prev, mut n) = (0u64, 0u64, 0u64, 0u64);
-    for l in String::from_utf8_lossy(&dump.stdout).lines() {
+    for l in String::from_utf8_lossy(&dump).lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
         let ts = v["ts_ns"].as_u64().unwrap();
         assert!(
@@ -184,13 +178,8 @@ fn two_rings_merge_in_order_and_match_the_kernel_trace() {
     );
     // Every wakeup of the workload joined: the report's unmatched count stays at what the
     // capture's first instants can leave (a sched_wakeup whose sched_waking came before it).
-    let report = Command::new(BIN)
-        .arg("--replay")
-        .arg(&wvz)
-        .args(["--report", "json"])
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let report = support::replay(BIN, &wvz, &["--report", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&report).unwrap();
     assert_eq!(j["drops"]["late_events"], 0);
     assert_eq!(j["drops"]["rings"].as_array().map(Vec::len), Some(2));
     // `unmatched_wakeups` counts every task, background ones included, and a wakeup whose

@@ -5,7 +5,9 @@ use crate::{event::Kind, topology::Topology};
 pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// Bumped whenever a file of this version could not be read whole by a reader of the previous
 /// one, or would be folded into other figures by it (the rule: docs/reference/recording-format.md,
-/// "Compatibility"). Version 7 may carry the idle scan measured by kprobes placed from the
+/// "Compatibility"). Version 8 may come from probes that leave a pinned task's repeated
+/// at-waking record unsent (probe ABI 6, `wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`), which
+/// an older reader would not restore. Version 7 may carry the idle scan measured by kprobes placed from the
 /// kernel's debug info (a select flag an older reader refuses) and says where the points came
 /// from in the header. Version 6 may hold select records that are inputs read at `sched_waking`
 /// (`wf::AT_WAKING`), which an older reader would count as calls, and ends each `TASKS` entry
@@ -13,7 +15,7 @@ pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// by default; version 3 adds the `SCHEDSTAT` chunk; version 2 made `EVENTS` payloads columns
 /// ([`super::columns`]); version 1 files (rows of varints, [`super::codec`]) are still read. A
 /// reader refuses a newer version by this number instead of misreading its chunks.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 /// The first format version with `SCHEDSTAT` chunks.
 pub const SCHEDSTAT_SINCE: u32 = 3;
 /// The first format version whose `TASKS` entries end with the task's tgid.

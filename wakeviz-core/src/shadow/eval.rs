@@ -72,6 +72,10 @@ pub struct ShadowEval {
     /// Per CPU: the select inputs its `sched_waking` probe read for the wakeup whose waking
     /// record comes next on that CPU ([`Select::at_waking`]).
     waking_inputs: Vec<Option<Select>>,
+    /// Per CPU: its last at-waking record when that was a pinned task's, which a later
+    /// `sched_waking` of the same task from the same old CPU stands for when the probes leave
+    /// repeats unsent (`wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`; `None` on older ones).
+    last_pinned: Option<Vec<Option<Select>>>,
     /// Tracepoint-only decisions made with inputs read at `sched_waking`.
     pub(super) with_waking_inputs: u64,
     /// Of those, the decisions whose `WF_SYNC` the probe read from the waker's stack.
@@ -148,6 +152,8 @@ impl ShadowEval {
             sync: SyncWatch::new(topo.bound),
             select_ns: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 2).ok(),
             waking_inputs: vec![None; topo.bound],
+            last_pinned: (header.abi_version >= wakeviz_common::PINNED_REPEATS_UNSENT_SINCE)
+                .then(|| vec![None; topo.bound]),
             with_waking_inputs: 0,
             with_stack_flags: 0,
             scan_model: super::scan_model::ScanModelReport::default(),
@@ -305,6 +311,13 @@ impl ShadowEval {
                 if let Some(slot) = self.waking_inputs.get_mut(s.cpu as usize) {
                     *slot = Some(**s);
                 }
+                if let Some(slot) = self
+                    .last_pinned
+                    .as_mut()
+                    .and_then(|v| v.get_mut(s.cpu as usize))
+                {
+                    *slot = (s.inputs.task_nr_cpus_allowed == Some(1)).then_some(**s);
+                }
             }
             Event::Select(s) => {
                 self.select_mode = true;
@@ -328,9 +341,27 @@ impl ShadowEval {
     }
 
     /// The inputs read at this `sched_waking`, when the record before it on its CPU has them.
+    /// Or, with no record before it, the CPU's last pinned record when this wakeup would have
+    /// repeated it.
     fn take_waking_inputs(&mut self, w: &crate::event::Wake) -> Option<Select> {
-        let s = self.waking_inputs.get_mut(w.cpu as usize)?.take()?;
+        let slot = self.waking_inputs.get_mut(w.cpu as usize)?;
+        let Some(s) = slot.take() else {
+            return self.repeated_pinned(w);
+        };
         (s.pid == w.pid && s.prev_cpu == w.target_cpu && s.entry_ts_ns <= w.ts_ns).then_some(s)
+    }
+
+    /// The record the probe left unsent for this `sched_waking` as a repeat of its CPU's last
+    /// pinned record, restamped at the waking.
+    fn repeated_pinned(&self, w: &crate::event::Wake) -> Option<Select> {
+        let last = self.last_pinned.as_ref()?.get(w.cpu as usize)?.as_ref()?;
+        let repeat = w.pid != w.waker_pid && last.pid == w.pid && last.prev_cpu == w.target_cpu;
+        repeat.then_some(Select {
+            ts_ns: w.ts_ns,
+            entry_ts_ns: w.ts_ns,
+            waker_pid: w.waker_pid,
+            ..*last
+        })
     }
 
     /// Runs every policy on `ctx` as of now and parks the answers under the wakee's pid.

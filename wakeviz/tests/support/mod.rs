@@ -1,6 +1,25 @@
 //! What the live tests share. Each test crate compiles this module on its own and not every
 //! one uses every helper, hence the `dead_code` allowances.
 
+/// What `bin --replay file ARGS...` printed on stdout (`--dump jsonl`, `--report json`);
+/// fails the test with its stderr when it does not succeed.
+#[allow(dead_code)]
+pub fn replay(bin: &str, file: &std::path::Path, args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(bin)
+        .arg("--replay")
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{bin} --replay {} {args:?}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// Whether this test can do what needs root (load BPF, write sysctls and scheduler features).
 /// When it cannot, the test says on stderr that it was skipped and returns; CI runs as root,
 /// so there a skip fails the test instead of passing silently.
