@@ -28,13 +28,17 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 pub const ABI_VERSION: u32 = 6;
 
 /// From this ABI on, a [`SELECT_AT_WAKING`] record of a task allowed one CPU (its inputs say
-/// `task_nr_cpus_allowed` 1 and hold nothing else but the mask) is sent only when it differs
-/// from the last at-waking record sent from the same CPU in pid, old CPU or mask: a
-/// `sched_waking` record with no at-waking record before it, of the pid the CPU's last
-/// at-waking record was a pinned record for and with that record's old CPU, stands for the same
-/// record again. Any other at-waking record ends that: it is the CPU's last one. A pinned pipe
-/// wakes the same task from the same CPU every time, so this spares it one record per wakeup.
+/// `task_nr_cpus_allowed` 1 and hold nothing else but the mask) is not sent when it repeats the
+/// record its CPU keeps in slot `pid % PINNED_SLOTS` for that pid: same pid, old CPU and mask.
+/// Each CPU has [`PINNED_SLOTS`] slots; a pinned record sent from it takes its pid's slot, an
+/// unpinned at-waking record sent from it empties its pid's slot if that slot holds the pid.
+/// A `sched_waking` record with no at-waking record before it, whose pid's slot on its CPU
+/// holds that pid with the waking's old CPU, stands for that slot's record again. A pinned pipe
+/// wakes the same tasks from the same CPU every time, so this spares it one record per wakeup.
 pub const PINNED_REPEATS_UNSENT_SINCE: u32 = 6;
+
+/// Slots per CPU for [`PINNED_REPEATS_UNSENT_SINCE`]'s records (a power of two).
+pub const PINNED_SLOTS: usize = 8;
 
 /// A [`SelectEvent::wake_flags`] bit no kernel wake flag uses (they stay below `0x100`): the
 /// record is not a `select_task_rq_fair` call but the same inputs read by the `sched_waking`

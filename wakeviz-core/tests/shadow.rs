@@ -706,8 +706,9 @@ fn inputs_read_at_sched_waking_give_the_tracepoint_only_shadow_the_wakees_affini
 }
 
 /// Task 20 pinned to CPU 6 (busy, CPU 7 idle) and woken from CPU 0 four times, the probes
-/// of `abi` sending the at-waking records `sent` says (`[pid, old CPU]` each, pid 20's pinned
-/// to CPU 6, another's unpinned); `sent[i]` comes before waking `i`, `None` = none sent.
+/// of `abi` sending the at-waking records `sent` says (`[pid, old CPU]` each: old CPU 6 a
+/// record pinned to 6, another an unpinned one); `sent[i]` comes before waking `i`, `None` =
+/// none sent.
 /// Returns the wakings the shadow decided with inputs and the agreement.
 fn pinned_repeats(abi: u32, wakings: [(u32, Option<[u32; 2]>); 4]) -> (u64, f64) {
     let mut h = header(smt8(), false);
@@ -722,9 +723,12 @@ fn pinned_repeats(abi: u32, wakings: [(u32, Option<[u32; 2]>); 4]) -> (u64, f64)
         let t = 10_000 * (i as u64 + 1);
         let mut events = Vec::new();
         if let Some([pid, prev]) = sent {
+            // The task woken here is 20, pinned to 6: a record with another old CPU is an
+            // unpinned one (of 20, or of another task), one with old CPU 6 a pinned one.
+            let pinned = prev == 6;
             let inputs = SelectInputs {
-                task_nr_cpus_allowed: Some(if pid == 20 { 1 } else { 8 }),
-                allowed: (pid == 20).then_some(mask),
+                task_nr_cpus_allowed: Some(if pinned { 1 } else { 8 }),
+                allowed: pinned.then_some(mask),
                 ..SelectInputs::default()
             };
             let mut s = select(t - 10, 0, pid, prev, u32::MAX, 10, exact_sel(inputs));
@@ -760,9 +764,9 @@ fn a_pinned_tasks_unsent_repeat_is_the_cpus_last_pinned_record_again() {
     let (with, agreement) = pinned_repeats(abi - 1, [first, (6, None), (6, None), (6, None)]);
     assert_eq!(with, 1);
     assert!(agreement < 1.0, "{agreement}");
-    // Another task's unpinned record from the same CPU ends the run; a new pinned record
-    // starts one.
-    let other = (6, Some([21, 3]));
+    // The task's own unpinned record from the same CPU (its affinity widened) ends the run; a
+    // new pinned record starts one.
+    let other = (6, Some([20, 3]));
     assert_eq!(
         pinned_repeats(abi, [first, (6, None), other, (6, None)]).0,
         2
@@ -770,6 +774,26 @@ fn a_pinned_tasks_unsent_repeat_is_the_cpus_last_pinned_record_again() {
     assert_eq!(
         pinned_repeats(abi, [first, other, (6, Some([20, 6])), (6, None)]).0,
         3
+    );
+    // Another task's record in another slot leaves the run as it is (pids 20, 21 and 29 share
+    // no slot with 8 of them); so does an unpinned record of a pid whose slot holds another
+    // pid (28 shares 20's); a pinned record of 28 takes 20's slot and ends the run.
+    let pinned_21 = (6, Some([21, 6]));
+    assert_eq!(
+        pinned_repeats(abi, [first, pinned_21, (6, None), other]).0,
+        2
+    );
+    assert_eq!(
+        pinned_repeats(abi, [first, (6, Some([29, 3])), (6, None), (6, None)]).0,
+        3
+    );
+    assert_eq!(
+        pinned_repeats(abi, [first, (6, Some([28, 3])), (6, None), (6, None)]).0,
+        3
+    );
+    assert_eq!(
+        pinned_repeats(abi, [first, (6, Some([28, 6])), (6, None), (6, None)]).0,
+        1
     );
     // A different old CPU would have been a different record: not a repeat.
     assert_eq!(

@@ -11,8 +11,8 @@ use aya_ebpf::{
     maps::{Array, PerCpuArray},
 };
 use wakeviz_common::{
-    EventKind, SELECT_AT_WAKING, SelectEvent, SelectEventMaskedV3, SelectEventV3, SelectFlips,
-    SelectInputs, SelectMask, UNKNOWN_U32, exact, stat,
+    EventKind, PINNED_SLOTS, SELECT_AT_WAKING, SelectEvent, SelectEventMaskedV3, SelectEventV3,
+    SelectFlips, SelectInputs, SelectMask, UNKNOWN_U32, exact, stat,
 };
 
 mod inputs;
@@ -259,20 +259,36 @@ fn read_mask_only(task: u64, prev_cpu: u32, mask: Option<SelectMask>) -> Entry {
     v
 }
 
-/// The allowed mask of `task` when the mask block can hold every CPU (0..255, as in
-/// `inputs::read`).
+/// The allowed mask of the BTF-typed `task` when the mask block can hold every CPU (0..255, as
+/// in `inputs::read`). Up to 64 CPUs, by one direct load: `cpus_ptr` loaded from a BTF-typed
+/// task is itself BTF-typed, so the verifier checks the load against BTF, and every
+/// `cpumask_t` has its first word; the probe then pays no `bpf_probe_read_kernel` on a pinned
+/// wakeup. The bits past the machine's CPUs are not the task's (they stay zero here).
 #[inline(always)]
 fn mask_of(task: u64) -> Option<SelectMask> {
-    if SELECT_ALL_CPUS.load() > 256 {
+    let cpus = SELECT_ALL_CPUS.load();
+    if cpus > 256 {
         return None;
     }
-    at::<u64>(task, OFF_TASK_CPUS_PTR.load()).and_then(|ptr| at0::<SelectMask>(ptr, 0))
+    if cpus > 64 {
+        return at::<u64>(task, OFF_TASK_CPUS_PTR.load()).and_then(|ptr| at0::<SelectMask>(ptr, 0));
+    }
+    let ptr = field::<u64>(Access::Direct, task, OFF_TASK_CPUS_PTR.load())?;
+    if ptr == 0 {
+        return None;
+    }
+    // SAFETY: `ptr` is the task's `cpus_ptr`, a BTF-typed `struct cpumask *` the verifier
+    // tracks from the load above and checks this load against; word 0 exists in every mask.
+    let word = unsafe { core::ptr::read_volatile(ptr as *const u64) };
+    Some(SelectMask {
+        bits: [word, 0, 0, 0],
+    })
 }
 
-/// What the last at-waking record sent from this CPU said, when it was a pinned task's
-/// (`valid` 1): the pid, the old CPU and the mask. The same record again carries nothing new,
-/// so it is not sent (`wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`); userspace keeps the same
-/// slot from the records it reads.
+/// What the last pinned at-waking record sent from this CPU for a pid said (`valid` 1): the
+/// pid, the old CPU and the mask. The same record again carries nothing new, so it is not sent
+/// (`wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`); userspace keeps the same slots from the
+/// records it reads.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PinnedSent {
@@ -284,20 +300,22 @@ pub struct PinnedSent {
 }
 
 #[map]
-static PINNED_SENT: PerCpuArray<PinnedSent> = PerCpuArray::with_max_entries(1, 0);
+static PINNED_SENT: PerCpuArray<[PinnedSent; PINNED_SLOTS]> = PerCpuArray::with_max_entries(1, 0);
 
-/// Whether this CPU's last at-waking record was the same pinned record; records this one as
-/// the last otherwise (`pinned` false clears the slot).
+/// Whether this wakeup's record repeats its pid's slot on this CPU; otherwise the record it
+/// will send becomes the slot's (pinned), or empties a slot holding the pid (`pinned` false).
 #[inline(always)]
 fn repeats_last(pinned: bool, pid: u32, prev_cpu: u32, mask: Option<SelectMask>) -> bool {
-    let Some(slot) = PINNED_SENT.get_ptr_mut(0) else {
+    let Some(slots) = PINNED_SENT.get_ptr_mut(0) else {
         return false;
     };
     // SAFETY: valid per-CPU map value pointer; its only users run in `sched_waking` on this
-    // CPU with IRQs off, so nothing else touches it meanwhile.
-    let last = unsafe { &mut *slot };
+    // CPU with IRQs off, so nothing else touches it meanwhile. The index is masked in bounds.
+    let last = unsafe { &mut (*slots)[pid as usize & (PINNED_SLOTS - 1)] };
     if !pinned {
-        last.valid = 0;
+        if last.pid == pid {
+            last.valid = 0;
+        }
         return false;
     }
     let has_mask = u32::from(mask.is_some());
@@ -332,7 +350,7 @@ static WAKING_ENTRY: PerCpuArray<Entry> = PerCpuArray::with_max_entries(1, 0);
 
 /// At `sched_waking` (tp_btf, so `task` is BTF-typed): the select inputs of this wakeup, sent as
 /// a select record marked [`SELECT_AT_WAKING`] before the waking record, when userspace asked
-/// for them, unless it would repeat this CPU's last pinned record ([`PinnedSent`]).
+/// for them, unless it would repeat this CPU's last pinned record of the task ([`PinnedSent`]).
 /// Self-wakeups never reach `select_task_rq`, and the tracepoint fires with the task's `pi_lock`
 /// held and IRQs off, so one per-CPU slot is enough.
 pub fn waking(ctx: *mut core::ffi::c_void, task: u64) -> i32 {

@@ -21,6 +21,7 @@ use crate::{
     join::Placement,
     topology::{CpuSet, Level},
 };
+use wakeviz_common::PINNED_SLOTS;
 
 // The hooks' kind masks are one byte.
 const _: () = assert!(crate::event::Kind::ALL.len() <= 8);
@@ -72,9 +73,10 @@ pub struct ShadowEval {
     /// Per CPU: the select inputs its `sched_waking` probe read for the wakeup whose waking
     /// record comes next on that CPU ([`Select::at_waking`]).
     waking_inputs: Vec<Option<Select>>,
-    /// Per CPU: its last at-waking record when that was a pinned task's, which a later
-    /// `sched_waking` of the same task from the same old CPU stands for when the probes leave
-    /// repeats unsent (`wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`; `None` on older ones).
+    /// Per CPU, [`PINNED_SLOTS`] slots by pid: the last pinned at-waking record of a pid, which
+    /// a later `sched_waking` of the same task from the same old CPU stands for when the probes
+    /// leave repeats unsent (`wakeviz_common::PINNED_REPEATS_UNSENT_SINCE`; `None` on older
+    /// probes).
     last_pinned: Option<Vec<Option<Select>>>,
     /// Tracepoint-only decisions made with inputs read at `sched_waking`.
     pub(super) with_waking_inputs: u64,
@@ -153,7 +155,7 @@ impl ShadowEval {
             select_ns: hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 2).ok(),
             waking_inputs: vec![None; topo.bound],
             last_pinned: (header.abi_version >= wakeviz_common::PINNED_REPEATS_UNSENT_SINCE)
-                .then(|| vec![None; topo.bound]),
+                .then(|| vec![None; topo.bound * PINNED_SLOTS]),
             with_waking_inputs: 0,
             with_stack_flags: 0,
             scan_model: super::scan_model::ScanModelReport::default(),
@@ -311,12 +313,13 @@ impl ShadowEval {
                 if let Some(slot) = self.waking_inputs.get_mut(s.cpu as usize) {
                     *slot = Some(**s);
                 }
-                if let Some(slot) = self
-                    .last_pinned
-                    .as_mut()
-                    .and_then(|v| v.get_mut(s.cpu as usize))
-                {
-                    *slot = (s.inputs.task_nr_cpus_allowed == Some(1)).then_some(**s);
+                let at = pinned_slot(s.cpu, s.pid);
+                if let Some(slot) = self.last_pinned.as_mut().and_then(|v| v.get_mut(at)) {
+                    if s.inputs.task_nr_cpus_allowed == Some(1) {
+                        *slot = Some(**s);
+                    } else if slot.is_some_and(|l| l.pid == s.pid) {
+                        *slot = None;
+                    }
                 }
             }
             Event::Select(s) => {
@@ -354,7 +357,8 @@ impl ShadowEval {
     /// The record the probe left unsent for this `sched_waking` as a repeat of its CPU's last
     /// pinned record, restamped at the waking.
     fn repeated_pinned(&self, w: &crate::event::Wake) -> Option<Select> {
-        let last = self.last_pinned.as_ref()?.get(w.cpu as usize)?.as_ref()?;
+        let at = pinned_slot(w.cpu, w.pid);
+        let last = self.last_pinned.as_ref()?.get(at)?.as_ref()?;
         let repeat = w.pid != w.waker_pid && last.pid == w.pid && last.prev_cpu == w.target_cpu;
         repeat.then_some(Select {
             ts_ns: w.ts_ns,
@@ -719,6 +723,11 @@ fn idle_in_llc(t: &ShadowTopo, idle: &[u64], cpu: u32, allowed: Option<&CpuSet>)
         })
         .sum();
     n.min(u32::from(u16::MAX)) as u16
+}
+
+/// Index of `pid`'s slot of `cpu` in [`ShadowEval::last_pinned`], as the probes pick it.
+fn pinned_slot(cpu: u32, pid: u32) -> usize {
+    cpu as usize * PINNED_SLOTS + (pid as usize & (PINNED_SLOTS - 1))
 }
 
 fn select_ctx(s: &Select) -> Ctx {
