@@ -395,20 +395,23 @@ inputs_runs() {
         hogs="$hogs $!"
         k=$((k + 1))
     done
-    "$WVZ" --record /out/busy.wvz --headless --label busy -- taskset -c 0-7 sh -c "
+    # The hogs spin only while a run's command runs: it continues them, gives the CPUs' load a
+    # second to build, and stops them again. Under TCG every spinning vCPU slows the others,
+    # so wakeviz's start-up and ending would otherwise take several times as long. Outside the
+    # command's process tree, the hogs stay out of the run's scope.
+    kill -STOP $hogs
+    busy="kill -CONT $hogs; sleep 1
         for i in 1 2 3 4; do
             /tmp/wvz-busy workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-busy & done
-        wait" \
+        wait; kill -STOP $hogs"
+    "$WVZ" --record /out/busy.wvz --headless --label busy -- taskset -c 0-7 sh -c "$busy" \
         >/out/busy.log 2>&1 || fail "busy run failed: see busy.log"
     log "busy run with the function probes done at $(now)"
     # The same run by the tracepoints alone: the shadow's fidelity without the select record.
     "$WVZ" --record /out/busy_tp.wvz --headless --label busy-tp --no-function-probes \
-        -- taskset -c 0-7 sh -c "
-        for i in 1 2 3 4; do
-            /tmp/wvz-busy workload pingpong --iterations $((WVZ_ITER / 2)) --comm wvz-busy & done
-        wait" \
+        -- taskset -c 0-7 sh -c "$busy" \
         >/out/busy_tp.log 2>&1 || fail "busy tracepoint-only run failed: see busy_tp.log"
-    kill $hogs 2>/dev/null
+    kill -KILL $hogs 2>/dev/null
     wait $hogs 2>/dev/null
     log "busy run done at $(now)"
     "$WVZ" --record /out/aff.wvz --headless --label aff -- taskset -c 1,6 sh -c "

@@ -65,6 +65,8 @@ pub struct Ev {
     pub prev_comm: String,
     pub next_pid: u32,
     pub next_comm: String,
+    /// Stamp in seconds: the trace clock's in the kernel's trace, `ts_ns` in the dump.
+    pub ts_s: f64,
 }
 
 /// All events of one source.
@@ -100,28 +102,66 @@ impl Stream {
         names
     }
 
-    /// (kind, final comm) -> count over workload tasks; sched_switch counts once, under the
-    /// outgoing task when that is a workload's, else under the incoming one.
+    /// The workload task an event counts under: sched_switch under the outgoing task when that
+    /// is a workload's, else under the incoming one; any other kind under its task. `None` when
+    /// neither is a workload's.
+    fn counted<'a>(e: &Ev, names: &'a HashMap<u32, String>) -> Option<(u32, &'a str)> {
+        let name = |pid: u32| names.get(&pid).map_or("", String::as_str);
+        let pid = if e.kind == "sched_switch" {
+            if name(e.prev_pid).starts_with(PREFIX) {
+                e.prev_pid
+            } else {
+                e.next_pid
+            }
+        } else {
+            e.pid
+        };
+        Some((pid, name(pid))).filter(|(_, n)| n.starts_with(PREFIX))
+    }
+
+    /// (kind, final comm) -> count over workload tasks (see [`Stream::counted`]).
     pub fn counts(&self) -> Counts {
         let names = self.final_names();
-        let name = |pid: u32| names.get(&pid).map_or("", String::as_str);
         let mut c = Counts::new();
         for e in &self.events {
-            let comm = if e.kind == "sched_switch" {
-                let p = name(e.prev_pid);
-                if p.starts_with(PREFIX) {
-                    p
-                } else {
-                    name(e.next_pid)
-                }
-            } else {
-                name(e.pid)
-            };
-            if comm.starts_with(PREFIX) {
+            if let Some((_, comm)) = Self::counted(e, &names) {
                 *c.entry((e.kind.clone(), comm.to_owned())).or_default() += 1;
             }
         }
         c
+    }
+
+    /// (kind, pid) -> (count, first and last stamp) over workload tasks.
+    fn per_pid(&self) -> BTreeMap<(String, u32), (u64, f64, f64)> {
+        let names = self.final_names();
+        let mut c = BTreeMap::new();
+        for e in &self.events {
+            if let Some((pid, _)) = Self::counted(e, &names) {
+                let v = c
+                    .entry((e.kind.clone(), pid))
+                    .or_insert((0, e.ts_s, e.ts_s));
+                v.0 += 1;
+                v.2 = e.ts_s;
+            }
+        }
+        c
+    }
+
+    /// Every name this source gave `pid`, in order of first sight.
+    fn names_of(&self, pid: u32) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for e in &self.events {
+            for (p, n) in [
+                (e.pid, &e.comm),
+                (e.prev_pid, &e.prev_comm),
+                (e.next_pid, &e.next_comm),
+            ] {
+                if p == pid && !n.is_empty() && !out.contains(&n.as_str()) {
+                    out.push(n);
+                }
+            }
+        }
+        out
     }
 
     /// Per comm, counts of (waker CPU, wakee CPU) over the sched_waking events whose waker and
@@ -234,9 +274,15 @@ fn parse_trace_line(line: &str) -> Option<Ev> {
     let rest = &line[close + 1..];
     let at = rest.find(": sched_")?;
     let (kind, fields) = rest[at + 2..].split_once(':')?;
+    let ts_s = rest[..at]
+        .split_whitespace()
+        .last()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(f64::NAN);
     let mut e = Ev {
         kind: kind.to_owned(),
         cpu,
+        ts_s,
         waker_pid,
         tgid,
         ..Ev::default()
@@ -322,6 +368,7 @@ pub fn dump(wakeviz: &Path, wvz: &Path) -> Result<Stream> {
             prev_comm: s(&v, "prev_comm"),
             next_pid: u(&v, "next_pid").unwrap_or(0),
             next_comm: s(&v, "next_comm"),
+            ts_s: v["ts_ns"].as_u64().map_or(f64::NAN, |n| n as f64 / 1e9),
             kind,
         });
     }
@@ -380,11 +427,58 @@ pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
     }
 }
 
+/// Where a kind's workload totals differ, the tasks that make the difference: pid, the names
+/// each source gave it, the counts and when each source saw it, so a mismatch can be traced to
+/// an event rather than argued about. At most `MAX` lines.
+pub fn explain_count_diffs(f: &mut Findings, wakeviz: &Stream, truth: &Stream) {
+    const MAX: usize = 12;
+    let (w, t) = (wakeviz.per_pid(), truth.per_pid());
+    let mut keys: Vec<&(String, u32)> = w.keys().chain(t.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let span = |v: Option<&(u64, f64, f64)>| {
+        v.map_or_else(|| "-".to_owned(), |&(_, a, b)| format!("{a:.6}..{b:.6} s"))
+    };
+    let mut lines = Vec::new();
+    for key in keys {
+        let (a, b) = (w.get(key), t.get(key));
+        let (na, nb) = (a.map_or(0, |v| v.0), b.map_or(0, |v| v.0));
+        if na == nb {
+            continue;
+        }
+        let (kind, pid) = key;
+        lines.push(format!(
+            "    {kind} pid {pid}: wakeviz {na} ({}; names {}), tracefs {nb} ({}; names {})",
+            span(a),
+            wakeviz.names_of(*pid).join(","),
+            span(b),
+            truth.names_of(*pid).join(",")
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    f.line(format!(
+        "  tasks whose counts differ ({} of kind and pid):",
+        lines.len()
+    ));
+    let n = lines.len();
+    for l in lines.into_iter().take(MAX) {
+        f.line(l);
+    }
+    if n > MAX {
+        f.line(format!("    ... {} more", n - MAX));
+    }
+}
+
 /// Several rings: the capture used the topology's ring count, nothing arrived behind
 /// the merge's watermark, nothing was dropped, no CPU's chain of switches has a gap, and every
-/// workload wakeup is in the recording
-/// and joined: the workloads' sched_waking and sched_wakeup counts equal tracefs's exactly.
-pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, truth: &Counts) {
+/// workload wakeup the kernel traced is in the recording: task by task, wakeviz has at least
+/// tracefs's sched_waking and sched_wakeup count. tracefs records from before wakeviz starts
+/// until after it ends, so a task with fewer is a wakeup wakeviz lost; one with more is one the
+/// kernel's trace does not show, which [`compare_counts`] judges and [`explain_count_diffs`]
+/// names.
+pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Stream, truth: &Stream) {
     let Some(d) = report.map(|r| &r["drops"]) else {
         f.fail("rings: no guest report");
         return;
@@ -450,11 +544,21 @@ pub fn rings(f: &mut Findings, report: Option<&Value>, want: usize, w: &Counts, 
         ));
     }
     if want > 1 {
+        let (wp, tp) = (w.per_pid(), truth.per_pid());
         for kind in ["sched_waking", "sched_wakeup"] {
-            let (a, b) = (total(w, kind), total(truth, kind));
-            if a != b {
+            let short: Vec<String> = tp
+                .iter()
+                .filter(|((k, _), _)| k == kind)
+                .filter_map(|((_, pid), &(b, ..))| {
+                    let a = wp.get(&(kind.to_owned(), *pid)).map_or(0, |v| v.0);
+                    (a < b).then(|| format!("pid {pid} {a} of {b}"))
+                })
+                .collect();
+            if !short.is_empty() {
                 f.fail(format!(
-                    "rings: {kind} wakeviz {a} vs tracefs {b}, want equal"
+                    "rings: {kind}: {} workload task(s) with fewer than tracefs traced: {}",
+                    short.len(),
+                    short.join(", ")
                 ));
             }
         }
@@ -985,6 +1089,7 @@ mod tests {
             ("sched_waking", 4, 302, "wvz-smt")
         );
         assert_eq!((w.target_cpu, w.waker_pid), (Some(5), Some(301)));
+        assert!((w.ts_s - 31.123456).abs() < 1e-9);
         let s = parse_trace_line(
             "          <idle>-0       [013] d..2.    32.388598: sched_switch: \
              prev_comm=swapper/13 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sh \
@@ -1060,6 +1165,73 @@ mod tests {
         assert_eq!(get("sched_switch"), Some(1));
         assert_eq!(get("sched_waking"), Some(1));
         assert_eq!(c.len(), 3);
+    }
+
+    #[test]
+    fn count_diffs_name_the_tasks_that_differ() {
+        let at = |kind: &str, pid: u32, comm: &str, ts_s: f64| Ev {
+            ts_s,
+            ..ev(kind, pid, comm)
+        };
+        let st = |events| Stream {
+            events,
+            other: BTreeMap::new(),
+            scan_hits: BTreeMap::new(),
+        };
+        let w = st(vec![
+            at("sched_waking", 5, "wvz-x", 1.0),
+            at("sched_waking", 5, "wvz-x", 2.0),
+            at("sched_waking", 6, "wvz-x", 3.0),
+        ]);
+        let t = st(vec![
+            at("sched_waking", 5, "sh", 1.0),
+            at("sched_waking", 5, "wvz-x", 2.0),
+        ]);
+        let mut f = Findings::default();
+        explain_count_diffs(&mut f, &w, &t);
+        assert_eq!(f.lines.len(), 2, "{:?}", f.lines);
+        assert!(
+            f.lines[1].contains("sched_waking pid 6: wakeviz 1"),
+            "{}",
+            f.lines[1]
+        );
+        assert!(
+            f.lines[1].contains("tracefs 0 (-; names )"),
+            "{}",
+            f.lines[1]
+        );
+        let mut same = Findings::default();
+        explain_count_diffs(&mut same, &w, &w);
+        assert!(same.lines.is_empty());
+    }
+
+    #[test]
+    fn rings_fail_on_a_task_short_of_the_trace_not_on_a_surplus() {
+        let report = serde_json::json!({"drops": {
+            "rings": [{"cpus": "0-3", "delivered": 1}, {"cpus": "4-7", "delivered": 1}],
+            "late_events": 0, "kernel_drops": 0, "user_drops": 0, "switch_gaps": 0,
+            "unmatched_wakeups": 0, "max_hold_ns": 0, "startup_hold_ns": 0,
+            "batches": {"sent": 1, "flushed_by_wakeviz": 0, "unbatched": 0, "dropped_records": 0}
+        }});
+        let st = |wakings: &[u32]| Stream {
+            events: wakings
+                .iter()
+                .map(|&pid| ev("sched_waking", pid, "wvz-x"))
+                .collect(),
+            other: BTreeMap::new(),
+            scan_hits: BTreeMap::new(),
+        };
+        let run = |w: &Stream, t: &Stream| {
+            let mut f = Findings::default();
+            rings(&mut f, Some(&report), 2, w, t);
+            f.failures
+        };
+        // A surplus the trace does not show: not a loss.
+        assert!(run(&st(&[5, 5, 6]), &st(&[5, 6])).is_empty());
+        // Equal totals, but pid 6 lost one of its wakeups.
+        let lost = run(&st(&[5, 5, 6]), &st(&[5, 6, 6]));
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert!(lost[0].contains("pid 6 1 of 2"), "{}", lost[0]);
     }
 
     /// Two-socket Xeon (48 CPUs): cpus 1 and 13 are in different packages.

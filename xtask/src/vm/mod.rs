@@ -547,15 +547,10 @@ fn run_topology(
         f.fail("no select_task_rq_fair (fentry/fexit) events recorded");
     }
     check::compare_counts(&mut f, &d.counts(), &truth_counts);
+    check::explain_count_diffs(&mut f, &d, &truth);
     identity::check(&mut f, &d, &truth);
     scan::check(&mut f, wakeviz, &trace, &truth, guest_report.as_ref());
-    check::rings(
-        &mut f,
-        guest_report.as_ref(),
-        spec.rings,
-        &d.counts(),
-        &truth_counts,
-    );
+    check::rings(&mut f, guest_report.as_ref(), spec.rings, &d, &truth);
     f.line("  placement of pinned pairs (waker CPU -> wakee CPU, the pair's own sched_waking):");
     check::placement(
         &mut f,
