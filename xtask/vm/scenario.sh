@@ -80,9 +80,11 @@ snapshot_sysfs() {
 }
 
 # Kernel tracing as the independent ground truth: the same five tracepoints, filtered on the
-# workloads' comm prefix plus "sh" (a workload process is forked by this shell and only takes its
-# wvz-* name at exec, so its first events say comm=sh; the host attributes every event to its
-# pid's final name, as wakeviz's task table does).
+# workloads' comm prefix plus the names a workload task has before its own: "sh" (a workload
+# process is forked by this shell and only takes its wvz-* name at exec, so its first events say
+# comm=sh) and "exe" (busybox runs an applet such as a hog's `sh -c` by re-executing
+# /proc/self/exe, so a hog is "exe" until it names itself). The host attributes every event to
+# its pid's final name, as wakeviz's task table does.
 trace_setup() {
     echo 0 >$T/tracing_on
     echo nop >$T/current_tracer
@@ -92,11 +94,12 @@ trace_setup() {
     # word on task identity, compared with the recording's tgids.
     echo 1 >$T/options/record-tgid || fail "tracefs: cannot set record-tgid"
     for e in sched_waking sched_wakeup sched_wakeup_new sched_migrate_task; do
-        echo 'comm ~ "wvz-*" || comm == "sh"' >$T/events/sched/$e/filter ||
+        echo 'comm ~ "wvz-*" || comm == "sh" || comm == "exe"' >$T/events/sched/$e/filter ||
             fail "tracefs: filter on $e"
         echo 1 >$T/events/sched/$e/enable || fail "tracefs: enable $e"
     done
-    echo 'prev_comm ~ "wvz-*" || next_comm ~ "wvz-*" || prev_comm == "sh" || next_comm == "sh"' \
+    sw='prev_comm ~ "wvz-*" || next_comm ~ "wvz-*" || prev_comm == "sh" || next_comm == "sh"'
+    echo "$sw"' || prev_comm == "exe" || next_comm == "exe"' \
         >$T/events/sched/sched_switch/filter || fail "tracefs: filter on sched_switch"
     echo 1 >$T/events/sched/sched_switch/enable || fail "tracefs: enable sched_switch"
     scan_kprobes
