@@ -69,6 +69,18 @@ pub struct Ev {
     pub ts_s: f64,
 }
 
+impl Ev {
+    /// The (pid, name) pairs the event states: its task's, and a switch's outgoing and
+    /// incoming ones (an empty name where the kind has none).
+    fn named(&self) -> [(u32, &str); 3] {
+        [
+            (self.pid, &self.comm),
+            (self.prev_pid, &self.prev_comm),
+            (self.next_pid, &self.next_comm),
+        ]
+    }
+}
+
 /// All events of one source.
 #[derive(Default)]
 pub struct Stream {
@@ -151,12 +163,8 @@ impl Stream {
     fn names_of(&self, pid: u32) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for e in &self.events {
-            for (p, n) in [
-                (e.pid, &e.comm),
-                (e.prev_pid, &e.prev_comm),
-                (e.next_pid, &e.next_comm),
-            ] {
-                if p == pid && !n.is_empty() && !out.contains(&n.as_str()) {
+            for (p, n) in e.named() {
+                if p == pid && !n.is_empty() && !out.contains(&n) {
                     out.push(n);
                 }
             }
@@ -231,11 +239,7 @@ impl Stream {
     pub fn renamed(&self) -> std::collections::HashSet<u32> {
         let mut out = std::collections::HashSet::new();
         for e in &self.events {
-            for (pid, comm) in [
-                (e.pid, &e.comm),
-                (e.prev_pid, &e.prev_comm),
-                (e.next_pid, &e.next_comm),
-            ] {
+            for (pid, comm) in e.named() {
                 if pid != 0 && !comm.is_empty() && !comm.starts_with(PREFIX) {
                     out.insert(pid);
                 }
@@ -427,9 +431,9 @@ pub fn compare_counts(f: &mut Findings, wakeviz: &Counts, truth: &Counts) {
     }
 }
 
-/// Where a kind's workload totals differ, the tasks that make the difference: pid, the names
-/// each source gave it, the counts and when each source saw it, so a mismatch can be traced to
-/// an event rather than argued about. At most `MAX` lines.
+/// Every (kind, workload task) whose counts differ between the sources, even where the totals
+/// agree: pid, the counts, the names each source gave it and when each saw it, so a mismatch
+/// can be traced to events rather than argued about. At most `MAX` lines.
 pub fn explain_count_diffs(f: &mut Findings, wakeviz: &Stream, truth: &Stream) {
     const MAX: usize = 12;
     let (w, t) = (wakeviz.per_pid(), truth.per_pid());
