@@ -170,7 +170,7 @@ pub fn entry(task: u64, prev_cpu: u64, wake_flags: u64) -> i32 {
         return 0;
     };
     // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (IRQs off).
-    unsafe { *e = read_entry(task, prev_cpu as u32, wake_flags as u32) };
+    read_entry(unsafe { &mut *e }, task, prev_cpu as u32, wake_flags as u32);
     0
 }
 
@@ -200,11 +200,17 @@ fn stamp(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
     }
 }
 
-/// The entry state of a placement of `task` from `prev_cpu`: the stamp, and every kernel input
-/// this kernel lets the probe read (in `current`'s context, the waker's).
+/// Fills `v` with the entry state of a placement of `task` from `prev_cpu`: the stamp, and every
+/// kernel input this kernel lets the probe read (in `current`'s context, the waker's).
+///
+/// `v` is the per-CPU map value, written in place because the verifier does not track what a
+/// map value holds: the paths through the optional reads below meet again after each read. An
+/// `Entry` built on the BPF stack and copied keeps every read's outcome in stack slots, so no two
+/// paths compare equal and the verifier walks each combination of outcomes (for the
+/// `sched_waking` program, close to its limit of one million instructions).
 #[inline(always)]
-fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
-    let mut v = stamp(task, prev_cpu, wake_flags);
+fn read_entry(v: &mut Entry, task: u64, prev_cpu: u32, wake_flags: u32) {
+    *v = stamp(task, prev_cpu, wake_flags);
     if READ_RQ.load() != 0 {
         // SAFETY: helper without preconditions.
         let cpu = unsafe { bpf_get_smp_processor_id() };
@@ -242,7 +248,6 @@ fn read_entry(task: u64, prev_cpu: u32, wake_flags: u32) -> Entry {
             v.exact_mask |= inputs::read_flips(task, cur, &mut v.flips);
         }
     }
-    v
 }
 
 /// A task allowed one CPU: `select_task_rq()` takes that CPU without asking the class, so its
@@ -374,15 +379,13 @@ pub fn waking(ctx: *mut core::ffi::c_void, task: u64) -> i32 {
         return 0;
     }
     // SAFETY: valid per-CPU map value pointer, no concurrent user on this CPU (see above).
-    unsafe {
-        *e = if one_cpu {
-            read_mask_only(task, prev_cpu, mask)
-        } else {
-            read_entry(task, prev_cpu, SELECT_AT_WAKING | sync::flags(ctx))
-        }
-    };
-    // SAFETY: as above.
-    send_record(unsafe { &*e }, pid, UNKNOWN_U32, waker_pid);
+    let v = unsafe { &mut *e };
+    if one_cpu {
+        *v = read_mask_only(task, prev_cpu, mask);
+    } else {
+        read_entry(v, task, prev_cpu, SELECT_AT_WAKING | sync::flags(ctx));
+    }
+    send_record(v, pid, UNKNOWN_U32, waker_pid);
     0
 }
 

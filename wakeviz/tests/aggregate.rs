@@ -233,6 +233,7 @@ fn standalone_aggregate_mode_reports() {
             "--aggregate",
             "--report",
             "json",
+            "--bpf-stats",
             "--",
             BIN,
             "workload",
@@ -243,6 +244,7 @@ fn standalone_aggregate_mode_reports() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    support::assert_verifier_cost(&stderr, "agg_btf_sched_wakeup");
     assert!(stderr.contains("no ring-buffer traffic"), "{stderr}");
     assert!(
         !stderr.contains("FAILED"),

@@ -287,6 +287,8 @@ fn bpf_stats_print_costs_floor_and_clock() {
         err.contains("bpf: floor") && err.contains("bpf: clock"),
         "{err}"
     );
+    // What loading each program cost the verifier.
+    support::assert_verifier_cost(err, "btf_sched_waking");
     // The calibration programs emit nothing: the recording holds the probes' events only.
     let waking_events = c
         .lines

@@ -425,9 +425,10 @@ inputs_runs() {
     # `cache`: the cache-placement questions on several multi-threaded processes waking each
     # other all over the machine: three fan-out processes (2 groups of a sender and 3
     # receivers: 8 threads each) and two ping-pong processes, none pinned, fewer runnable
-    # threads than CPUs most of the time.
+    # threads than CPUs most of the time. `--bpf-stats` prints what loading each probe cost the
+    # verifier (the host checks it: the function probes load only here).
     link_comm wvz-cache
-    "$WVZ" --record /out/cache.wvz --headless --label cache -- sh -c "
+    "$WVZ" --record /out/cache.wvz --headless --label cache --bpf-stats -- sh -c "
         for i in 1 2 3; do
             /tmp/wvz-cache workload fanout --groups 2 --receivers 3 --loops 200 \
                 --comm wvz-cache & done

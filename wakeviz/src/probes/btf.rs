@@ -106,8 +106,12 @@ pub struct KernelBtf {
 }
 
 impl KernelBtf {
+    /// Parses from memory: btf-rs's file reader asks the kernel for its position once per type
+    /// (about 125,000 `lseek` calls for a distribution kernel), one read of the file does not.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
-        let btf = Btf::from_file(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let btf =
+            Btf::from_bytes(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         Ok(Self { btf })
     }
 

@@ -625,12 +625,17 @@ fn waking_inputs_on(ebpf: &mut Ebpf) -> Result<(), String> {
     a.set(0, 1, 0).map_err(|e| reason(&e))
 }
 
-/// Kernel-measured cost of one program (BPF_ENABLE_STATS), as bpftop reads it.
+/// Kernel-measured cost of one program (BPF_ENABLE_STATS), as bpftop reads it, and what
+/// loading it cost.
 #[derive(Clone, Debug)]
 pub struct RunStat {
     pub program: String,
     pub run_count: u64,
     pub run_time_ns: u64,
+    /// Instructions the verifier processed to load the program (`verified_insns`, 5.16+): the
+    /// load's CPU cost, and how near the program is to the kernel's limit of one million, past
+    /// which the kernel refuses it.
+    pub verified_insns: Option<u32>,
 }
 
 /// `recursion_misses` of one program: times the kernel skipped it because a BPF program of the
@@ -730,15 +735,18 @@ impl Probes {
     }
 }
 
-/// Run counts and times of the attached programs of `ebpf` (zero unless stats were enabled).
+/// Run counts and times of the loaded programs of `ebpf` (zero unless stats were enabled), with
+/// their verifier cost.
 pub(crate) fn run_stats_of(ebpf: &Ebpf) -> Vec<RunStat> {
     ebpf.programs()
         .filter_map(|(name, p)| {
             let info = p.info().ok()?;
-            (info.run_count() > 0).then(|| RunStat {
+            let verified_insns = info.verified_instruction_count();
+            (info.run_count() > 0 || verified_insns.is_some()).then(|| RunStat {
                 program: name.to_string(),
                 run_count: info.run_count(),
                 run_time_ns: u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX),
+                verified_insns,
             })
         })
         .collect()
@@ -748,7 +756,7 @@ pub(crate) fn run_stats_of(ebpf: &Ebpf) -> Vec<RunStat> {
 /// for a wakeup: waking, select entry/exit, migrate, wakeup), as `bpf: ...` lines.
 pub fn describe_run_stats(stats: &[RunStat]) -> String {
     let mut s = String::new();
-    for r in stats {
+    for r in stats.iter().filter(|r| r.run_count > 0) {
         let _ = writeln!(
             s,
             "bpf: {:<32} {:>10} runs {:>8.1} ns/run",
@@ -810,8 +818,26 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
             );
         }
     }
+    let mut verified: Vec<(&str, u32)> = stats
+        .iter()
+        .filter_map(|r| Some((r.program.as_str(), r.verified_insns?)))
+        .collect();
+    verified.sort_unstable();
+    for (p, n) in &verified {
+        let _ = writeln!(s, "bpf: verifier {p:<32} {n:>9} instructions to load");
+    }
+    if !verified.is_empty() {
+        let _ = writeln!(
+            s,
+            "bpf: the kernel refuses a program whose verification passes {VERIFIER_LIMIT} instructions"
+        );
+    }
     s
 }
+
+/// `BPF_COMPLEXITY_LIMIT_INSNS`: the most instructions the verifier processes for one program
+/// (include/linux/bpf.h, since 5.2).
+pub const VERIFIER_LIMIT: u32 = 1_000_000;
 
 /// A table of probe outcomes for the terminal.
 pub fn describe(status: &[ProbeStatus]) -> String {
@@ -846,6 +872,7 @@ mod tests {
             program: program.into(),
             run_count,
             run_time_ns,
+            verified_insns: None,
         }
     }
 
@@ -901,6 +928,32 @@ mod tests {
             !line.contains('\n') && line.contains("`OFF_TASK_TYPO`"),
             "{line}"
         );
+    }
+
+    /// A program that never ran has no cost line, but its load cost is listed like the others.
+    #[test]
+    fn verifier_cost_of_every_loaded_program() {
+        let s = describe_run_stats(&[
+            RunStat {
+                verified_insns: Some(26_237),
+                ..stat("btf_sched_waking", 10, 1_000)
+            },
+            RunStat {
+                verified_insns: Some(1_189),
+                ..stat("btf_sched_wakeup_new", 0, 0)
+            },
+        ]);
+        assert!(!s.contains("bpf: btf_sched_wakeup_new"), "{s}");
+        for (p, n) in [
+            ("btf_sched_waking", "26237"),
+            ("btf_sched_wakeup_new", "1189"),
+        ] {
+            let l = s
+                .lines()
+                .find(|l| l.starts_with("bpf: verifier ") && l.contains(p))
+                .unwrap_or_else(|| panic!("no verifier line for {p}:\n{s}"));
+            assert_eq!(l.split_whitespace().nth(3), Some(n), "{l}");
+        }
     }
 
     #[test]

@@ -212,3 +212,26 @@ impl Drop for TraceInstance {
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
+
+/// Checks the `bpf: verifier PROGRAM N` lines `--bpf-stats` printed in `stderr`: `program`
+/// has one, and no program needed more than 100,000 instructions, a tenth of the verifier's
+/// limit, so a kernel whose verifier explores more paths still loads it. Says on stderr that
+/// it was skipped where the kernel does not count them (before 5.16).
+#[allow(dead_code)]
+pub fn assert_verifier_cost(stderr: &str, program: &str) {
+    let verified: Vec<(&str, u32)> = stderr
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("bpf: verifier ")?.split_whitespace();
+            Some((w.next()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    if verified.is_empty() {
+        eprintln!("SKIPPED verifier cost checks: no verified_insns before Linux 5.16\n{stderr}");
+        return;
+    }
+    assert!(verified.iter().any(|(p, _)| *p == program), "{stderr}");
+    for (p, n) in &verified {
+        assert!(*n <= 100_000, "{p}: {n} verified instructions\n{stderr}");
+    }
+}

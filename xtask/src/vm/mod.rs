@@ -26,6 +26,7 @@ mod replay;
 mod scan;
 mod sync;
 mod topo;
+mod verifier;
 
 use std::{
     fmt::Write as _,
@@ -611,6 +612,7 @@ fn run_topology(
     // 8. The select inputs: the busy and the affinity-restricted recordings.
     if settings.inputs_runs {
         check::inputs_runs(&mut f, wakeviz, &results);
+        verifier::check(&mut f, &results.join("cache.log"));
         sync::check(&mut f, wakeviz, &results);
     }
 
