@@ -8,6 +8,7 @@ mod batching;
 pub mod btf;
 pub mod debuginfo;
 pub mod floor;
+mod kallsyms;
 mod rings;
 mod scan;
 pub mod tracefs;
@@ -126,15 +127,6 @@ pub(crate) fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
 #[derive(Clone, Copy)]
 #[repr(transparent)]
 pub(crate) struct MapValue<T>(pub(crate) T);
-
-/// Symbols of the running kernel (names are listed even when addresses are hidden).
-fn kallsyms_has(name: &str) -> Option<bool> {
-    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
-    Some(
-        text.lines()
-            .any(|l| l.split_whitespace().nth(2) == Some(name)),
-    )
-}
 
 pub(crate) fn raise_memlock() {
     let rlim = libc::rlimit {
@@ -348,6 +340,7 @@ fn attach_function(
     btf: Option<&Btf>,
     f: &Function,
     has_btf_func: bool,
+    kallsyms: &kallsyms::Kallsyms,
 ) -> ProbeStatus {
     let func = f.name;
     let unavailable = |why: String| ProbeStatus {
@@ -356,7 +349,7 @@ fn attach_function(
         state: ProbeState::Unavailable(why),
         fallbacks: Vec::new(),
     };
-    match kallsyms_has(func) {
+    match kallsyms.has(func) {
         Some(false) => {
             return unavailable(format!(
                 "inlined: {func} is not in /proc/kallsyms (a static function the compiler inlined)"
@@ -509,6 +502,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         ));
     }
 
+    let kallsyms = kallsyms::Kallsyms::default();
     let mut status = Vec::new();
     for tp in program::TRACEPOINTS {
         status.push(attach_tracepoint(
@@ -538,7 +532,13 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
     for func in program::FUNCTIONS {
         if cfg.function_probes {
             let has = kbtf.as_ref().is_some_and(|b| b.has_func(func.name));
-            status.push(attach_function(&mut ebpf, aya_btf.as_ref(), func, has));
+            status.push(attach_function(
+                &mut ebpf,
+                aya_btf.as_ref(),
+                func,
+                has,
+                &kallsyms,
+            ));
         } else {
             status.push(ProbeStatus {
                 name: func.name.into(),
@@ -591,7 +591,7 @@ pub fn load_with(cfg: &ProbeConfig, sizes: &[(&'static str, u32)]) -> Result<Pro
         && read_inputs()
     {
         match waking_inputs_on(&mut ebpf) {
-            Ok(()) => notes.push(match wake_frames::load(&mut ebpf) {
+            Ok(()) => notes.push(match wake_frames::load(&mut ebpf, &kallsyms) {
                 Ok(_) => "select_task_rq_fair not attached: the sched_waking probe reads the placement's inputs (affinity, loads, wake_wide flips, run-queue state) for the shadow, and WF_SYNC from the waker's stack".into(),
                 Err(why) => format!("select_task_rq_fair not attached: the sched_waking probe reads the placement's inputs (affinity, loads, wake_wide flips, run-queue state) for the shadow; WF_SYNC stays unknown ({why})"),
             }),

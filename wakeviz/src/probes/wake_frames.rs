@@ -6,7 +6,7 @@ use std::io::BufRead;
 use aya::{Ebpf, Pod};
 use wakeviz_common::{MAX_WAKE_FRAMES, WakeFrame, names::map};
 
-use super::MapValue;
+use super::{MapValue, kallsyms::Kallsyms};
 
 /// Entries that pass `WF_SYNC` (`kernel/sched/wait.c`): pipes, sockets and epoll wake their
 /// readers through them.
@@ -88,12 +88,11 @@ pub fn ranges(kallsyms: impl BufRead) -> Result<Vec<WakeFrame>, String> {
 pub const SKIP_ENV: &str = "WAKEVIZ_SKIP_WAKE_STACK";
 
 /// Fills the probes' `WAKE_FRAMES` table from the running kernel's `/proc/kallsyms`.
-pub fn load(ebpf: &mut Ebpf) -> Result<usize, String> {
+pub fn load(ebpf: &mut Ebpf, kallsyms: &Kallsyms) -> Result<usize, String> {
     if std::env::var_os(SKIP_ENV).is_some_and(|v| v == "1") {
         return Err(format!("{SKIP_ENV}=1"));
     }
-    let f = std::fs::File::open("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?;
-    let frames = ranges(std::io::BufReader::new(f))?;
+    let frames = ranges(kallsyms.text()?.as_bytes())?;
     let m = ebpf.map_mut(map::WAKE_FRAMES).ok_or("no WAKE_FRAMES map")?;
     let mut a: aya::maps::Array<&mut aya::maps::MapData, MapValue<WakeFrame>> =
         aya::maps::Array::try_from(m).map_err(|e| e.to_string())?;
