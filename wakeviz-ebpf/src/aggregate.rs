@@ -4,7 +4,7 @@
 //! ring buffer. Layouts and slots are `wakeviz_common::agg`'s.
 //!
 //! Per event: `sched_waking` one hash lookup (an insert for a task seen the first time);
-//! `sched_wakeup` one lookup, three topology lookups and two counter updates; `sched_switch` two
+//! `sched_wakeup` one lookup, three topology lookups, a scratch slot and two counter updates; `sched_switch` two
 //! lookups and, for a woken task, one histogram update; `sched_migrate_task` one counter. The
 //! per-task state is updated in place, never deleted per event: an LRU insert or delete costs
 //! several lookups (measured: 440 ns per wakeup path with insert/delete, see CHANGELOG.md).
@@ -92,44 +92,62 @@ fn inc(a: &mut [u64], i: usize) {
     }
 }
 
-/// One placement's relations, as `wakeviz_core::analysis::placement::classify` has them.
+/// One placement's relations, as `wakeviz_core::analysis::placement::classify` has them; 0 or 1
+/// for the flags, level indexes for the rest.
+#[repr(C)]
 #[derive(Clone, Copy)]
 struct Classified {
     /// All three CPUs known (`vs_waker` and `vs_prev` exist).
-    classified: bool,
+    classified: u32,
     /// Waker and chosen CPU known (`vs_waker` exists).
-    has_vs_waker: bool,
-    vs_waker: usize,
-    vs_prev: usize,
-    waker_prev: usize,
-    affine: bool,
+    has_vs_waker: u32,
+    vs_waker: u32,
+    vs_prev: u32,
+    waker_prev: u32,
+    affine: u32,
 }
 
+/// Where [`classify`] leaves its result for the counters to read. The verifier does not track
+/// what a map value holds, so the paths through the three level comparisons meet once it is
+/// written; kept in registers, each combination of levels updated the counters on a path of
+/// its own (about 80,000 verified instructions for the `sched_wakeup` program).
+#[map]
+static AGG_CLASSIFIED: PerCpuArray<Classified> = PerCpuArray::with_max_entries(1, 0);
+
 #[inline(always)]
-fn classify(waker: u32, prev: u32, chosen: u32) -> Classified {
+fn classify(waker: u32, prev: u32, chosen: u32) -> Option<&'static Classified> {
+    let slot = AGG_CLASSIFIED.get_ptr_mut(0)?;
     let (w, p, c) = (place(waker), place(prev), place(chosen));
-    Classified {
-        classified: w.known() && p.known() && c.known(),
-        has_vs_waker: w.known() && c.known(),
-        vs_waker: level_index(waker == chosen, &w, &c),
-        vs_prev: level_index(prev == chosen, &p, &c),
-        waker_prev: level_index(waker == prev, &w, &p),
+    let k = Classified {
+        classified: u32::from(w.known() && p.known() && c.known()),
+        has_vs_waker: u32::from(w.known() && c.known()),
+        vs_waker: level_index(waker == chosen, &w, &c) as u32,
+        vs_prev: level_index(prev == chosen, &p, &c) as u32,
+        waker_prev: level_index(waker == prev, &w, &p) as u32,
         // An unknown waker has llc ABSENT, never equal to a known chosen CPU's.
-        affine: chosen != prev && c.known() && p.known() && c.llc == w.llc && c.llc != p.llc,
+        affine: u32::from(
+            chosen != prev && c.known() && p.known() && c.llc == w.llc && c.llc != p.llc,
+        ),
+    };
+    // SAFETY: this CPU's slot of a per-CPU array; programs do not nest on one CPU, and the
+    // slot is read only by this program run, after this write.
+    unsafe {
+        *slot = k;
+        Some(&*slot)
     }
 }
 
 #[inline(always)]
 fn add(pc: &mut PlaceCounts, k: &Classified) {
     pc.count += 1;
-    if k.classified {
-        inc(&mut pc.vs_waker, k.vs_waker);
-        inc(&mut pc.vs_prev, k.vs_prev);
+    if k.classified != 0 {
+        inc(&mut pc.vs_waker, k.vs_waker as usize);
+        inc(&mut pc.vs_prev, k.vs_prev as usize);
     } else {
         pc.unclassified += 1;
     }
-    if k.affine {
-        inc(&mut pc.affine_by_waker_prev, k.waker_prev);
+    if k.affine != 0 {
+        inc(&mut pc.affine_by_waker_prev, k.waker_prev as usize);
     }
 }
 
@@ -144,18 +162,20 @@ fn add_total(slot: u32, k: &Classified) {
 /// Counts a placement; returns the histogram slot of its wakeup-to-run latency.
 #[inline(always)]
 fn placed(waker: u32, prev: u32, chosen: u32) -> u32 {
-    let k = classify(waker, prev, chosen);
+    let Some(k) = classify(waker, prev, chosen) else {
+        return hist::OVERALL;
+    };
     match AGG_CPU.get_ptr_mut(chosen) {
         // SAFETY: as in `add_total`.
-        Some(p) => add(unsafe { &mut (*p).landed }, &k),
-        None => add_total(totals::BEYOND, &k),
+        Some(p) => add(unsafe { &mut (*p).landed }, k),
+        None => add_total(totals::BEYOND, k),
     }
     if let Some(p) = AGG_CPU.get_ptr_mut(waker) {
         // SAFETY: as in `add_total`.
-        add(unsafe { &mut (*p).woke }, &k);
+        add(unsafe { &mut (*p).woke }, k);
     }
-    if k.has_vs_waker {
-        hist::BY_LEVEL + k.vs_waker as u32
+    if k.has_vs_waker != 0 {
+        hist::BY_LEVEL + k.vs_waker
     } else {
         hist::OVERALL
     }
@@ -265,8 +285,9 @@ pub fn wakeup_new(how: Access, task_ptr: u64) -> i32 {
     let ts = now();
     let pid = pid_of(how, task_ptr);
     let here = this_cpu();
-    let k = classify(here, here, cpu_of(how, task_ptr));
-    add_total(totals::NEW_TASKS, &k);
+    if let Some(k) = classify(here, here, cpu_of(how, task_ptr)) {
+        add_total(totals::NEW_TASKS, k);
+    }
     if let Some(t) = task(pid) {
         // SAFETY: as in `waking`.
         pending_run(unsafe { &mut *t }, ts, hist::NEW_TASK);
