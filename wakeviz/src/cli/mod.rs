@@ -150,7 +150,8 @@ pub struct Cli {
     /// default the kernel's own wakeup counters are recorded beside the events and compared).
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub no_schedstat: bool,
-    /// Measure each probe's cost with the kernel's BPF run-time statistics and print it.
+    /// Measure each probe's cost with the kernel's BPF run-time statistics and print it, with
+    /// what loading each program cost the verifier.
     #[arg(long, conflicts_with_all = LIVE_ONLY)]
     pub bpf_stats: bool,
     /// Best tracepoint attach mode to try (lower modes are the fallbacks); for tests.
