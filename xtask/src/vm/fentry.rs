@@ -9,8 +9,23 @@ use std::{collections::BTreeMap, path::Path};
 
 use super::check::Findings;
 
-/// "rounds:iterations" for the guest.
-pub const SETTING: &str = "5:20000";
+/// "rounds:iterations" for the guest by default: enough to check the runs and their summary in
+/// about a minute of guest time. Figures worth quoting need more (`--fentry-cost 5:20000`, about
+/// five minutes): the paired differences scatter by tens of percent between rounds under TCG.
+pub const DEFAULT: &str = "2:10000";
+
+/// `setting` ("rounds:iterations", both at least 1), or why not.
+pub fn check_setting(setting: &str) -> Result<(), String> {
+    let ok = |v: Option<&str>| v.and_then(|v| v.parse::<u32>().ok()).is_some_and(|n| n > 0);
+    let mut it = setting.split(':');
+    if ok(it.next()) && ok(it.next()) && it.next().is_none() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--fentry-cost {setting:?}: want ROUNDS:ITERATIONS, both at least 1 (e.g. 5:20000)"
+        ))
+    }
+}
 
 const CONFIGS: [&str; 5] = ["alone", "nofunc", "func", "noinputs", "scan"];
 
@@ -137,6 +152,26 @@ pub fn report(f: &mut Findings, results: &Path, iterations: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_are_two_positive_counts() {
+        for good in [DEFAULT, "5:20000", "1:1"] {
+            assert_eq!(check_setting(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "5",
+            "5:",
+            ":20000",
+            "0:100",
+            "5:0",
+            "5:20000:1",
+            "a:b",
+            "-1:5",
+        ] {
+            assert!(check_setting(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn paired_medians_and_ratio() {

@@ -63,9 +63,14 @@ pub struct Args {
     /// Keep the per-guest work directories (initramfs, console log, raw port output).
     #[arg(long)]
     pub keep: bool,
+    /// "ROUNDS:ITERATIONS" of the nosmt guest's function-probe cost benchmark (`vm/fentry.sh`:
+    /// a ping-pong alone and under four wakeviz configurations, rotated). The default checks
+    /// the runs and their summary; `5:20000` gives figures worth quoting.
+    #[arg(long, default_value = fentry::DEFAULT, value_name = "ROUNDS:ITERATIONS")]
+    pub fentry_cost: String,
     /// Kill a guest that has not powered off after this many seconds. Generous: the nosmt
-    /// guest's fentry cost runs took 2 to 4.5 minutes here (one host, one hour apart); a hang
-    /// is caught by `--silence` long before this.
+    /// guest's fentry cost runs at 5:20000 took 2 to 4.5 minutes here (one host, one hour
+    /// apart); a hang is caught by `--silence` long before this.
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
     /// Kill a guest whose console has been silent this many seconds (a hang). The guest logs
@@ -144,6 +149,7 @@ fn resolve_wakeviz(a: &Args, ws: &Path) -> Result<PathBuf> {
 
 pub fn run(a: &Args) -> Result<()> {
     let started = Instant::now();
+    fentry::check_setting(&a.fentry_cost).map_err(anyhow::Error::msg)?;
     let ws = workspace_root();
     let qemu_version = match qemu::probe() {
         Ok(v) => v,
@@ -438,7 +444,7 @@ fn run_topology(
         demo_secs: 10,
         // One small guest is enough for a ratio, and the runs take minutes under TCG.
         fentry_cost: if spec.name == "nosmt" && wakeviz.is_some() {
-            fentry::SETTING
+            a.fentry_cost.as_str()
         } else {
             ""
         },
