@@ -57,6 +57,15 @@ pub const WAKE_FLAGS_FROM_STACK: u32 = 1 << 30;
 /// The kernel's `WF_SYNC` wake flag (`kernel/sched/sched.h`).
 pub const WF_SYNC: u32 = 0x10;
 
+/// `BPF_COMPLEXITY_LIMIT_INSNS` (include/linux/bpf.h, since 5.2): the most instructions the
+/// verifier processes for one program; past it the kernel refuses the program.
+pub const VERIFIER_LIMIT_INSNS: u32 = 1_000_000;
+
+/// The most instructions the verifier may process for one of wakeviz's probes, checked by the
+/// live tests and the VM suite: a tenth of [`VERIFIER_LIMIT_INSNS`], so a kernel whose verifier
+/// explores more paths still loads it.
+pub const PROBE_VERIFIER_BUDGET_INSNS: u32 = VERIFIER_LIMIT_INSNS / 10;
+
 /// Most [`WakeFrame`]s the probe compares each return address with.
 pub const MAX_WAKE_FRAMES: u32 = 8;
 

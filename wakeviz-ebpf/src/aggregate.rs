@@ -4,10 +4,11 @@
 //! ring buffer. Layouts and slots are `wakeviz_common::agg`'s.
 //!
 //! Per event: `sched_waking` one hash lookup (an insert for a task seen the first time);
-//! `sched_wakeup` one lookup, three topology lookups, a scratch slot and two counter updates; `sched_switch` two
-//! lookups and, for a woken task, one histogram update; `sched_migrate_task` one counter. The
-//! per-task state is updated in place, never deleted per event: an LRU insert or delete costs
-//! several lookups (measured: 440 ns per wakeup path with insert/delete, see CHANGELOG.md).
+//! `sched_wakeup` one lookup, three topology lookups, a scratch slot and two counter updates;
+//! `sched_switch` two lookups and, for a woken task, one histogram update; `sched_migrate_task`
+//! one counter. The per-task state is updated in place, never deleted per event: an LRU insert
+//! or delete costs several lookups (measured: 440 ns per wakeup path with insert/delete, see
+//! CHANGELOG.md).
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
     macros::map,

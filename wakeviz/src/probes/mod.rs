@@ -829,15 +829,12 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
     if !verified.is_empty() {
         let _ = writeln!(
             s,
-            "bpf: the kernel refuses a program whose verification passes {VERIFIER_LIMIT} instructions"
+            "bpf: the kernel refuses a program whose verification passes {} instructions",
+            wakeviz_common::VERIFIER_LIMIT_INSNS
         );
     }
     s
 }
-
-/// `BPF_COMPLEXITY_LIMIT_INSNS`: the most instructions the verifier processes for one program
-/// (include/linux/bpf.h, since 5.2).
-pub const VERIFIER_LIMIT: u32 = 1_000_000;
 
 /// A table of probe outcomes for the terminal.
 pub fn describe(status: &[ProbeStatus]) -> String {

@@ -214,9 +214,8 @@ impl Drop for TraceInstance {
 }
 
 /// Checks the `bpf: verifier PROGRAM N` lines `--bpf-stats` printed in `stderr`: `program`
-/// has one, and no program needed more than 100,000 instructions, a tenth of the verifier's
-/// limit, so a kernel whose verifier explores more paths still loads it. Says on stderr that
-/// it was skipped where the kernel does not count them (before 5.16).
+/// has one, and no program needed more than `wakeviz_common::PROBE_VERIFIER_BUDGET_INSNS`.
+/// Says on stderr that it was skipped where the kernel does not count them (before 5.16).
 #[allow(dead_code)]
 pub fn assert_verifier_cost(stderr: &str, program: &str) {
     let verified: Vec<(&str, u32)> = stderr
@@ -232,6 +231,10 @@ pub fn assert_verifier_cost(stderr: &str, program: &str) {
     }
     assert!(verified.iter().any(|(p, _)| *p == program), "{stderr}");
     for (p, n) in &verified {
-        assert!(*n <= 100_000, "{p}: {n} verified instructions\n{stderr}");
+        let budget = wakeviz_common::PROBE_VERIFIER_BUDGET_INSNS;
+        assert!(
+            *n <= budget,
+            "{p}: {n} verified instructions, want at most {budget}\n{stderr}"
+        );
     }
 }

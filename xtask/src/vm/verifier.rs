@@ -4,10 +4,9 @@
 //! kernel whose verifier explores a little more, and every capture waits for its load.
 use std::path::Path;
 
-use super::check::Findings;
+use wakeviz_common::PROBE_VERIFIER_BUDGET_INSNS as MAX_INSNS;
 
-/// The most instructions the verifier may process for one probe: a tenth of its limit.
-const MAX_INSNS: u32 = 100_000;
+use super::check::Findings;
 
 /// (program, instructions) of each `bpf: verifier PROGRAM N instructions ...` line.
 fn parse(text: &str) -> Vec<(String, u32)> {
