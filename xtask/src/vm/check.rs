@@ -12,7 +12,10 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use wakeviz_core::topology::{Level, Topology};
 
-use super::topo::Pair;
+use super::{
+    topo::Pair,
+    tp_gap::{self, Fid},
+};
 
 pub const KINDS: [&str; 5] = [
     "sched_waking",
@@ -30,6 +33,8 @@ pub const PREFIX: &str = "wvz-";
 pub struct Findings {
     pub lines: Vec<String>,
     pub failures: Vec<String>,
+    /// The tracepoint-only pairs, judged over every guest (`super::tp_gap`).
+    pub tp_pairs: Vec<tp_gap::Pair>,
 }
 
 impl Findings {
@@ -785,7 +790,7 @@ pub fn replay_report(wakeviz: &Path, wvz: &Path) -> Result<Value> {
 /// The select-input guest runs: fidelity with its non-zero disagreement buckets for `busy.wvz`
 /// and `msg.wvz` (fan-out groups, like `perf bench sched messaging`), each beside the same
 /// workload by the tracepoints alone (`*_tp.wvz`, whose `sched_waking` probe reads the select
-/// inputs and WF_SYNC: its fidelity must be within [`TP_GAP_PT`] of the other's), `aff.wvz` (replayed
+/// inputs and WF_SYNC; `super::tp_gap` judges the two fidelities over every guest), `aff.wvz` (replayed
 /// here), the affinity run's kernel and shadow CPUs (all must be 1 or 6), and the `cache` run's
 /// cache-placement table.
 pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
@@ -809,7 +814,8 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
                 f.line(format!("  {what}: {}", sis_util_fidelity(&r)));
                 let fid = r.get("shadow").and_then(|s| s.get("fidelity"));
                 if let Some(a) = fid.and_then(|x| x.get("agreement")).and_then(Value::as_f64) {
-                    agreement.insert(name, a);
+                    let n = fid.and_then(|x| x.get("evaluated")).and_then(Value::as_u64);
+                    agreement.insert(name, Fid::from_share(a, n.unwrap_or(0)));
                 }
                 if name.ends_with("_tp") {
                     let n = r["shadow"]["decisions_with_waking_inputs"].as_u64();
@@ -844,29 +850,23 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
     }
     // The fan-out groups wake through pipes, whose wakeups are WF_SYNC: a flag no tracepoint
     // shows, which the tracepoint-only probe reads from the waker's stack (`super::sync`).
-    for (with, without) in [("busy", "busy_tp"), ("msg", "msg_tp")] {
-        let (Some(a), Some(b)) = (agreement.get(with), agreement.get(without)) else {
-            f.fail(format!("{with} / {without}: no fidelity to compare"));
+    for (workload, without) in [("busy", "busy_tp"), ("msg", "msg_tp")] {
+        let (Some(&with), Some(&without_fid)) = (agreement.get(workload), agreement.get(without))
+        else {
+            f.fail(format!("{workload} / {without}: no fidelity to compare"));
             continue;
         };
-        let gap = (a - b) * 100.0;
-        f.line(format!(
-            "  tracepoint-only gap on {with}: {gap:+.2} pt (function probes minus tracepoints alone; at most {TP_GAP_PT} pt)"
-        ));
-        if gap.abs() > TP_GAP_PT {
-            f.fail(format!(
-                "{without}: fidelity {:.2} % is {gap:+.2} pt from {with}'s {:.2} %, want within {TP_GAP_PT} pt",
-                b * 100.0,
-                a * 100.0
-            ));
-        }
+        let pair = tp_gap::Pair {
+            guest: String::new(),
+            workload,
+            with,
+            without: without_fid,
+        };
+        f.line(tp_gap::line(&pair));
+        f.tp_pairs.push(pair);
     }
     // The reads' cost is measured with the function-probe cost runs (`vm/fentry.sh`).
 }
-
-/// How far the tracepoint-only shadow (inputs read at `sched_waking`) may be from the one with
-/// the select probe, on the same workload.
-const TP_GAP_PT: f64 = 2.0;
 
 /// The cache-placement figures of every policy on the `cache` run (three fan-out and two
 /// ping-pong processes, unpinned), open loop. The recording carries each thread's tgid

@@ -26,6 +26,7 @@ mod replay;
 mod scan;
 mod sync;
 mod topo;
+mod tp_gap;
 mod verifier;
 
 use std::{
@@ -244,12 +245,17 @@ pub fn run(a: &Args) -> Result<()> {
     let mut summary = String::new();
     let mut failed = Vec::new();
     let mut problems = Vec::new();
+    let mut tp_pairs = Vec::new();
     for spec in &specs {
         eprintln!("vm-test: == {} ({})", spec.name, spec.title);
         let r = run_topology(a, spec, &kernel, &base, wakeviz.as_deref(), &out_root);
         let _ = writeln!(summary, "\n== {}: {}", spec.name, spec.title);
         match r {
             Ok(f) => {
+                tp_pairs.extend(f.tp_pairs.iter().cloned().map(|mut p| {
+                    p.guest = spec.name.to_string();
+                    p
+                }));
                 for l in &f.lines {
                     let _ = writeln!(summary, "{l}");
                 }
@@ -269,7 +275,19 @@ pub fn run(a: &Args) -> Result<()> {
             }
         }
     }
-    if !a.keep && failed.is_empty() {
+    if !tp_pairs.is_empty() {
+        let (lines, failures) = tp_gap::judge(&tp_pairs);
+        let _ = writeln!(summary, "\n== all guests");
+        for l in lines {
+            let _ = writeln!(summary, "  {l}");
+        }
+        for m in failures {
+            let _ = writeln!(summary, "  FAIL: {m}");
+            problems.push(format!("all guests: {m}"));
+        }
+    }
+    let all_passed = failed.is_empty() && problems.is_empty();
+    if !a.keep && all_passed {
         let _ = fs::remove_dir_all(&work_root);
     }
     let summary = format!(
@@ -293,6 +311,12 @@ pub fn run(a: &Args) -> Result<()> {
         bail!(
             "vm-test failed on {} (work dirs kept under {})",
             failed.join(", "),
+            work_root.display()
+        );
+    }
+    if !all_passed {
+        bail!(
+            "vm-test failed on the guests together (work dirs kept under {})",
             work_root.display()
         );
     }
