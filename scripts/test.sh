@@ -16,6 +16,9 @@ cargo clippy -p wakeviz --no-default-features -- -D warnings
 # The probes too: their pinned nightly (wakeviz-ebpf/rust-toolchain.toml), their own target, core
 # built from source (as wakeviz/build.rs builds them).
 (cd wakeviz-ebpf && cargo clippy --target bpfel-unknown-none -Z build-std=core -- -D warnings)
+# The fuzz targets: their own workspace, on the probes' nightly (cargo-fuzz needs one).
+NIGHTLY="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' wakeviz-ebpf/rust-toolchain.toml)"
+(cd fuzz && cargo fmt -- --check && cargo +"$NIGHTLY" clippy --all-targets -- -D warnings)
 
 step "unit, scenario, snapshot, format, live (root) and tmux UI tests"
 cargo test --release
@@ -26,15 +29,17 @@ step "short fuzz pass on the decoders (cargo test above replays the byte-level t
 # (fuzz/seeds, fuzz/regressions) are only read, and the run leaves the tree as it was.
 # Crashes land in fuzz/artifacts/TARGET (ignored); minimise one with `cargo fuzz tmin` and
 # commit it under fuzz/regressions/TARGET so `cargo test` replays it.
-# cargo-fuzz needs a nightly: the probes' pinned one.
-NIGHTLY="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' wakeviz-ebpf/rust-toolchain.toml)"
+# cargo-fuzz runs on the probes' pinned nightly (NIGHTLY above). No sanitizer: the decoders
+# have no `unsafe`, so AddressSanitizer would watch only dependencies, and its build costs
+# minutes; the allocation limit that needs its hooks is the targets' own allocator
+# (fuzz/src/alloc_limit.rs).
 FUZZ_CORPUS="$(realpath -m "${WAKEVIZ_FUZZ_CORPUS:-target/fuzz-corpus}")"
 (cd fuzz && for t in recording:30 events_codec:10 header_topology:20 sysfs_tree:10 ringbuf_record:10; do
   n="${t%%:*}"
   mkdir -p "$FUZZ_CORPUS/$n"
   dirs=("$FUZZ_CORPUS/$n" "seeds/$n")
   if [ -d "regressions/$n" ]; then dirs+=("regressions/$n"); fi
-  cargo +"$NIGHTLY" fuzz run "$n" "${dirs[@]}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 -malloc_limit_mb=512 || exit 1
+  cargo +"$NIGHTLY" fuzz run --sanitizer none "$n" "${dirs[@]}" -- -max_total_time="${t##*:}" -rss_limit_mb=512 || exit 1
 done)
 
 step "VM suite (Debian kernel under qemu: full probes, NUMA/SMT topologies)"

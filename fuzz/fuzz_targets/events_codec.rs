@@ -6,6 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use wakeviz_core::format::{codec, columns};
+// The allocation limit (`wakeviz_fuzz::alloc_limit`) lives in the helpers' crate.
+use wakeviz_fuzz as _;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 4 {

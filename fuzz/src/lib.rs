@@ -1,6 +1,12 @@
 //! Helpers shared by the fuzz targets: checksums fixed up so mutations reach the decoders
-//! below the CRC, and small structured inputs built from libFuzzer's bytes.
+//! below the CRC, and small structured inputs built from libFuzzer's bytes; and the allocation
+//! limit every target runs under (`alloc_limit`).
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
+
+mod alloc_limit;
+
+#[global_allocator]
+static ALLOC: alloc_limit::Limited = alloc_limit::Limited;
 
 /// Rewrites the header checksum and every chunk's checksum of a would-be recording in place, so
 /// that a mutated byte is judged by the decoder and not just by the CRC check in front of it.
