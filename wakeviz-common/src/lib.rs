@@ -13,6 +13,7 @@
 
 pub mod agg;
 pub mod names;
+pub mod verifier;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 

@@ -824,7 +824,7 @@ pub fn describe_run_stats(stats: &[RunStat]) -> String {
         .collect();
     verified.sort_unstable();
     for (p, n) in &verified {
-        let _ = writeln!(s, "bpf: verifier {p:<32} {n:>9} instructions to load");
+        let _ = wakeviz_common::verifier::write_line(&mut s, p, *n);
     }
     if !verified.is_empty() {
         let _ = writeln!(
@@ -941,15 +941,13 @@ mod tests {
             },
         ]);
         assert!(!s.contains("bpf: btf_sched_wakeup_new"), "{s}");
-        for (p, n) in [
-            ("btf_sched_waking", "26237"),
-            ("btf_sched_wakeup_new", "1189"),
-        ] {
+        for (p, n) in [("btf_sched_waking", 26237), ("btf_sched_wakeup_new", 1189)] {
             let l = s
                 .lines()
-                .find(|l| l.starts_with("bpf: verifier ") && l.contains(p))
+                .filter_map(wakeviz_common::verifier::parse_line)
+                .find(|&(q, _)| q == p)
                 .unwrap_or_else(|| panic!("no verifier line for {p}:\n{s}"));
-            assert_eq!(l.split_whitespace().nth(3), Some(n), "{l}");
+            assert_eq!(l.1, n, "{s}");
         }
     }
 

@@ -220,10 +220,7 @@ impl Drop for TraceInstance {
 pub fn assert_verifier_cost(stderr: &str, program: &str) {
     let verified: Vec<(&str, u32)> = stderr
         .lines()
-        .filter_map(|l| {
-            let mut w = l.strip_prefix("bpf: verifier ")?.split_whitespace();
-            Some((w.next()?, w.next()?.parse().ok()?))
-        })
+        .filter_map(wakeviz_common::verifier::parse_line)
         .collect();
     if verified.is_empty() {
         eprintln!("SKIPPED verifier cost checks: no verified_insns before Linux 5.16\n{stderr}");

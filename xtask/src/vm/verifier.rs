@@ -8,13 +8,11 @@ use wakeviz_common::PROBE_VERIFIER_BUDGET_INSNS as MAX_INSNS;
 
 use super::check::Findings;
 
-/// (program, instructions) of each `bpf: verifier PROGRAM N instructions ...` line.
+/// (program, instructions) of each verifier line (`wakeviz_common::verifier`).
 fn parse(text: &str) -> Vec<(String, u32)> {
     text.lines()
-        .filter_map(|l| {
-            let mut w = l.strip_prefix("bpf: verifier ")?.split_whitespace();
-            Some((w.next()?.to_string(), w.next()?.parse().ok()?))
-        })
+        .filter_map(wakeviz_common::verifier::parse_line)
+        .map(|(p, n)| (p.to_string(), n))
         .collect()
 }
 
