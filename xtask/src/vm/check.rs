@@ -857,7 +857,6 @@ pub fn inputs_runs(f: &mut Findings, wakeviz: &Path, results: &Path) {
             continue;
         };
         let pair = tp_gap::Pair {
-            guest: String::new(),
             workload,
             with,
             without: without_fid,

@@ -252,10 +252,7 @@ pub fn run(a: &Args) -> Result<()> {
         let _ = writeln!(summary, "\n== {}: {}", spec.name, spec.title);
         match r {
             Ok(f) => {
-                tp_pairs.extend(f.tp_pairs.iter().cloned().map(|mut p| {
-                    p.guest = spec.name.to_string();
-                    p
-                }));
+                tp_pairs.extend(f.tp_pairs.iter().map(|&p| (spec.name, p)));
                 for l in &f.lines {
                     let _ = writeln!(summary, "{l}");
                 }

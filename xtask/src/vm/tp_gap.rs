@@ -38,9 +38,8 @@ impl Fid {
 }
 
 /// One guest's pair: the workload with the function probes and by the tracepoints alone.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pair {
-    pub guest: String,
     pub workload: &'static str,
     pub with: Fid,
     pub without: Fid,
@@ -63,22 +62,23 @@ pub fn line(p: &Pair) -> String {
     }
 }
 
-/// The suite's verdict per workload over every guest's pair: report lines and failures.
-pub fn judge(pairs: &[Pair]) -> (Vec<String>, Vec<String>) {
+/// The suite's verdict per workload over every guest's pair (guest name, pair): report lines
+/// and failures.
+pub fn judge(pairs: &[(&str, Pair)]) -> (Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
     let mut failures = Vec::new();
-    let mut workloads: Vec<&str> = pairs.iter().map(|p| p.workload).collect();
+    let mut workloads: Vec<&str> = pairs.iter().map(|(_, p)| p.workload).collect();
     workloads.sort_unstable();
     workloads.dedup();
     for w in workloads {
-        let of: Vec<&Pair> = pairs.iter().filter(|p| p.workload == w).collect();
-        let with = of.iter().fold(Fid::default(), |a, p| a.add(p.with));
-        let without = of.iter().fold(Fid::default(), |a, p| a.add(p.without));
+        let of: Vec<&(&str, Pair)> = pairs.iter().filter(|(_, p)| p.workload == w).collect();
+        let with = of.iter().fold(Fid::default(), |a, (_, p)| a.add(p.with));
+        let without = of.iter().fold(Fid::default(), |a, (_, p)| a.add(p.without));
         let guests: Vec<String> = of
             .iter()
-            .map(|p| match gap_pt(p.with, p.without) {
-                Some(g) => format!("{} {g:+.2}", p.guest),
-                None => format!("{} n/a", p.guest),
+            .map(|(guest, p)| match gap_pt(p.with, p.without) {
+                Some(g) => format!("{guest} {g:+.2}"),
+                None => format!("{guest} n/a"),
             })
             .collect();
         let Some(gap) = gap_pt(with, without) else {
@@ -111,9 +111,8 @@ pub fn judge(pairs: &[Pair]) -> (Vec<String>, Vec<String>) {
 mod tests {
     use super::*;
 
-    fn pair(guest: &str, with: (u64, u64), without: (u64, u64)) -> Pair {
-        Pair {
-            guest: guest.into(),
+    fn pair(guest: &str, with: (u64, u64), without: (u64, u64)) -> (&str, Pair) {
+        let pair = Pair {
             workload: "msg",
             with: Fid {
                 agreed: with.0,
@@ -123,7 +122,8 @@ mod tests {
                 agreed: without.0,
                 n: without.1,
             },
-        }
+        };
+        (guest, pair)
     }
 
     #[test]
@@ -140,7 +140,7 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[0].contains("a +3.00"), "{lines:?}");
-        assert!(line(&pairs[0]).contains("+3.00 pt"));
+        assert!(line(&pairs[0].1).contains("+3.00 pt"));
     }
 
     #[test]
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn no_decisions_fail_and_workloads_are_judged_apart() {
         let mut busy = pair("a", (990, 1_000), (985, 1_000));
-        busy.workload = "busy";
+        busy.1.workload = "busy";
         let pairs = [busy, pair("a", (0, 0), (10, 10))];
         let (lines, failures) = judge(&pairs);
         assert_eq!(lines.len(), 1);
