@@ -11,7 +11,9 @@ use crate::event::{
     Comm, Event, Migrate, ScanMeasure, Select, SelectInputs, Switch, TaskName, Wake, WakeeFlips,
 };
 
+mod encode;
 mod ring;
+pub use encode::encode_record;
 pub use ring::{RingRecords, ring_records};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -38,7 +38,7 @@ impl std::fmt::Debug for Comm {
 }
 
 /// `sched_waking` / `sched_wakeup` / `sched_wakeup_new` payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Wake {
     pub ts_ns: u64,
     /// CPU the probe ran on: the waker's CPU for `sched_waking`; for `sched_wakeup` it can be
@@ -52,7 +52,7 @@ pub struct Wake {
     pub prio: i32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Switch {
     pub ts_ns: u64,
     pub cpu: u32,
@@ -64,7 +64,7 @@ pub struct Switch {
     pub next_prio: i32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Migrate {
     pub ts_ns: u64,
     pub cpu: u32,
@@ -74,7 +74,7 @@ pub struct Migrate {
 }
 
 /// One `select_task_rq_fair` call (fentry + fexit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Select {
     /// Exit time.
     pub ts_ns: u64,

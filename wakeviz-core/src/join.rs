@@ -133,8 +133,10 @@ impl Joiner {
             self.purge(e.ts_ns());
         }
         match e {
-            Event::Switch(_) | Event::Migrate(_) => None,
-            _ => self.on_wake(e),
+            Event::Waking(_) | Event::Wakeup(_) | Event::WakeupNew(_) | Event::Select(_) => {
+                self.on_wake(e)
+            }
+            _ => None,
         }
     }
 
@@ -203,7 +205,7 @@ impl Joiner {
                     new_task: true,
                 })
             }
-            Event::Switch(_) | Event::Migrate(_) => None,
+            _ => None,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod decode;
 pub mod dump;
 pub mod event;
+pub mod fields;
 pub mod figures;
 pub mod format;
 pub mod horizons;

@@ -128,12 +128,23 @@ fn duckdb_counts_equal_the_reports_and_recordings_union() {
         std::fs::write(&json, rep.to_string()).expect("write report");
         pairs.push(format!("{}={}", rec.display(), json.display()));
     }
-    let Some(py) = python() else { return };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/parquet_check.py");
+    let mut args = vec![dir.into_os_string()];
+    args.extend(pairs.into_iter().map(Into::into));
+    if let Some(out) = reader("parquet_check.py", &args) {
+        assert!(out.contains("ok: 2 recording(s)"), "{out}");
+    }
+}
+
+/// Runs `tests/readers/SCRIPT ARGS` with DuckDB's Python and returns what it printed; fails on
+/// a non-zero exit; `None` when the Python is missing outside CI (see [`python`]).
+fn reader(script: &str, args: &[std::ffi::OsString]) -> Option<String> {
+    let py = python()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/readers")
+        .join(script);
     let o = Command::new(py)
         .arg(script)
-        .arg(&dir)
-        .args(&pairs)
+        .args(args)
         .output()
         .expect("run python");
     println!("{}", text(&o.stdout));
@@ -143,7 +154,27 @@ fn duckdb_counts_equal_the_reports_and_recordings_union() {
         text(&o.stdout),
         text(&o.stderr)
     );
-    assert!(text(&o.stdout).contains("ok: 2 recording(s)"));
+    Some(text(&o.stdout))
+}
+
+/// `events.parquet` read by DuckDB holds, row by row, what `--dump jsonl` prints for the same
+/// recording: the same fields under the same names, and null in every other kind's column.
+#[test]
+fn the_events_table_and_the_jsonl_dump_hold_the_same_fields() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("exports");
+    let a = demo();
+    let o = export(&dir, &[], &[&a]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sub = table_dir(&text(&o.stdout), &a);
+    let dump = wakeviz(&["--dump", "jsonl", "--replay"], &[&a]);
+    assert!(dump.status.success(), "{}", text(&dump.stderr));
+    let jsonl = out.path().join("demo.jsonl");
+    std::fs::write(&jsonl, &dump.stdout).expect("write dump");
+    let args = [sub.join("events.parquet").into(), jsonl.into()];
+    if let Some(out) = reader("events_check.py", &args) {
+        assert!(out.starts_with("ok: "), "{out}");
+    }
 }
 
 #[test]

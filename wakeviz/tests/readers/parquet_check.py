@@ -52,7 +52,7 @@ def main():
             failures.append(f"{rec}: {len(rows)} metadata rows")
             continue
         rid, version = rows[0]
-        check(f"{rec} schema_version", version, 1)
+        check(f"{rec} schema_version", version, 2)
         ids.append(rid)
         w = rep["placement"]["wakeups"]
         for rel in ["vs_waker", "vs_prev"]:

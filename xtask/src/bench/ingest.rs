@@ -9,18 +9,14 @@ use std::{
 };
 
 use anyhow::Context as _;
-use wakeviz_common::{
-    EventHeader, EventKind, MigrateEvent, SelectEvent, SwitchEvent, UNKNOWN_U32, WakeEvent, exact,
-};
 use wakeviz_core::{
-    decode::decode_record,
+    decode::{decode_record, encode_record},
     event::{Comm, Event, TaskTable},
     format::{Recorder, RecorderConfig},
     source::Batch,
     synth::{self, FIRST_PID},
     topology,
 };
-use zerocopy::{Immutable, IntoBytes};
 
 use super::{Ctx, Summary, median, mega, rate, thread_cpu};
 
@@ -38,102 +34,15 @@ pub fn nps4_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
 }
 const BATCH_EVENTS: usize = 8192;
 
-fn push_struct<T: IntoBytes + Immutable>(buf: &mut Vec<u8>, v: &T) {
-    let b = v.as_bytes();
-    buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
+/// The record a probe would have emitted for `e`, framed as a ring buffer frames it.
+fn encode(buf: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; 16]) {
+    let mut rec = Vec::with_capacity(64);
+    encode_record(&mut rec, e, comm);
+    buf.extend_from_slice(&(rec.len() as u32).to_le_bytes());
     buf.extend_from_slice(&0u32.to_le_bytes());
-    buf.extend_from_slice(b);
+    buf.extend_from_slice(&rec);
     while !buf.len().is_multiple_of(8) {
         buf.push(0);
-    }
-}
-
-fn hdr(kind: EventKind, ts_ns: u64, cpu: u32, pid: u32) -> EventHeader {
-    EventHeader {
-        ts_ns,
-        kind: kind as u16,
-        cpu: cpu as u16,
-        pid,
-    }
-}
-
-/// The record a probe would have emitted for `e`.
-fn encode(buf: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; 16]) {
-    match e {
-        Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
-            let kind = match e {
-                Event::Waking(_) => EventKind::Waking,
-                Event::Wakeup(_) => EventKind::Wakeup,
-                _ => EventKind::WakeupNew,
-            };
-            push_struct(
-                buf,
-                &WakeEvent {
-                    hdr: hdr(kind, w.ts_ns, w.cpu, w.pid),
-                    target_cpu: w.target_cpu,
-                    waker_pid: w.waker_pid,
-                    prio: w.prio,
-                    tgid: 0,
-                    comm: comm(w.pid),
-                },
-            );
-        }
-        Event::Switch(s) => push_struct(
-            buf,
-            &SwitchEvent {
-                hdr: hdr(EventKind::Switch, s.ts_ns, s.cpu, s.prev_pid),
-                next_pid: s.next_pid,
-                prev_state: s.prev_state,
-                prev_prio: s.prev_prio,
-                next_prio: s.next_prio,
-                next_comm: comm(s.next_pid),
-            },
-        ),
-        Event::Migrate(m) => push_struct(
-            buf,
-            &MigrateEvent {
-                hdr: hdr(EventKind::Migrate, m.ts_ns, m.cpu, m.pid),
-                orig_cpu: m.orig_cpu,
-                dest_cpu: m.dest_cpu,
-            },
-        ),
-        Event::Select(s) => {
-            let mut mask = 0;
-            let mut bit = |o: Option<u32>, b: u32| {
-                if o.is_some() {
-                    mask |= b;
-                }
-                o.unwrap_or(0)
-            };
-            let waker_nr_running = bit(s.waker_nr_running, exact::NR_RUNNING);
-            let nr_idle_scan = bit(s.nr_idle_scan, exact::NR_IDLE_SCAN);
-            let has_idle_cores = bit(s.has_idle_cores.map(u32::from), exact::HAS_IDLE_CORES);
-            let prev_nr_idle_scan = bit(s.prev_nr_idle_scan, exact::PREV_NR_IDLE_SCAN);
-            let prev_has_idle_cores = bit(
-                s.prev_has_idle_cores.map(u32::from),
-                exact::PREV_HAS_IDLE_CORES,
-            );
-            push_struct(
-                buf,
-                &SelectEvent {
-                    hdr: hdr(EventKind::Select, s.ts_ns, s.cpu, s.pid),
-                    entry_ts_ns: s.entry_ts_ns,
-                    prev_cpu: s.prev_cpu,
-                    wake_flags: s.wake_flags,
-                    chosen_cpu: s.chosen_cpu,
-                    waker_pid: s.waker_pid,
-                    waker_nr_running,
-                    nr_idle_scan,
-                    has_idle_cores,
-                    prev_nr_idle_scan,
-                    prev_has_idle_cores,
-                    exact_mask: mask,
-                    idle_scan_ns: s.idle_scan_ns.unwrap_or(UNKNOWN_U32),
-                    scan_cpus: 0,
-                    scan_path: 0,
-                },
-            );
-        }
     }
 }
 

@@ -114,7 +114,8 @@ fn measured_scans(
 ) -> Result<(u64, u64, u64)> {
     let mut c = (0, 0, 0);
     each_record(wakeviz, wvz, |v| {
-        let Some(scan) = v.get("scan") else {
+        // Null when the scan probes did not watch the call.
+        let Some(ran) = v.get("scan_ran").and_then(Value::as_bool) else {
             return;
         };
         let workload = v
@@ -126,9 +127,12 @@ fn measured_scans(
             return;
         }
         c.0 += 1;
-        if scan.get("ran").and_then(Value::as_bool) == Some(true) {
+        if ran {
             c.1 += 1;
-            c.2 += scan.get("idle_tests").and_then(Value::as_u64).unwrap_or(0);
+            c.2 += v
+                .get("scan_idle_tests")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
         }
     })?;
     Ok(c)

@@ -32,7 +32,7 @@ use crate::sinks::record::check_target;
 
 /// Version of the tables' schema (also in each file's key-value metadata as
 /// `wakeviz.schema_version`). Bumped when a column is renamed, removed or changes meaning.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 const TABLES: [&str; 4] = [
     "placements.parquet",

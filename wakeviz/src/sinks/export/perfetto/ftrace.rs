@@ -46,7 +46,8 @@ pub struct Bundles {
 
 impl Bundles {
     /// Adds one event; returns false for kinds that are not ftrace data here (sched_wakeup
-    /// and select_task_rq_fair reach Perfetto through wakeviz's own tracks).
+    /// and select_task_rq_fair reach Perfetto through wakeviz's own tracks; a kind with no
+    /// ftrace message of its own is in the recording and the Parquet export only).
     pub fn push(&mut self, e: &Event, tasks: &TaskTable, tb: &TimeBase) -> bool {
         let ts = tb.boot(e.ts_ns());
         let cpu = e.cpu();
@@ -80,7 +81,7 @@ impl Bundles {
                 f.set_sched_migrate_task(n);
                 p.others.push((ts, f));
             }
-            Event::Wakeup(_) | Event::Select(_) => return false,
+            _ => return false,
         }
         true
     }

@@ -17,6 +17,7 @@ use perfetto_protos::trace_packet::TracePacket;
 use wakeviz_core::{
     analysis::Analysis,
     event::{Event, Kind, PerKind, TaskName, TaskTable},
+    fields,
     pidmap::PidMap,
     source::{Batch, EventSource as _, ReplaySource},
 };
@@ -213,7 +214,7 @@ impl Exporter {
                 self.parents.insert(w.pid, w.waker_pid);
             }
         }
-        let mut used: Vec<u32> = b.events.iter().flat_map(pids).collect();
+        let mut used: Vec<u32> = b.events.iter().flat_map(fields::pids).collect();
         used.sort_unstable();
         used.dedup();
         self.used = used;
@@ -264,15 +265,4 @@ impl Exporter {
         }
         Ok(())
     }
-}
-
-/// The tasks an event names (the idle task included: `names` leaves it out).
-fn pids(e: &Event) -> impl Iterator<Item = u32> {
-    let (a, b) = match e {
-        Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => (w.pid, Some(w.waker_pid)),
-        Event::Switch(s) => (s.prev_pid, Some(s.next_pid)),
-        Event::Migrate(m) => (m.pid, None),
-        Event::Select(s) => (s.pid, Some(s.waker_pid)),
-    };
-    std::iter::once(a).chain(b)
 }
