@@ -1027,6 +1027,32 @@ fn wa_weight_moves_the_target_by_the_loads() {
 }
 
 #[test]
+fn without_wa_idle_an_idle_prev_does_not_decide_and_wa_weight_does() {
+    // As busy_w0_p4, but prev's CPU 4 is idle: `wake_affine_idle` rule 3 keeps the wakee
+    // there, and without WA_IDLE the loads (the waker's side lighter) pull it to LLC 0-3.
+    let run = |features: &str| {
+        let mut h = header(two_nodes(), true);
+        h.run.sched_features = Some(features.split_whitespace().map(str::to_string).collect());
+        let mut ev = ShadowEval::new(&h);
+        ev.on_event(&switch(1_000, 0, 0, 10, 0));
+        busy(&mut ev, 1_000, &[1, 3, 5, 7]);
+        busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
+        let r = one_wakeup(
+            &mut ev,
+            &mut Joiner::new(),
+            10_000,
+            (0, 20, 4, 2, 10),
+            exact_sel(loads(1000, 3000, 500)),
+        );
+        choice(&r, "sis_util")
+    };
+    assert_eq!(run("SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS"), 4);
+    assert_eq!(run("SIS_UTIL NO_WA_IDLE WA_WEIGHT WA_BIAS"), 2);
+    // Neither step: `wake_affine` returns prev.
+    assert_eq!(run("SIS_UTIL NO_WA_IDLE NO_WA_WEIGHT WA_BIAS"), 4);
+}
+
+#[test]
 fn sync_wakeup_with_one_delayed_task_counts_the_waker_alone_under_delay_dequeue() {
     // The waker's rq holds the waker and one delayed (sleeping, not yet dequeued) task.
     let sel = Sel {

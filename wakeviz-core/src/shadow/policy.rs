@@ -33,6 +33,8 @@ use crate::{
 /// (or the defaults when the recording has none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelRules {
+    /// `sched_feat(WA_IDLE)` (default on): `wake_affine_idle` runs before `WA_WEIGHT`.
+    pub wa_idle: bool,
     /// `sched_feat(WA_WEIGHT)` (default on).
     pub wa_weight: bool,
     /// `sched_feat(WA_BIAS)` (default on).
@@ -49,6 +51,7 @@ pub struct KernelRules {
 impl Default for KernelRules {
     fn default() -> Self {
         Self {
+            wa_idle: true,
             wa_weight: true,
             wa_bias: true,
             delayed_sync: false,
@@ -66,6 +69,8 @@ impl KernelRules {
         };
         use crate::sched_feature::SchedFeature;
         Self {
+            // Off only when listed off: every kernel the model follows has the feature.
+            wa_idle: SchedFeature::WaIdle.state_in(f) != crate::sched_feature::State::Off,
             wa_weight: SchedFeature::WaWeight.is_on(f),
             wa_bias: SchedFeature::WaBias.is_on(f),
             delayed_sync: SchedFeature::DelayDequeue.is_on(f),
@@ -90,8 +95,8 @@ pub enum FrontRule {
     SyncSingle,
     /// `wake_affine_idle` rule 3: prev is idle.
     IdlePrev,
-    /// `wake_affine_idle` undecided and `WA_WEIGHT` not computable (loads not read, or the
-    /// feature off): prev kept, as the kernel's undecided result.
+    /// `wake_affine_idle` undecided (or `WA_IDLE` off) and `WA_WEIGHT` not computable (loads
+    /// not read, or the feature off): prev kept, as the kernel's undecided result.
     Undecided,
     /// `wake_affine_weight` chose the waker's CPU.
     WeightWaker,
@@ -418,7 +423,8 @@ impl Ctx {
         })
     }
 
-    /// FRONT (`wake_wide`, `wake_affine` in kernel/sched/fair.c) with `WA_IDLE` only. `wide` is
+    /// FRONT (`wake_wide`, `wake_affine` in kernel/sched/fair.c: `WA_IDLE`, then `WA_WEIGHT`, as
+    /// the recorded features say). `wide` is
     /// `wake_wide()`'s answer from the reconstructed `record_wakee` state.
     pub fn compute_front(&mut self, t: &ShadowTopo, st: &State, wide: bool) {
         self.sis_util_memo.set(None);
@@ -441,6 +447,8 @@ impl Ctx {
             f.rule = FrontRule::NotAffine;
         } else if w == p {
             f.rule = FrontRule::SameCpu;
+        } else if !self.rules.wa_idle {
+            f.rule = self.weight_rule(t, sync, &mut f);
         } else {
             f.probes += 1;
             if st.is_idle(w) && t.share_llc(w, p) {
@@ -458,22 +466,29 @@ impl Ctx {
                 f.probes += 1;
                 f.rule = if st.is_idle(p) {
                     FrontRule::IdlePrev
-                } else if !self.rules.wa_weight {
-                    FrontRule::Undecided
                 } else {
-                    match self.wake_affine_weight(t, sync) {
-                        Some(true) => {
-                            f.target = w;
-                            FrontRule::WeightWaker
-                        }
-                        Some(false) => FrontRule::WeightPrev,
-                        None => FrontRule::Undecided,
-                    }
+                    self.weight_rule(t, sync, &mut f)
                 };
             }
         }
         f.inexact = !self.was_exact();
         self.front = f;
+    }
+
+    /// `wake_affine`'s second step, where `wake_affine_idle` left the choice open (or
+    /// `WA_IDLE` is off): `WA_WEIGHT` when it is on and computable, else undecided (prev).
+    fn weight_rule(&self, t: &ShadowTopo, sync: bool, f: &mut Front) -> FrontRule {
+        if !self.rules.wa_weight {
+            return FrontRule::Undecided;
+        }
+        match self.wake_affine_weight(t, sync) {
+            Some(true) => {
+                f.target = self.w;
+                FrontRule::WeightWaker
+            }
+            Some(false) => FrontRule::WeightPrev,
+            None => FrontRule::Undecided,
+        }
     }
 }
 

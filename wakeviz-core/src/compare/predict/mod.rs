@@ -29,7 +29,9 @@ pub use figures::{
 
 use super::Group;
 use crate::analysis::Snapshot;
-use crate::sched_feature::SchedFeature::{self, SisNode, SisProp, SisUtil, WaIdle};
+use crate::sched_feature::SchedFeature::{
+    self, SisNode, SisProp, SisUtil, WaBias, WaIdle, WaWeight,
+};
 pub use crate::sched_feature::State;
 
 /// What a model needs of one feature.
@@ -71,8 +73,10 @@ pub struct Model {
     pub describe: &'static str,
 }
 
-/// Every policy's `wake_affine` is `WA_IDLE` first (then undecided = prev), so no model holds
-/// for a kernel with `NO_WA_IDLE`. Conditions are mutually exclusive: at most one model fits.
+/// Every policy's `wake_affine` follows the replayed recording's own `WA_IDLE`, `WA_WEIGHT` and
+/// `WA_BIAS` ([`FROM_RECORDING`]), so no model predicts a flip of them; the conditions name
+/// `WA_IDLE` so that a pair differing in it gets a note. Conditions are mutually exclusive: at
+/// most one model fits.
 pub const MODELS: &[Model] = &[
     Model {
         policy: policy_name::SIS_UTIL,
@@ -125,6 +129,11 @@ pub const MODELS: &[Model] = &[
         describe: "SIS_NODE (tip, 2023): SIS_UTIL, then the node's other LLCs",
     },
 ];
+
+/// Features every kernel-like policy takes from the recording it replays (`KernelRules`): a
+/// policy replayed on A's runs keeps A's setting of them, so no pair that differs in one is
+/// predicted.
+pub const FROM_RECORDING: [SchedFeature; 3] = [WaIdle, WaWeight, WaBias];
 
 /// The features [`MODELS`] look at: a pair of groups is predicted only when these differ.
 pub fn modelled_features() -> Vec<SchedFeature> {
@@ -246,6 +255,29 @@ pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<St
                 continue;
             }
             let tset: Vec<String> = differ.iter().map(|&f| spell(sb, f)).collect();
+            let kept: Vec<SchedFeature> = FROM_RECORDING
+                .into_iter()
+                .filter(|&f| state(sa, f) != state(sb, f))
+                .collect();
+            if !kept.is_empty() {
+                let side = |s: &Setting| {
+                    kept.iter()
+                        .map(|&f| spell(s, f))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                notes.push(format!(
+                    "prediction {} -> {}: the shadow replays each recording with its own {} ({}: {}; {}: {}), so it predicts no change of them",
+                    a.name,
+                    b.name,
+                    kept.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
+                    a.name,
+                    side(sa),
+                    b.name,
+                    side(sb)
+                ));
+                continue;
+            }
             let Some(m) = model_for(sb) else {
                 notes.push(format!(
                     "prediction {} -> {}: no shadow policy models {}'s setting ({})",
