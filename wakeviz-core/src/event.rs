@@ -302,10 +302,42 @@ pub enum Kind {
 
 /// One value per event [`Kind`], indexed by the kind itself: a count cannot be filed under
 /// another kind, and adding a kind grows every such table. Serialised as the plain array, in
-/// [`Kind::ALL`] order (what recordings store).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// [`Kind::ALL`] order (what recordings store). Read back, a shorter array is a file written
+/// before the later kinds existed: they take the default (none were offered). A longer one
+/// names kinds this build does not know and is refused; a format version bump for the new kind
+/// refuses such a file first, with the version it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct PerKind<T>(pub [T; Kind::COUNT]);
+
+impl<'de, T: Default + Deserialize<'de>> Deserialize<'de> for PerKind<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Default + Deserialize<'de>> serde::de::Visitor<'de> for Seq<T> {
+            type Value = PerKind<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "at most {} values, one per event kind", Kind::COUNT)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = PerKind::<T>::default();
+                for slot in &mut out.0 {
+                    match a.next_element()? {
+                        Some(v) => *slot = v,
+                        None => return Ok(out),
+                    }
+                }
+                if a.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(serde::de::Error::invalid_length(Kind::COUNT + 1, &self));
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(Seq(std::marker::PhantomData))
+    }
+}
 
 impl<T: Default> Default for PerKind<T> {
     fn default() -> Self {
@@ -356,6 +388,7 @@ impl Kind {
     /// How many kinds there are: the length of every [`PerKind`].
     pub const COUNT: usize = 6;
 
+    /// Every kind, in the order recordings store per-kind counters: a new kind goes last.
     pub const ALL: [Self; Self::COUNT] = [
         Self::Waking,
         Self::Wakeup,
@@ -427,6 +460,99 @@ impl Event {
             Self::Switch(s) => s.prev_pid,
             Self::Migrate(m) => m.pid,
             Self::Select(s) => s.pid,
+        }
+    }
+}
+
+/// The most [`Kind::words`] of any kind.
+pub const MAX_WORDS: usize = 5;
+
+/// zigzag of a signed field, so that small negative values stay small words.
+const fn zz(v: i32) -> u32 {
+    ((v << 1) ^ (v >> 31)) as u32
+}
+
+const fn unzz(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+/// A plain event is its time, its CPU and [`Kind::words`] u32 words (a signed field
+/// zigzagged): what both recording formats store and what their decoders build it back from,
+/// so a new plain kind describes itself here. A select record carries optional inputs and is
+/// not plain.
+impl Kind {
+    pub const fn words(self) -> usize {
+        match self {
+            Self::Waking | Self::Wakeup | Self::WakeupNew => 4,
+            Self::Switch => 5,
+            Self::Migrate => 3,
+            Self::Select => 0,
+        }
+    }
+}
+
+impl Event {
+    /// The words after the time and the CPU (the first [`Kind::words`] of them); `None` for a
+    /// select record.
+    #[inline(always)]
+    pub fn words(&self) -> Option<[u32; MAX_WORDS]> {
+        Some(match self {
+            Self::Waking(w) | Self::Wakeup(w) | Self::WakeupNew(w) => {
+                [w.pid, w.target_cpu, w.waker_pid, zz(w.prio), 0]
+            }
+            Self::Switch(s) => [
+                s.prev_pid,
+                s.next_pid,
+                s.prev_state,
+                zz(s.prev_prio),
+                zz(s.next_prio),
+            ],
+            Self::Migrate(m) => [m.pid, m.orig_cpu, m.dest_cpu, 0, 0],
+            Self::Select(_) => return None,
+        })
+    }
+
+    /// The plain event of kind `k` from its words ([`Event::words`]); `None` for a select.
+    #[inline(always)]
+    pub fn from_words(k: Kind, ts_ns: u64, cpu: u32, w: &[u32; MAX_WORDS]) -> Option<Self> {
+        let wake = || Wake {
+            ts_ns,
+            cpu,
+            pid: w[0],
+            target_cpu: w[1],
+            waker_pid: w[2],
+            prio: unzz(w[3]),
+        };
+        Some(match k {
+            Kind::Waking => Self::Waking(wake()),
+            Kind::Wakeup => Self::Wakeup(wake()),
+            Kind::WakeupNew => Self::WakeupNew(wake()),
+            Kind::Switch => Self::Switch(Switch {
+                ts_ns,
+                cpu,
+                prev_pid: w[0],
+                next_pid: w[1],
+                prev_state: w[2],
+                prev_prio: unzz(w[3]),
+                next_prio: unzz(w[4]),
+            }),
+            Kind::Migrate => Self::Migrate(Migrate {
+                ts_ns,
+                cpu,
+                pid: w[0],
+                orig_cpu: w[1],
+                dest_cpu: w[2],
+            }),
+            Kind::Select => return None,
+        })
+    }
+
+    pub fn set_ts_ns(&mut self, ts_ns: u64) {
+        match self {
+            Self::Waking(w) | Self::Wakeup(w) | Self::WakeupNew(w) => w.ts_ns = ts_ns,
+            Self::Switch(s) => s.ts_ns = ts_ns,
+            Self::Migrate(m) => m.ts_ns = ts_ns,
+            Self::Select(s) => s.ts_ns = ts_ns,
         }
     }
 }
@@ -574,5 +700,44 @@ mod tests {
         println!("size_of::<Event>() = {ev}, size_of::<Select>() = {sel}");
         assert!(ev <= 40, "Event grew to {ev} bytes");
         assert!(size_of::<Wake>() < ev && size_of::<Switch>() < ev);
+    }
+
+    /// The compatibility rule for growing the kinds: a recording's per-kind counters written
+    /// when there were fewer kinds read back with the later kinds at zero; more kinds than this
+    /// build knows is refused, not truncated.
+    #[test]
+    fn per_kind_counters_from_fewer_kinds_read_with_zeros_and_more_are_refused() {
+        let short: PerKind<u64> = serde_json::from_str("[1,2,3]").expect("a shorter array reads");
+        assert_eq!(short.0[..3], [1, 2, 3]);
+        assert!(short.0[3..].iter().all(|&v| v == 0), "{short:?}");
+        let full = PerKind::<u64>::from_fn(|k| k.index() as u64 + 10);
+        let json = serde_json::to_string(&full).expect("serialises");
+        assert_eq!(serde_json::from_str::<PerKind<u64>>(&json).ok(), Some(full));
+        let long = format!("[{}]", ["1"; Kind::COUNT + 1].join(","));
+        let err = serde_json::from_str::<PerKind<u64>>(&long).expect_err("too many kinds");
+        assert!(err.to_string().contains("one per event kind"), "{err}");
+    }
+
+    /// Every plain kind's words give the event back, its signed fields at both extremes.
+    #[test]
+    fn plain_events_round_trip_through_their_words() {
+        for k in Kind::ALL {
+            let sample = crate::fields::sample(k);
+            let Some(_) = sample.words() else {
+                assert_eq!(k, Kind::Select);
+                continue;
+            };
+            for v in [0u32, 1, 0x7fff_ffff, 0x8000_0000, u32::MAX] {
+                let w = [v, v ^ 1, v.wrapping_add(3), v, v.rotate_left(7)];
+                let mut wn = w;
+                wn[k.words()..].fill(0);
+                let e = Event::from_words(k, 77, 3, &wn).expect("plain");
+                assert_eq!((e.kind(), e.ts_ns(), e.cpu()), (k, 77, 3));
+                assert_eq!(e.words(), Some(wn), "{k:?}");
+            }
+        }
+        assert_eq!(unzz(zz(i32::MIN)), i32::MIN);
+        assert_eq!(unzz(zz(-1)), -1);
+        assert_eq!(zz(-1), 1);
     }
 }

@@ -371,6 +371,23 @@ fn no_table_without_a_modelled_feature_difference() {
             rep.notes
         );
     }
+    // WA_WEIGHT or WA_BIAS alone, which no model's conditions name: a note all the same.
+    for (f, off) in [("WA_WEIGHT", "NO_WA_WEIGHT"), ("WA_BIAS", "NO_WA_BIAS")] {
+        let mut w = same_b.clone();
+        for s in &mut w.runs {
+            s.recording.run.sched_features = Some(features(&[(f, off)]));
+        }
+        let rep = compare::diff(&[same_a.clone(), w], &[]);
+        assert!(rep.predictions.is_empty(), "{:?}", rep.predictions);
+        let want = format!(
+            "prediction a -> b: the shadow replays each recording with its own {f} (a: {f}; b: {off})"
+        );
+        assert!(
+            rep.notes.iter().any(|n| n.starts_with(&want)),
+            "{want}\n{:?}",
+            rep.notes
+        );
+    }
     // The same with a modelled feature flipped too: still no table.
     let mut both = nowa.clone();
     for s in &mut both.runs {

@@ -312,7 +312,7 @@ fn check_stream(topo: &Topology, cfg: &SynthConfig) -> Checked {
                 }
                 curr.insert(sw.cpu, sw.next_pid);
             }
-            Event::WakeupNew(_) => panic!("no forks in the model"),
+            other => panic!("event {i}: no {} in the model", other.kind().name()),
         }
         if let Some(p) = joiner.on_event(e) {
             placements.push(p);

@@ -195,14 +195,9 @@ impl Sim<'_> {
     fn emit(&mut self, mut e: Event, to_brain: bool) {
         self.clock = (self.clock + 1).max(self.now);
         let ts = self.clock;
-        match &mut e {
-            Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => w.ts_ns = ts,
-            Event::Switch(s) => s.ts_ns = ts,
-            Event::Migrate(m) => m.ts_ns = ts,
-            Event::Select(s) => {
-                s.entry_ts_ns = ts;
-                s.ts_ns = ts;
-            }
+        e.set_ts_ns(ts);
+        if let Event::Select(s) = &mut e {
+            s.entry_ts_ns = ts;
         }
         if to_brain {
             self.brain.on_event(&e);

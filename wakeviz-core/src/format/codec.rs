@@ -5,9 +5,7 @@
 //! is nearly time-ordered; they may go slightly backwards across CPUs, hence zigzag.
 //! `select_task_rq_fair` stores its duration instead of its entry time.
 use super::slots::{put, put_select};
-use crate::event::{
-    Event, Kind, Migrate, ScanMeasure, Select, SelectInputs, Switch, Wake, WakeeFlips,
-};
+use crate::event::{Event, Kind, MAX_WORDS, ScanMeasure, Select, SelectInputs, WakeeFlips};
 
 #[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -119,12 +117,6 @@ impl<'a> Cursor<'a> {
         let v = self.varint()?;
         u32::try_from(v).map_err(|_| self.out_of_range())
     }
-
-    #[inline(always)]
-    fn i32(&mut self) -> Result<i32, String> {
-        let v = unzigzag(self.varint()?);
-        i32::try_from(v).map_err(|_| self.out_of_range())
-    }
 }
 
 /// Stateful encoder for one chunk.
@@ -150,24 +142,6 @@ impl Encoder {
         put_varint(out, zigzag(ts.wrapping_sub(self.prev_ts) as i64));
         self.prev_ts = ts;
         match e {
-            Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
-                put_varint(out, u64::from(w.pid));
-                put_varint(out, u64::from(w.target_cpu));
-                put_varint(out, u64::from(w.waker_pid));
-                put_varint(out, zigzag(i64::from(w.prio)));
-            }
-            Event::Switch(s) => {
-                put_varint(out, u64::from(s.prev_pid));
-                put_varint(out, u64::from(s.next_pid));
-                put_varint(out, u64::from(s.prev_state));
-                put_varint(out, zigzag(i64::from(s.prev_prio)));
-                put_varint(out, zigzag(i64::from(s.next_prio)));
-            }
-            Event::Migrate(m) => {
-                put_varint(out, u64::from(m.pid));
-                put_varint(out, u64::from(m.orig_cpu));
-                put_varint(out, u64::from(m.dest_cpu));
-            }
             Event::Select(s) => {
                 put_varint(out, u64::from(s.pid));
                 put_varint(out, s.ts_ns.wrapping_sub(s.entry_ts_ns));
@@ -209,10 +183,20 @@ impl Encoder {
                     put_varint(out, u64::from(m.packed()));
                 }
             }
+            plain => {
+                let words = plain.words().unwrap_or_default();
+                for &w in words.iter().take(plain.kind().words()) {
+                    put_varint(out, u64::from(w));
+                }
+            }
         }
         self.count += 1;
     }
 }
+
+/// The kinds format 1 knew (the first ones of [`Kind::ALL`]): a later kind in a row payload is
+/// damage.
+const ROW_KINDS: usize = 6;
 
 /// Smallest encoded event: a migrate is a kind byte and five one-byte varints (cpu, ts delta,
 /// pid, orig, dest). A chunk's `count` claiming more events than its bytes can hold is refused.
@@ -240,6 +224,7 @@ pub fn decode(
         let i_ = i as usize;
         let tag = c.byte()?;
         let kind = Kind::from_abi(u16::from(tag))
+            .filter(|k| k.index() < ROW_KINDS)
             .ok_or_else(|| format!("event {i}: unknown kind {tag}"))?;
         let cpu = c.u32()?;
         let ts_ns = prev_ts.wrapping_add(unzigzag(c.varint()?) as u64);
@@ -247,48 +232,6 @@ pub fn decode(
         // Each arm builds its own variant; `put` stores it over the recycled slot, keeping a
         // select box that slot held, or appends it.
         match kind {
-            Kind::Waking | Kind::Wakeup | Kind::WakeupNew => {
-                let w = Wake {
-                    ts_ns,
-                    cpu,
-                    pid: c.u32()?,
-                    target_cpu: c.u32()?,
-                    waker_pid: c.u32()?,
-                    prio: c.i32()?,
-                };
-                let e = match kind {
-                    Kind::Waking => Event::Waking(w),
-                    Kind::Wakeup => Event::Wakeup(w),
-                    _ => Event::WakeupNew(w),
-                };
-                put(out, i_, e, spare);
-            }
-            Kind::Switch => put(
-                out,
-                i_,
-                Event::Switch(Switch {
-                    ts_ns,
-                    cpu,
-                    prev_pid: c.u32()?,
-                    next_pid: c.u32()?,
-                    prev_state: c.u32()?,
-                    prev_prio: c.i32()?,
-                    next_prio: c.i32()?,
-                }),
-                spare,
-            ),
-            Kind::Migrate => put(
-                out,
-                i_,
-                Event::Migrate(Migrate {
-                    ts_ns,
-                    cpu,
-                    pid: c.u32()?,
-                    orig_cpu: c.u32()?,
-                    dest_cpu: c.u32()?,
-                }),
-                spare,
-            ),
             Kind::Select => {
                 let pid = c.u32()?;
                 let dur = c.varint()?;
@@ -340,6 +283,14 @@ pub fn decode(
                     inputs,
                 };
                 put_select(out, i_, sel, spare);
+            }
+            plain => {
+                let mut w = [0; MAX_WORDS];
+                for v in w.iter_mut().take(plain.words()) {
+                    *v = c.u32()?;
+                }
+                let e = Event::from_words(plain, ts_ns, cpu, &w).ok_or("not a plain kind")?;
+                put(out, i_, e, spare);
             }
         }
     }
@@ -448,6 +399,7 @@ pub(super) fn get_inputs(c: &mut Cursor<'_>) -> Result<SelectInputs, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::{Migrate, Switch, Wake};
 
     /// `n` events cycling through every kind, the select records at positions set by `phase`
     /// and some with their inputs block, so two sequences put selects in different slots.

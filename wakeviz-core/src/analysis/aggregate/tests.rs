@@ -234,7 +234,7 @@ impl Model {
                     }
                 }
             }
-            Event::Migrate(_) | Event::Select(_) => {}
+            _ => {}
         }
     }
 }

@@ -251,14 +251,14 @@ pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<St
                 .copied()
                 .filter(|&f| state(sa, f) != state(sb, f))
                 .collect();
-            if differ.is_empty() {
-                continue;
-            }
-            let tset: Vec<String> = differ.iter().map(|&f| spell(sb, f)).collect();
             let kept: Vec<SchedFeature> = FROM_RECORDING
                 .into_iter()
                 .filter(|&f| state(sa, f) != state(sb, f))
                 .collect();
+            if differ.is_empty() && kept.is_empty() {
+                continue;
+            }
+            let tset: Vec<String> = differ.iter().map(|&f| spell(sb, f)).collect();
             if !kept.is_empty() {
                 let side = |s: &Setting| {
                     kept.iter()

@@ -4,11 +4,11 @@
 //! sorted by kind decoded 1.33x faster. So the kinds are counted into per-kind position lists
 //! ([`order`]) and each kind's loop writes its events to their positions: 1.27 -> 0.48
 //! mispredicts per event for the whole decode, +15 % events/s (CHANGELOG.md).
-use super::{flag, widen::Scratch};
+use super::{PLAIN, SHARED, SLOTS, UNSHARED, flag, widen::Scratch};
 use crate::{
-    event::{Event, Migrate, ScanMeasure, Select, Switch, Wake},
+    event::{Event, Kind, MAX_WORDS, Migrate, ScanMeasure, Select},
     format::{
-        codec::{Cursor, get_inputs, unzigzag},
+        codec::{Cursor, get_inputs},
         slots::boxed,
     },
 };
@@ -47,31 +47,100 @@ pub(super) fn reclaim(
     out.resize(n, FILLER);
 }
 
-/// Counts the block's kinds into `s.order` (positions of kind `k` at
-/// `s.order[s.kind_start[k]..s.kind_start[k + 1]]`, ascending) and gives each wake its row (the
-/// three wake kinds share the wake columns, in chunk order). `per_kind` counts `kinds`, whose
-/// values `locate` checked to be 1 to 6.
-pub(super) fn order(s: &mut Scratch, kinds: &[u8], per_kind: &[usize; 8]) {
-    let mut start = [0usize; 8];
-    for k in 1..8 {
+/// Each kind tag's counter in `order`'s register: where it sits, and one more of it.
+const ROW_SHIFT: [u32; SLOTS] = {
+    let mut t = [0; SLOTS];
+    let mut k = 0;
+    while k < SLOTS {
+        t[k] = 16 * SHARED[k] as u32;
+        k += 1;
+    }
+    t
+};
+const ROW_STEP: [u64; SLOTS] = {
+    let mut t = [0; SLOTS];
+    let mut k = 0;
+    while k < SLOTS {
+        t[k] = 1 << ROW_SHIFT[k];
+        k += 1;
+    }
+    t
+};
+
+/// Counts the block's kinds into `s.order` (positions of kind tag `k` at
+/// `s.order[s.kind_start[k]..s.kind_start[k + 1]]`, ascending) and gives each plain event its
+/// row in its layout's columns (kinds that share a layout share its rows, in chunk order).
+/// `per_kind` counts `kinds`, whose values `locate` checked.
+pub(super) fn order(s: &mut Scratch, kinds: &[u8], per_kind: &[usize; SLOTS]) {
+    let mut start = [0usize; SLOTS + 1];
+    for k in 1..=SLOTS {
         start[k] = start[k - 1] + per_kind[k - 1];
     }
     s.kind_start = start;
     super::widen::resize(&mut s.order, kinds.len(), 0);
-    super::widen::resize(&mut s.wake_row, kinds.len(), 0);
+    super::widen::resize(&mut s.row, kinds.len(), 0);
     let mut next = start;
-    let mut wakes = 0u16;
+    // Four 16-bit counters in a register: through memory, each event's count waited on the
+    // store of the one before.
+    let mut rows = 0u64;
     for (j, &k) in kinds.iter().enumerate() {
-        let k = usize::from(k & 7);
+        let k = usize::from(k) & (SLOTS - 1);
         if let Some(o) = s.order.get_mut(next[k]) {
             *o = j as u16;
         }
         next[k] += 1;
-        if let Some(w) = s.wake_row.get_mut(j) {
-            *w = wakes;
+        if let Some(r) = s.row.get_mut(j) {
+            *r = (rows >> ROW_SHIFT[k]) as u16;
         }
-        wakes += u16::from(k.wrapping_sub(1) < 3);
+        rows = rows.wrapping_add(ROW_STEP[k]);
     }
+}
+
+type PlainBuilder = fn(&Scratch, usize, &mut [Event], &[[u32; MAX_WORDS]]) -> Result<(), String>;
+
+/// [`plain`] for each kind tag: called through this table with the tag a constant, each kind's
+/// loop builds its variant directly (with the tag read at run time, every event went through
+/// a jump table to its constructor).
+const PLAIN_BUILDERS: [PlainBuilder; SLOTS] = [
+    plain::<0>, plain::<1>, plain::<2>, plain::<3>, plain::<4>, plain::<5>, plain::<6>, plain::<7>,
+];
+
+/// Writes the block's events of plain kind tag `K` from their layout's `rows`: a kind alone in
+/// its layout takes the rows in order, one that shares it the row `order` gave each event.
+fn plain<const K: usize>(
+    s: &Scratch,
+    first: usize,
+    out: &mut [Event],
+    rows: &[[u32; MAX_WORDS]],
+) -> Result<(), String> {
+    let Some(k) = K.checked_sub(1).and_then(|i| Kind::ALL.get(i).copied()) else {
+        return Ok(());
+    };
+    let lost = |j: usize| format!("event {}: no row left in its columns", first + j);
+    let of = s
+        .order
+        .get(s.kind_start[K]..s.kind_start[K + 1])
+        .unwrap_or_default();
+    let mut put = |j: usize, words: Option<&[u32; MAX_WORDS]>| {
+        let (Some(&ts_ns), Some(&cpu), Some(words)) = (s.ts.get(j), s.cpu.get(j), words) else {
+            return Err(lost(j));
+        };
+        let e = Event::from_words(k, ts_ns, cpu, words).ok_or_else(|| lost(j))?;
+        *out.get_mut(first + j).ok_or_else(|| lost(j))? = e;
+        Ok(())
+    };
+    if SHARED[K] == UNSHARED {
+        for (&j, words) in of.iter().zip(rows) {
+            put(usize::from(j), Some(words))?;
+        }
+    } else {
+        for &j in of {
+            let j = usize::from(j);
+            let row = s.row.get(j).map(|&r| usize::from(r));
+            put(j, row.and_then(|r| rows.get(r)))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the block's events (event `first` on) into `out` (already [`reclaim`]ed), kind by
@@ -91,68 +160,20 @@ pub(super) fn build(
     select_at: &mut Vec<u32>,
 ) -> Result<(), String> {
     let lost = |j: usize| format!("event {}: no row left in its columns", first + j);
-    let zz = |v: u32| unzigzag(u64::from(v)) as i32;
     let of = |k: usize| {
         let (a, b) = (s.kind_start[k], s.kind_start[k + 1]);
         s.order.get(a..b).unwrap_or_default()
     };
     let at = |j: usize| -> Option<(u64, u32)> { Some((*s.ts.get(j)?, *s.cpu.get(j)?)) };
-    let mut wakes = |k: usize, make: fn(Wake) -> Event| -> Result<(), String> {
-        for &j in of(k) {
-            let j = usize::from(j);
-            let row = s.wake_row.get(j).map(|&r| usize::from(r));
-            let (Some((ts_ns, cpu)), Some(&[pid, target_cpu, waker_pid, prio])) =
-                (at(j), row.and_then(|r| s.wakes.get(r)))
-            else {
-                return Err(lost(j));
-            };
-            let slot = out.get_mut(first + j).ok_or_else(|| lost(j))?;
-            *slot = make(Wake {
-                ts_ns,
-                cpu,
-                pid,
-                target_cpu,
-                waker_pid,
-                prio: zz(prio),
-            });
+    for (g, p) in PLAIN.iter().enumerate() {
+        for &k in p.kinds {
+            PLAIN_BUILDERS[usize::from(k.abi()) & (SLOTS - 1)](s, first, out, &s.plain[g])?;
         }
-        Ok(())
-    };
-    wakes(1, Event::Waking)?;
-    wakes(2, Event::Wakeup)?;
-    wakes(3, Event::WakeupNew)?;
-    for (&j, &[prev_pid, next_pid, prev_state, prev_prio, next_prio]) in
-        of(4).iter().zip(&s.switches)
-    {
-        let j = usize::from(j);
-        let (ts_ns, cpu) = at(j).ok_or_else(|| lost(j))?;
-        let slot = out.get_mut(first + j).ok_or_else(|| lost(j))?;
-        *slot = Event::Switch(Switch {
-            ts_ns,
-            cpu,
-            prev_pid,
-            next_pid,
-            prev_state,
-            prev_prio: zz(prev_prio),
-            next_prio: zz(next_prio),
-        });
-    }
-    for (&j, &[pid, orig_cpu, dest_cpu]) in of(5).iter().zip(&s.migrates) {
-        let j = usize::from(j);
-        let (ts_ns, cpu) = at(j).ok_or_else(|| lost(j))?;
-        let slot = out.get_mut(first + j).ok_or_else(|| lost(j))?;
-        *slot = Event::Migrate(Migrate {
-            ts_ns,
-            cpu,
-            pid,
-            orig_cpu,
-            dest_cpu,
-        });
     }
     let mut opti = 0;
     let rows = s.selects.iter().zip(&s.durations);
     for (&j, (&[pid, prev_cpu, wake_flags, chosen_cpu, waker_pid, f], &duration)) in
-        of(6).iter().zip(rows)
+        of(usize::from(Kind::Select.abi())).iter().zip(rows)
     {
         let j = usize::from(j);
         let (ts_ns, cpu) = at(j).ok_or_else(|| lost(j))?;

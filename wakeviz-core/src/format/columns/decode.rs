@@ -3,12 +3,15 @@
 //! events: each block's rows are widened into per-kind rows (`widen.rs`), then its events are
 //! built one kind at a time (`build.rs`).
 use super::{
-    COLUMNS, build, col, flag, is_wide,
+    COLUMNS, PLAIN, SLOTS, build, col, flag, has_column, has_kind, is_wide, layout_of_column,
     widen::{self, Planes, Scratch},
 };
 use crate::{
-    event::{Event, Select},
-    format::codec::{Cursor, unzigzag},
+    event::{Event, Kind, Select},
+    format::{
+        FORMAT_VERSION,
+        codec::{Cursor, unzigzag},
+    },
 };
 
 /// Events per block: the widened rows of a block (about 130 KiB) instead of a whole chunk's
@@ -19,16 +22,14 @@ pub(super) const BLOCK: usize = 4096;
 /// Where a block starts in each kind's columns: rows of the blocks before it.
 #[derive(Clone, Copy, Default)]
 struct At {
-    wake: usize,
-    switch: usize,
-    migrate: usize,
+    plain: [usize; PLAIN.len()],
     select: usize,
     optional: usize,
 }
 
-/// Decodes `count` events from a columnar payload into `out`, replacing what it held (over a
-/// recycled chunk as [`crate::format::codec::decode`] does). `scratch` holds the widened
-/// columns; its contents on entry do not matter.
+/// Decodes `count` events from a columnar payload of this build's format into `out`,
+/// replacing what it held (over a recycled chunk as [`crate::format::codec::decode`] does).
+/// `scratch` holds the widened columns; its contents on entry do not matter.
 pub fn decode(
     payload: &[u8],
     count: u32,
@@ -36,10 +37,23 @@ pub fn decode(
     spare: &mut Vec<Box<Select>>,
     scratch: &mut Scratch,
 ) -> Result<(), String> {
-    decode_blocks(payload, count, out, spare, scratch, BLOCK)
+    decode_blocks(payload, count, FORMAT_VERSION, out, spare, scratch, BLOCK)
 }
 
-/// [`decode`] with blocks of `block` events (tests use small ones, to cross block edges).
+/// [`decode`] of a payload of format `version`: the columns of kinds added later are absent.
+pub fn decode_format(
+    payload: &[u8],
+    count: u32,
+    version: u32,
+    out: &mut Vec<Event>,
+    spare: &mut Vec<Box<Select>>,
+    scratch: &mut Scratch,
+) -> Result<(), String> {
+    decode_blocks(payload, count, version, out, spare, scratch, BLOCK)
+}
+
+/// [`decode_format`] with blocks of `block` events (tests use small ones, to cross block
+/// edges).
 #[expect(
     clippy::vec_box,
     reason = "the boxes move into `Event::Select` as they are"
@@ -47,19 +61,21 @@ pub fn decode(
 pub(super) fn decode_blocks(
     payload: &[u8],
     count: u32,
+    version: u32,
     out: &mut Vec<Event>,
     spare: &mut Vec<Box<Select>>,
     scratch: &mut Scratch,
     block: usize,
 ) -> Result<(), String> {
     let n = count as usize;
+    let present = (0..COLUMNS).filter(|&c| has_column(version, c)).count();
     let (widths, rest) = payload
-        .split_at_checked(COLUMNS)
+        .split_at_checked(present)
         .ok_or("payload ends inside the column widths")?;
     let (kinds, rest) = rest
         .split_at_checked(n)
         .ok_or_else(|| format!("payload ends inside the kinds of {n} events"))?;
-    let (cols, inputs) = locate(widths, kinds, rest, &mut scratch.flags)?;
+    let (cols, inputs) = locate(version, widths, kinds, rest, &mut scratch.flags)?;
     // Every event took at least 6 bytes of columns (kind, cpu, ts, three fields), so `n` is
     // bounded by the payload: sizing `out` to it allocates no more than the bytes justify.
     let mut select_at = std::mem::take(&mut scratch.select_at);
@@ -83,6 +99,7 @@ pub(super) fn decode_blocks(
 /// Checks the kinds and the widths and finds each column, sized from the kinds (and the select
 /// flags for the optional values); returns the columns and the select-inputs stream after them.
 fn locate<'a>(
+    version: u32,
     widths: &[u8],
     kinds: &[u8],
     mut rest: &'a [u8],
@@ -92,31 +109,32 @@ fn locate<'a>(
     for &k in kinds {
         per_kind[usize::from(k)] += 1;
     }
-    if per_kind[1..=6].iter().sum::<usize>() != kinds.len() {
-        let (i, k) = kinds
-            .iter()
-            .enumerate()
-            .find(|&(_, &k)| !(1..=6).contains(&k))
-            .unwrap_or((0, &0));
+    if let Some(k) = (0..=255u8).find(|&k| per_kind[usize::from(k)] > 0 && !has_kind(version, k)) {
+        let i = kinds.iter().position(|&x| x == k).unwrap_or(0);
         return Err(format!("event {i}: unknown kind {k}"));
     }
-    let wakes = per_kind[1] + per_kind[2] + per_kind[3];
     let empty = Planes {
         bytes: &[],
         rows: 0,
     };
     let mut cols = [empty; COLUMNS];
-    for (c, &w) in widths.iter().enumerate().take(COLUMNS) {
+    let mut widths = widths.iter();
+    for c in (0..COLUMNS).filter(|&c| has_column(version, c)) {
+        let w = *widths
+            .next()
+            .ok_or("payload ends inside the column widths")?;
         if !(matches!(w, 1 | 2 | 4) || w == 8 && is_wide(c)) {
             return Err(format!("column {c}: width {w} bytes"));
         }
-        let rows = match c {
-            col::CPU | col::TS => kinds.len(),
-            col::WAKE..col::SWITCH => wakes,
-            col::SWITCH..col::MIGRATE => per_kind[4],
-            col::MIGRATE..col::SELECT => per_kind[5],
-            col::SELECT..col::SEL_OPTIONAL => per_kind[6],
-            _ => optional_rows(cols[col::SEL_FLAGS], flags)?,
+        let rows = match (c, layout_of_column(c)) {
+            (col::CPU | col::TS, _) => kinds.len(),
+            (_, Some(g)) => PLAIN[g]
+                .kinds
+                .iter()
+                .map(|k| per_kind[usize::from(k.abi())])
+                .sum(),
+            (col::SEL_OPTIONAL, _) => optional_rows(cols[col::SEL_FLAGS], flags)?,
+            _ => per_kind[usize::from(Kind::Select.abi())],
         };
         let len = rows * usize::from(w);
         let Some((bytes, after)) = rest.split_at_checked(len) else {
@@ -157,12 +175,11 @@ fn fill(
     at: At,
     ts: &mut u64,
 ) -> At {
-    let mut per_kind = [0usize; 8];
+    let mut per_kind = [0usize; SLOTS];
     for &k in kinds {
-        per_kind[usize::from(k & 7)] += 1;
+        per_kind[usize::from(k) & (SLOTS - 1)] += 1;
     }
-    let wakes = per_kind[1] + per_kind[2] + per_kind[3];
-    let (switches, migrates, selects) = (per_kind[4], per_kind[5], per_kind[6]);
+    let selects = per_kind[usize::from(Kind::Select.abi())];
     let optional: usize = (s.flags.get(at.select..at.select + selects))
         .unwrap_or_default()
         .iter()
@@ -178,19 +195,13 @@ fn fill(
     });
     *ts = prev;
     widen::narrow(&mut s.cpu, cols[col::CPU], first, n);
-    rows(&mut s.wakes, &cols[col::WAKE..col::SWITCH], at.wake, wakes);
-    rows(
-        &mut s.switches,
-        &cols[col::SWITCH..col::MIGRATE],
-        at.switch,
-        switches,
-    );
-    rows(
-        &mut s.migrates,
-        &cols[col::MIGRATE..col::SELECT],
-        at.migrate,
-        migrates,
-    );
+    let mut next = at;
+    for (g, p) in PLAIN.iter().enumerate() {
+        let len: usize = p.kinds.iter().map(|k| per_kind[usize::from(k.abi())]).sum();
+        let these = &cols[p.first..p.first + p.kinds[0].words()];
+        rows(&mut s.plain[g], these, at.plain[g], len);
+        next.plain[g] += len;
+    }
     widen::wide(
         &mut s.durations,
         cols[col::SEL_DURATION],
@@ -209,13 +220,9 @@ fn fill(
     }
     let opt = cols[col::SEL_OPTIONAL];
     widen::narrow(&mut s.optional, opt, at.optional, optional);
-    At {
-        wake: at.wake + wakes,
-        switch: at.switch + switches,
-        migrate: at.migrate + migrates,
-        select: at.select + selects,
-        optional: at.optional + optional,
-    }
+    next.select += selects;
+    next.optional += optional;
+    next
 }
 
 /// Rows `start..start + len` of one kind's columns (field `f` from `cols[f]`).

@@ -1,5 +1,5 @@
 //! Building one chunk's columns as events arrive, and laying them out at flush.
-use super::{COLUMNS, col, flag};
+use super::{COLUMNS, LAYOUT, PLAIN, SLOTS, col, flag};
 use crate::{
     event::{Event, ScanMeasure, SelectInputs},
     format::codec::{put_inputs, zigzag},
@@ -27,28 +27,13 @@ impl Encoder {
         self.narrow[col::CPU].push(e.cpu());
         self.ts.push(zigzag(ts.wrapping_sub(self.prev_ts) as i64));
         self.prev_ts = ts;
-        let zz = |v: i32| zigzag(i64::from(v)) as u32;
         match e {
-            Event::Waking(w) | Event::Wakeup(w) | Event::WakeupNew(w) => {
-                self.put(col::WAKE, [w.pid, w.target_cpu, w.waker_pid, zz(w.prio)]);
-            }
-            Event::Switch(s) => self.put(
-                col::SWITCH,
-                [
-                    s.prev_pid,
-                    s.next_pid,
-                    s.prev_state,
-                    zz(s.prev_prio),
-                    zz(s.next_prio),
-                ],
-            ),
-            Event::Migrate(m) => self.put(col::MIGRATE, [m.pid, m.orig_cpu, m.dest_cpu]),
             Event::Select(s) => {
                 self.narrow[col::SELECT].push(s.pid);
                 self.duration.push(s.ts_ns.wrapping_sub(s.entry_ts_ns));
                 self.put(
                     col::SEL_DURATION + 1,
-                    [s.prev_cpu, s.wake_flags, s.chosen_cpu, s.waker_pid],
+                    &[s.prev_cpu, s.wake_flags, s.chosen_cpu, s.waker_pid],
                 );
                 let bit = |b: bool, f: u32| if b { f } else { 0 };
                 let mut flags = 0;
@@ -76,12 +61,20 @@ impl Encoder {
                 }
                 self.narrow[col::SEL_FLAGS].push(flags);
             }
+            plain => {
+                let k = plain.kind();
+                let words = plain.words().unwrap_or_default();
+                let at = PLAIN.get(usize::from(LAYOUT[usize::from(k.abi()) & (SLOTS - 1)]));
+                if let Some(first) = at.map(|p| p.first) {
+                    self.put(first, &words[..k.words()]);
+                }
+            }
         }
         self.count += 1;
     }
 
-    fn put<const N: usize>(&mut self, first: usize, vals: [u32; N]) {
-        for (c, v) in self.narrow[first..first + N].iter_mut().zip(vals) {
+    fn put(&mut self, first: usize, vals: &[u32]) {
+        for (c, &v) in self.narrow[first..].iter_mut().zip(vals) {
             c.push(v);
         }
     }

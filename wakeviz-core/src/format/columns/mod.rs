@@ -44,6 +44,10 @@
 //! | 20 | select.flags        | select                 | u32  | [`flag`] bits                  |
 //! | 21 | select.optional     | one per set OPTIONAL bit | u32 | the present optional inputs  |
 //!
+//! Columns 2 to 13 are the plain kinds' words ([`crate::event::Event::words`]), laid out by
+//! [`PLAIN`]: a new plain kind is one line there, with its columns after the last ones and the
+//! format version that added them, so that older files still decode without them.
+//!
 //! Rows of a kind's columns are that kind's events in chunk order; the decoder counts them from
 //! the kinds column, so no length is stored: a column either has exactly its rows' bytes in the
 //! payload or the chunk is refused, and after the last column only the inputs blocks remain.
@@ -55,12 +59,132 @@ mod decode;
 mod encode;
 mod widen;
 
-pub use decode::decode;
+pub use decode::{decode, decode_format};
 pub use encode::Encoder;
 pub use widen::Scratch;
 
+use crate::event::Kind;
+
+/// The columns of one or more plain kinds: rows in chunk order whatever the kind.
+pub struct Plain {
+    pub kinds: &'static [Kind],
+    /// The first of its `kinds[0].words()` consecutive columns.
+    pub first: usize,
+    /// The format version whose payloads have these columns (and their widths).
+    pub since: u32,
+}
+
+/// Every plain kind's columns.
+pub const PLAIN: [Plain; 3] = [
+    Plain {
+        kinds: &[Kind::Waking, Kind::Wakeup, Kind::WakeupNew],
+        first: col::WAKE,
+        since: 2,
+    },
+    Plain {
+        kinds: &[Kind::Switch],
+        first: col::SWITCH,
+        since: 2,
+    },
+    Plain {
+        kinds: &[Kind::Migrate],
+        first: col::MIGRATE,
+        since: 2,
+    },
+];
+
 /// Numeric columns (everything after the width table but the kinds and the inputs).
-pub const COLUMNS: usize = 22;
+pub const COLUMNS: usize = {
+    let mut n = col::SEL_OPTIONAL + 1;
+    let mut g = 0;
+    while g < PLAIN.len() {
+        let end = PLAIN[g].first + PLAIN[g].kinds[0].words();
+        if end > n {
+            n = end;
+        }
+        g += 1;
+    }
+    n
+};
+
+/// Kind tags are below this (a power of two, to mask a checked tag into every table).
+pub const SLOTS: usize = 8;
+const _: () = assert!(Kind::COUNT < SLOTS);
+
+/// The [`PLAIN`] entry of each kind tag ([`PLAIN`]'s length: a select record, or no kind).
+pub const LAYOUT: [u8; SLOTS] = {
+    let mut t = [PLAIN.len() as u8; SLOTS];
+    let mut g = 0;
+    while g < PLAIN.len() {
+        let mut i = 0;
+        while i < PLAIN[g].kinds.len() {
+            t[PLAIN[g].kinds[i].abi() as usize] = g as u8;
+            i += 1;
+        }
+        g += 1;
+    }
+    t
+};
+
+/// For each kind tag of a layout several kinds share, that layout's counter among the four
+/// 16-bit row counters `build::order` keeps in one register ([`UNSHARED`], the fourth, for
+/// every other tag). A kind alone in its layout needs no counter: its rows are its events in
+/// order.
+pub const SHARED: [u8; SLOTS] = {
+    let mut t = [UNSHARED; SLOTS];
+    let (mut g, mut n) = (0, 0u8);
+    while g < PLAIN.len() {
+        if PLAIN[g].kinds.len() > 1 {
+            assert!(
+                n < UNSHARED,
+                "at most three layouts shared by several kinds"
+            );
+            let mut i = 0;
+            while i < PLAIN[g].kinds.len() {
+                t[PLAIN[g].kinds[i].abi() as usize] = n;
+                i += 1;
+            }
+            n += 1;
+        }
+        g += 1;
+    }
+    t
+};
+
+/// [`SHARED`]'s value for a tag with no shared layout.
+pub const UNSHARED: u8 = 3;
+
+/// The [`PLAIN`] entry holding column `c`.
+pub const fn layout_of_column(c: usize) -> Option<usize> {
+    let mut g = 0;
+    while g < PLAIN.len() {
+        let p = &PLAIN[g];
+        if c >= p.first && c < p.first + p.kinds[0].words() {
+            return Some(g);
+        }
+        g += 1;
+    }
+    None
+}
+
+/// Whether format `version`'s payloads hold column `c`.
+pub const fn has_column(version: u32, c: usize) -> bool {
+    match layout_of_column(c) {
+        Some(g) => PLAIN[g].since <= version,
+        None => true,
+    }
+}
+
+/// Whether format `version`'s payloads may hold events of kind tag `tag`.
+pub fn has_kind(version: u32, tag: u8) -> bool {
+    let Some(k) = Kind::from_abi(u16::from(tag)) else {
+        return false;
+    };
+    match PLAIN.get(usize::from(LAYOUT[usize::from(tag) & (SLOTS - 1)])) {
+        Some(p) => p.since <= version,
+        None => k == Kind::Select,
+    }
+}
 
 /// Column indices, in payload order.
 pub mod col {

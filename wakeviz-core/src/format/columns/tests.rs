@@ -3,7 +3,7 @@
 use super::{decode::decode_blocks, *};
 use crate::{
     event::{Event, Migrate, Select, SelectInputs, Switch, Wake, WakeeFlips},
-    format::codec,
+    format::{FORMAT_VERSION, codec},
 };
 
 /// A small deterministic generator (no dependency): xorshift64*, and the mask of the chunk's
@@ -183,7 +183,16 @@ fn columns_decode_as_rows_do() {
         // values' neighbours, one event per block.
         let block = [1, 7, 64][seed as usize % 3];
         let payload = columns(&want);
-        decode_blocks(&payload, count, &mut out, &mut spare, &mut scratch, block).unwrap();
+        decode_blocks(
+            &payload,
+            count,
+            FORMAT_VERSION,
+            &mut out,
+            &mut spare,
+            &mut scratch,
+            block,
+        )
+        .unwrap();
         assert_eq!(out, want, "seed {seed}: blocks of {block}");
     }
 }
@@ -240,4 +249,30 @@ fn recycled_vector_reordered_by_the_caller() {
     out.truncate(250);
     decode(&columns(&b), 300, &mut out, &mut spare, &mut scratch).unwrap();
     assert_eq!(out, b);
+}
+
+/// [`PLAIN`] is the layout the module's table documents: every plain kind in exactly one
+/// layout, a layout's kinds the same width, its columns its own and before or after the select
+/// columns, never among them.
+#[test]
+fn the_plain_layouts_tile_their_columns() {
+    use crate::event::Kind;
+    let mut owner = [None; COLUMNS];
+    for (g, p) in PLAIN.iter().enumerate() {
+        let words = p.kinds[0].words();
+        assert!(words > 0 && p.kinds.iter().all(|k| k.words() == words));
+        for (c, o) in owner.iter_mut().enumerate().skip(p.first).take(words) {
+            assert!(o.is_none(), "column {c} in two layouts");
+            assert!(!(col::SELECT..=col::SEL_OPTIONAL).contains(&c) && c > col::TS);
+            *o = Some(g);
+            assert_eq!(layout_of_column(c), Some(g));
+        }
+    }
+    for k in Kind::ALL {
+        let n = PLAIN.iter().filter(|p| p.kinds.contains(&k)).count();
+        assert_eq!(n, usize::from(k != Kind::Select), "{k:?}");
+        assert!(has_kind(FORMAT_VERSION, k.abi() as u8));
+    }
+    assert!(!has_kind(FORMAT_VERSION, 0) && !has_kind(FORMAT_VERSION, Kind::COUNT as u8 + 1));
+    assert_eq!((PLAIN[0].first, PLAIN[1].first, PLAIN[2].first), (2, 6, 11));
 }

@@ -1,5 +1,7 @@
 //! A column's byte planes turned into values: straight loops over whole columns, so the
 //! per-event pass reads each kind's fields as one row with one bounds check.
+use super::{PLAIN, SLOTS};
+use crate::event::MAX_WORDS;
 
 /// One block of a chunk's columns as values, per kind of event, reused from block to block and
 /// chunk to chunk (the [`crate::format::Reader`] keeps one). At most [`super::decode::BLOCK`]
@@ -9,12 +11,8 @@ pub struct Scratch {
     /// Absolute timestamps and CPUs of every event.
     pub(super) ts: Vec<u64>,
     pub(super) cpu: Vec<u32>,
-    /// pid, target_cpu, waker_pid, zigzag(prio).
-    pub(super) wakes: Vec<[u32; 4]>,
-    /// prev_pid, next_pid, prev_state, zigzag(prev_prio), zigzag(next_prio).
-    pub(super) switches: Vec<[u32; 5]>,
-    /// pid, orig_cpu, dest_cpu.
-    pub(super) migrates: Vec<[u32; 3]>,
+    /// Each [`super::PLAIN`] layout's rows: its kinds' words (`Event::words`).
+    pub(super) plain: [Vec<[u32; MAX_WORDS]>; PLAIN.len()],
     /// pid, prev_cpu, wake_flags, chosen_cpu, waker_pid, flags.
     pub(super) selects: Vec<[u32; 6]>,
     pub(super) durations: Vec<u64>,
@@ -22,9 +20,9 @@ pub struct Scratch {
     pub(super) flags: Vec<u32>,
     /// The block's positions by kind, and where each kind's start (`build::order`).
     pub(super) order: Vec<u16>,
-    pub(super) kind_start: [usize; 8],
-    /// Each wake event's row in the wake columns, by position.
-    pub(super) wake_row: Vec<u16>,
+    pub(super) kind_start: [usize; SLOTS + 1],
+    /// Each event's row in its layout's columns, by position, when several kinds share it.
+    pub(super) row: Vec<u16>,
     /// Positions of the select records in the output last decoded (`build::reclaim`).
     pub(super) select_at: Vec<u32>,
 }
