@@ -58,7 +58,9 @@ fn small_stream(a: &mut Analysis) {
         (104, "sshd"),
     ]);
     b.stats = Some(CaptureStats {
-        offered: wakeviz_core::event::PerKind([7, 7, 1, 6, 0, 5]),
+        offered: wakeviz_core::event::PerKind::from_fn(|k| {
+            [7, 7, 1, 6, 0, 5].get(k.index()).copied().unwrap_or(0)
+        }),
         kernel_drops: 1,
         user_drops: 0,
         delivered: 26,

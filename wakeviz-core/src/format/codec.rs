@@ -196,7 +196,7 @@ impl Encoder {
 
 /// The kinds format 1 knew (the first ones of [`Kind::ALL`]): a later kind in a row payload is
 /// damage.
-const ROW_KINDS: usize = 6;
+pub(crate) const ROW_KINDS: usize = 6;
 
 /// Smallest encoded event: a migrate is a kind byte and five one-byte varints (cpu, ts delta,
 /// pid, orig, dest). A chunk's `count` claiming more events than its bytes can hold is refused.
