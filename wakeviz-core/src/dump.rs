@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::{Map, Value, json};
 
 use crate::{
-    event::{Event, Select, SelectInputs, TaskTable},
+    event::{Event, SelectInputs, TaskTable},
     fields::{self, Val},
     topology::CpuSet,
 };
@@ -18,7 +18,7 @@ pub fn event_json(e: &Event, tasks: &TaskTable) -> Value {
         m.insert(f.name().into(), v.map_or(Value::Null, json_of));
     });
     if let Event::Select(s) = e
-        && let Some(v) = inputs_json(s)
+        && let Some(v) = inputs_json(&s.inputs)
     {
         m.insert("inputs".into(), v);
     }
@@ -36,8 +36,7 @@ fn json_of(v: Val<'_>) -> Value {
 }
 
 /// The select inputs, when the record has any.
-fn inputs_json(s: &Select) -> Option<Value> {
-    let i = &s.inputs;
+fn inputs_json(i: &SelectInputs) -> Option<Value> {
     if *i == SelectInputs::default() {
         return None;
     }

@@ -109,8 +109,10 @@ fn locate<'a>(
     for &k in kinds {
         per_kind[usize::from(k)] += 1;
     }
-    if let Some(k) = (0..=255u8).find(|&k| per_kind[usize::from(k)] > 0 && !has_kind(version, k)) {
-        let i = kinds.iter().position(|&x| x == k).unwrap_or(0);
+    if (0..=255u8).any(|k| per_kind[usize::from(k)] > 0 && !has_kind(version, k)) {
+        let (i, k) = (kinds.iter().enumerate())
+            .find(|&(_, &k)| !has_kind(version, k))
+            .unwrap_or((0, &0));
         return Err(format!("event {i}: unknown kind {k}"));
     }
     let empty = Planes {

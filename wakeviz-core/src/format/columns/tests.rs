@@ -260,3 +260,23 @@ fn the_plain_layouts_tile_their_columns() {
     assert!(!has_kind(FORMAT_VERSION, 0) && !has_kind(FORMAT_VERSION, Kind::COUNT as u8 + 1));
     assert_eq!((PLAIN[0].first, PLAIN[1].first, PLAIN[2].first), (2, 6, 11));
 }
+
+/// A kind tag the file's version does not have is refused, naming the first event that has it.
+#[test]
+fn an_unknown_kind_names_its_first_event() {
+    let evs = events(5, 40);
+    for bad in [0u8, Kind::COUNT as u8 + 1, 0xff] {
+        let mut p = columns(&evs);
+        p[COLUMNS + 9] = bad;
+        p[COLUMNS + 30] = bad;
+        let err = decode(
+            &p,
+            40,
+            &mut Vec::new(),
+            &mut Vec::new(),
+            &mut Scratch::default(),
+        )
+        .expect_err("refused");
+        assert_eq!(err, format!("event 9: unknown kind {bad}"));
+    }
+}
