@@ -384,6 +384,32 @@ pub struct SelectEventMaskedV3 {
 }
 const _: () = assert!(core::mem::size_of::<SelectEventMaskedV3>() == 168);
 
+/// A record the probes send: every one starts with an [`EventHeader`], whose stamp orders it
+/// in a batch. A new record type is one line in the list below.
+pub trait Record: 'static {
+    fn ts_ns(&self) -> u64;
+}
+
+macro_rules! records {
+    ($($t:ty => $($path:ident).+;)*) => {$(
+        impl Record for $t {
+            #[inline(always)]
+            fn ts_ns(&self) -> u64 {
+                self.$($path).+.ts_ns
+            }
+        }
+    )*};
+}
+
+records! {
+    WakeEvent => hdr;
+    SwitchEvent => hdr;
+    MigrateEvent => hdr;
+    SelectEvent => hdr;
+    SelectEventV3 => ev.hdr;
+    SelectEventMaskedV3 => ev.hdr;
+}
+
 /// Per-CPU batching: the probes write records into a per-CPU buffer and hand it to the ring
 /// in one `bpf_ringbuf_output`, so the ring's spinlock and its reserve/commit are paid once per
 /// batch instead of once per record (measured by the bench's batch floor at about a third of the

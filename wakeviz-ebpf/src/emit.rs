@@ -9,8 +9,8 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use wakeviz_common::{
-    COMM_LEN, EventHeader, EventKind, MAX_RINGS, MigrateEvent, SelectEvent, SelectEventMaskedV3,
-    SelectEventV3, SwitchEvent, UNKNOWN_U32, WakeEvent, stat,
+    COMM_LEN, EventHeader, EventKind, MAX_RINGS, MigrateEvent, Record, SwitchEvent, UNKNOWN_U32,
+    WakeEvent, stat,
 };
 
 use crate::{
@@ -93,31 +93,6 @@ pub fn wake_flags(ring: *mut core::ffi::c_void) -> u64 {
     } else {
         BPF_RB_NO_WAKEUP
     }
-}
-
-/// A record of the ABI: every one starts with an [`EventHeader`].
-pub trait Record: 'static {
-    fn ts_ns(&self) -> u64;
-}
-
-macro_rules! records {
-    ($($t:ty => $($path:ident).+;)*) => {$(
-        impl Record for $t {
-            #[inline(always)]
-            fn ts_ns(&self) -> u64 {
-                self.$($path).+.ts_ns
-            }
-        }
-    )*};
-}
-
-records! {
-    WakeEvent => hdr;
-    SwitchEvent => hdr;
-    MigrateEvent => hdr;
-    SelectEvent => hdr;
-    SelectEventV3 => ev.hdr;
-    SelectEventMaskedV3 => ev.hdr;
 }
 
 /// How a record travels (see `batch`).
