@@ -15,7 +15,15 @@ pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// by default; version 3 adds the `SCHEDSTAT` chunk; version 2 made `EVENTS` payloads columns
 /// ([`super::columns`]); version 1 files (rows of varints, [`super::codec`]) are still read. A
 /// reader refuses a newer version by this number instead of misreading its chunks.
-pub const FORMAT_VERSION: u32 = 8;
+///
+/// A new event kind's columns name the version that adds them ([`super::columns::PLAIN`]), and
+/// this one follows: a build cannot write those columns under a version whose readers would
+/// take them for the select inputs that follow.
+pub const FORMAT_VERSION: u32 = {
+    let latest = 8;
+    let columns = super::columns::LATEST;
+    if columns > latest { columns } else { latest }
+};
 /// The first format version with `SCHEDSTAT` chunks.
 pub const SCHEDSTAT_SINCE: u32 = 3;
 /// The first format version whose `TASKS` entries end with the task's tgid.

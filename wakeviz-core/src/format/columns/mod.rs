@@ -93,6 +93,18 @@ pub const PLAIN: [Plain; 3] = [
     },
 ];
 
+/// The latest format version that added a layout to [`PLAIN`].
+pub const LATEST: u32 = {
+    let (mut v, mut g) = (0, 0);
+    while g < PLAIN.len() {
+        if PLAIN[g].since > v {
+            v = PLAIN[g].since;
+        }
+        g += 1;
+    }
+    v
+};
+
 /// Numeric columns (everything after the width table but the kinds and the inputs).
 pub const COLUMNS: usize = {
     let mut n = col::SEL_OPTIONAL + 1;
