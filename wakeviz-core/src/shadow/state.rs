@@ -309,6 +309,9 @@ impl State {
             x.claims = x.claims.saturating_sub(1);
         }
         self.cpus[cpu as usize].claims += 1;
+        if self.claim_log.len() == self.claim_log.capacity() {
+            self.compact_claim_log();
+        }
         self.claim_log.push_back((now, pid));
         if old != NONE && old != cpu {
             self.refresh(t, old);
@@ -347,6 +350,26 @@ impl State {
             {
                 self.release(t, pid);
             }
+        }
+    }
+
+    /// Drops the entries of claims that have ended (most end at their `sched_wakeup`, within
+    /// microseconds), keeping the order of the rest, before the log would grow. Expiry visits
+    /// only the entries of live claims, so which claims it releases, and when, is unchanged;
+    /// the log then holds about the live claims (at most one per task) instead of every claim
+    /// of the last [`CLAIM_MAX_NS`], which a busy machine makes by the hundred thousand.
+    #[cold]
+    fn compact_claim_log(&mut self) {
+        let tasks = &self.tasks;
+        self.claim_log.retain(|&(ts, pid)| {
+            tasks
+                .get(pid)
+                .is_some_and(|x| x.claim != NONE && x.claim_ns == ts)
+        });
+        // Half full at most, so that the next compaction is as many claims away as this one
+        // visited: a constant cost per claim.
+        if self.claim_log.len() > self.claim_log.capacity() / 2 {
+            self.claim_log.reserve(self.claim_log.len());
         }
     }
 
@@ -693,5 +716,45 @@ impl State {
             next_prio: 120,
         };
         self.on_switch(t, &s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{event::Wake, topology::fixture};
+
+    /// Claims that end at their wakeup leave the log, so a long run of them keeps it at about
+    /// the live claims; a claim whose wakeup never comes is still released at
+    /// [`CLAIM_MAX_NS`].
+    #[test]
+    fn ended_claims_leave_the_log_and_a_lost_wakeup_still_expires() {
+        let topo = fixture::named_topology("zen3-nps4").expect("fixture");
+        let t = ShadowTopo::new(&topo, crate::shadow::topo::NODE_RECLAIM_DISTANCE);
+        let mut s = State::new(&t);
+        s.advance(1);
+        s.claim(&t, 7, 3);
+        for i in 0..100_000u32 {
+            let ts_ns = 10 + u64::from(i);
+            let (pid, cpu) = (100 + i % 50, 16 + i % 16);
+            s.advance(ts_ns);
+            s.expire_claims(&t, ts_ns);
+            s.claim(&t, pid, cpu);
+            let w = Wake {
+                ts_ns,
+                cpu: 0,
+                pid,
+                target_cpu: cpu,
+                waker_pid: 1,
+                prio: 120,
+            };
+            s.on_wakeup(&t, &w);
+        }
+        assert!(s.claim_log.capacity() <= 64, "{}", s.claim_log.capacity());
+        assert_eq!(s.cpus[3].claims, 1, "pid 7's claim is live");
+        let late = 2 + CLAIM_MAX_NS;
+        s.advance(late);
+        s.expire_claims(&t, late);
+        assert_eq!(s.cpus[3].claims, 0, "and expires");
     }
 }
