@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wakeviz_core::format::{codec, columns};
+use wakeviz_core::format::{FORMAT_VERSION, codec, columns};
 // The allocation limit (`wakeviz_fuzz::alloc_limit`) lives in the helpers' crate.
 use wakeviz_fuzz as _;
 
@@ -17,5 +17,12 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
     let _ = codec::decode(&data[4..], count, &mut out, &mut Vec::new());
     let mut scratch = columns::Scratch::default();
-    let _ = columns::decode(&data[4..], count, &mut out, &mut Vec::new(), &mut scratch);
+    let _ = columns::decode(
+        &data[4..],
+        count,
+        FORMAT_VERSION,
+        &mut out,
+        &mut Vec::new(),
+        &mut scratch,
+    );
 });

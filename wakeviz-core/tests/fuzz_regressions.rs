@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use wakeviz_core::{
     decode::{decode_record, ring_records},
-    format::{Reader, codec, columns},
+    format::{FORMAT_VERSION, Reader, codec, columns},
 };
 
 fn inputs(target: &str) -> Vec<PathBuf> {
@@ -66,7 +66,14 @@ fn events_codec_inputs_never_panic() {
         let mut out = Vec::new();
         let _ = codec::decode(payload, count, &mut out, &mut Vec::new());
         let mut scratch = columns::Scratch::default();
-        let _ = columns::decode(payload, count, &mut out, &mut Vec::new(), &mut scratch);
+        let _ = columns::decode(
+            payload,
+            count,
+            FORMAT_VERSION,
+            &mut out,
+            &mut Vec::new(),
+            &mut scratch,
+        );
     }
 }
 

@@ -401,7 +401,7 @@ impl<R: Read> Reader<R> {
                 let r = if self.version == 1 {
                     codec::decode(&raw, h.count, &mut evs, spare)
                 } else {
-                    columns::decode_format(&raw, h.count, self.version, &mut evs, spare, scratch)
+                    columns::decode(&raw, h.count, self.version, &mut evs, spare, scratch)
                 };
                 r.map_err(|m| self.bad(m))?;
                 ChunkPayload::Events(evs)

@@ -8,10 +8,7 @@ use super::{
 };
 use crate::{
     event::{Event, Kind, Select},
-    format::{
-        FORMAT_VERSION,
-        codec::{Cursor, unzigzag},
-    },
+    format::codec::{Cursor, unzigzag},
 };
 
 /// Events per block: the widened rows of a block (about 130 KiB) instead of a whole chunk's
@@ -27,21 +24,11 @@ struct At {
     optional: usize,
 }
 
-/// Decodes `count` events from a columnar payload of this build's format into `out`,
-/// replacing what it held (over a recycled chunk as [`crate::format::codec::decode`] does).
-/// `scratch` holds the widened columns; its contents on entry do not matter.
+/// Decodes `count` events from a columnar payload of format `version` (the columns of kinds
+/// added later are absent) into `out`, replacing what it held (over a recycled chunk as
+/// [`crate::format::codec::decode`] does). `scratch` holds the widened columns; its contents
+/// on entry do not matter.
 pub fn decode(
-    payload: &[u8],
-    count: u32,
-    out: &mut Vec<Event>,
-    spare: &mut Vec<Box<Select>>,
-    scratch: &mut Scratch,
-) -> Result<(), String> {
-    decode_blocks(payload, count, FORMAT_VERSION, out, spare, scratch, BLOCK)
-}
-
-/// [`decode`] of a payload of format `version`: the columns of kinds added later are absent.
-pub fn decode_format(
     payload: &[u8],
     count: u32,
     version: u32,
@@ -52,7 +39,7 @@ pub fn decode_format(
     decode_blocks(payload, count, version, out, spare, scratch, BLOCK)
 }
 
-/// [`decode_format`] with blocks of `block` events (tests use small ones, to cross block
+/// [`decode`] with blocks of `block` events (tests use small ones, to cross block
 /// edges).
 #[expect(
     clippy::vec_box,

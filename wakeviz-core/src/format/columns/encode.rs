@@ -1,5 +1,5 @@
 //! Building one chunk's columns as events arrive, and laying them out at flush.
-use super::{COLUMNS, LAYOUT, PLAIN, SLOTS, col, flag};
+use super::{COLUMNS, FIRST_COLUMN, SLOTS, col, flag};
 use crate::{
     event::{Event, ScanMeasure, SelectInputs},
     format::codec::{put_inputs, zigzag},
@@ -64,10 +64,10 @@ impl Encoder {
             plain => {
                 let k = plain.kind();
                 let words = plain.words().unwrap_or_default();
-                let at = PLAIN.get(usize::from(LAYOUT[usize::from(k.abi()) & (SLOTS - 1)]));
-                if let Some(first) = at.map(|p| p.first) {
-                    self.put(first, &words[..k.words()]);
-                }
+                self.put(
+                    FIRST_COLUMN[usize::from(k.abi()) & (SLOTS - 1)],
+                    &words[..k.words()],
+                );
             }
         }
         self.count += 1;

@@ -59,7 +59,7 @@ mod decode;
 mod encode;
 mod widen;
 
-pub use decode::{decode, decode_format};
+pub use decode::decode;
 pub use encode::Encoder;
 pub use widen::Scratch;
 
@@ -134,6 +134,21 @@ pub const LAYOUT: [u8; SLOTS] = {
             i += 1;
         }
         g += 1;
+    }
+    t
+};
+
+/// The first column of each plain kind tag's layout (the width table's end for any other tag,
+/// which has none).
+pub const FIRST_COLUMN: [usize; SLOTS] = {
+    let mut t = [COLUMNS; SLOTS];
+    let mut k = 0;
+    while k < SLOTS {
+        let g = LAYOUT[k] as usize;
+        if g < PLAIN.len() {
+            t[k] = PLAIN[g].first;
+        }
+        k += 1;
     }
     t
 };

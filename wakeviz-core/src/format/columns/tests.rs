@@ -151,12 +151,21 @@ fn columns_decode_as_rows_do() {
         let mut by_rows = Vec::new();
         codec::decode(&rows(&old), old.len() as u32, &mut by_rows, &mut Vec::new()).unwrap();
         assert_eq!(by_rows, old, "seed {seed}: the row layout");
-        decode(&columns(&want), count, &mut out, &mut spare, &mut scratch).unwrap();
+        decode(
+            &columns(&want),
+            count,
+            FORMAT_VERSION,
+            &mut out,
+            &mut spare,
+            &mut scratch,
+        )
+        .unwrap();
         assert_eq!(out, want, "seed {seed}: recycled");
         let mut fresh = Vec::new();
         decode(
             &columns(&want),
             count,
+            FORMAT_VERSION,
             &mut fresh,
             &mut Vec::new(),
             &mut Scratch::default(),
@@ -194,7 +203,15 @@ fn encoder_restarts_after_finish() {
     enc.finish(&mut pb);
     assert_eq!(pb, columns(&b));
     let mut out = Vec::new();
-    decode(&pa, 50, &mut out, &mut Vec::new(), &mut Scratch::default()).unwrap();
+    decode(
+        &pa,
+        50,
+        FORMAT_VERSION,
+        &mut out,
+        &mut Vec::new(),
+        &mut Scratch::default(),
+    )
+    .unwrap();
     assert_eq!(out, a);
 }
 
@@ -227,11 +244,27 @@ fn every_width_is_exercised() {
 fn recycled_vector_reordered_by_the_caller() {
     let (mut out, mut spare, mut scratch) = (Vec::new(), Vec::new(), Scratch::default());
     let (a, b) = (events(3, 400), events(4, 300));
-    decode(&columns(&a), 400, &mut out, &mut spare, &mut scratch).unwrap();
+    decode(
+        &columns(&a),
+        400,
+        FORMAT_VERSION,
+        &mut out,
+        &mut spare,
+        &mut scratch,
+    )
+    .unwrap();
     assert_eq!(out, a);
     out.reverse();
     out.truncate(250);
-    decode(&columns(&b), 300, &mut out, &mut spare, &mut scratch).unwrap();
+    decode(
+        &columns(&b),
+        300,
+        FORMAT_VERSION,
+        &mut out,
+        &mut spare,
+        &mut scratch,
+    )
+    .unwrap();
     assert_eq!(out, b);
 }
 
@@ -272,6 +305,7 @@ fn an_unknown_kind_names_its_first_event() {
         let err = decode(
             &p,
             40,
+            FORMAT_VERSION,
             &mut Vec::new(),
             &mut Vec::new(),
             &mut Scratch::default(),
