@@ -3,6 +3,8 @@
 //! by the model (the ring-buffer ABI is narrower and says so).
 use serde::{Deserialize, Serialize};
 
+use crate::fields::names::F;
+
 /// Task name as the kernel stores it: up to 15 bytes plus NUL.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Comm(pub [u8; 16]);
@@ -283,21 +285,57 @@ pub enum Event {
 /// Keeps `Event` from growing back silently: every decoded chunk is a vector of them.
 const _: () = assert!(std::mem::size_of::<Event>() <= 40);
 
-/// Event kinds with the kernel's names, indexable for per-kind counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Kind {
-    #[serde(rename = "sched_waking")]
-    Waking,
-    #[serde(rename = "sched_wakeup")]
-    Wakeup,
-    #[serde(rename = "sched_wakeup_new")]
-    WakeupNew,
-    #[serde(rename = "sched_switch")]
-    Switch,
-    #[serde(rename = "sched_migrate_task")]
-    Migrate,
-    #[serde(rename = "select_task_rq_fair")]
-    Select,
+/// Declares the event kinds in the order recordings store per-kind counters (a new kind goes
+/// last): each with the kernel's name, the recording format whose column payloads first hold it
+/// (`super::format::columns::PLAIN`), and, for a plain kind, the fields its words hold in word
+/// order ([`Event::words`]; a kind stored in an earlier kind's columns says whose).
+macro_rules! kinds {
+    ($($k:ident = $name:literal, since $since:literal, [$($f:ident),*] $(in $lead:ident)?;)*) => {
+        /// Event kinds with the kernel's names, indexable for per-kind counters.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum Kind {
+            $(#[serde(rename = $name)] $k,)*
+        }
+
+        impl Kind {
+            /// How many kinds there are: the length of every [`PerKind`].
+            pub const COUNT: usize = [$(Self::$k),*].len();
+
+            /// Every kind, in the order recordings store per-kind counters.
+            pub const ALL: [Self; Self::COUNT] = [$(Self::$k),*];
+
+            pub const fn name(self) -> &'static str {
+                match self { $(Self::$k => $name),* }
+            }
+
+            /// The recording format whose column payloads first hold this kind.
+            pub const fn since(self) -> u32 {
+                match self { $(Self::$k => $since),* }
+            }
+
+            /// What a plain kind's words hold, in word order (none for a select record).
+            pub const fn fields(self) -> &'static [F] {
+                match self { $(Self::$k => &[$(F::$f),*]),* }
+            }
+
+            /// The kind whose columns hold this kind's words (itself, or an earlier kind
+            /// with the same fields).
+            pub const fn columns(self) -> Self {
+                match self { $(Self::$k => kinds!(@lead $k $($lead)?)),* }
+            }
+        }
+    };
+    (@lead $k:ident $lead:ident) => { Self::$lead };
+    (@lead $k:ident) => { Self::$k };
+}
+
+kinds! {
+    Waking = "sched_waking", since 2, [pid, target_cpu, waker_pid, prio];
+    Wakeup = "sched_wakeup", since 2, [pid, target_cpu, waker_pid, prio] in Waking;
+    WakeupNew = "sched_wakeup_new", since 2, [pid, target_cpu, waker_pid, prio] in Waking;
+    Switch = "sched_switch", since 2, [prev_pid, next_pid, prev_state, prev_prio, next_prio];
+    Migrate = "sched_migrate_task", since 2, [pid, orig_cpu, dest_cpu];
+    Select = "select_task_rq_fair", since 2, [];
 }
 
 /// One value per event [`Kind`], indexed by the kind itself: a count cannot be filed under
@@ -385,30 +423,6 @@ impl PerKind<u64> {
 }
 
 impl Kind {
-    /// How many kinds there are: the length of every [`PerKind`].
-    pub const COUNT: usize = 6;
-
-    /// Every kind, in the order recordings store per-kind counters: a new kind goes last.
-    pub const ALL: [Self; Self::COUNT] = [
-        Self::Waking,
-        Self::Wakeup,
-        Self::WakeupNew,
-        Self::Switch,
-        Self::Migrate,
-        Self::Select,
-    ];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Waking => "sched_waking",
-            Self::Wakeup => "sched_wakeup",
-            Self::WakeupNew => "sched_wakeup_new",
-            Self::Switch => "sched_switch",
-            Self::Migrate => "sched_migrate_task",
-            Self::Select => "select_task_rq_fair",
-        }
-    }
-
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -466,13 +480,23 @@ impl Event {
 
 /// The most [`Kind::words`] of any kind.
 pub const MAX_WORDS: usize = 5;
+const _: () = {
+    let mut i = 0;
+    while i < Kind::COUNT {
+        assert!(
+            Kind::ALL[i].words() <= MAX_WORDS,
+            "a kind with more words than MAX_WORDS"
+        );
+        i += 1;
+    }
+};
 
 /// zigzag of a signed field, so that small negative values stay small words.
 const fn zz(v: i32) -> u32 {
     ((v << 1) ^ (v >> 31)) as u32
 }
 
-const fn unzz(v: u32) -> i32 {
+pub(crate) const fn unzz(v: u32) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
@@ -481,13 +505,9 @@ const fn unzz(v: u32) -> i32 {
 /// so a new plain kind describes itself here. A select record carries optional inputs and is
 /// not plain.
 impl Kind {
+    /// How many words a plain event of this kind has (0: a select record, not plain).
     pub const fn words(self) -> usize {
-        match self {
-            Self::Waking | Self::Wakeup | Self::WakeupNew => 4,
-            Self::Switch => 5,
-            Self::Migrate => 3,
-            Self::Select => 0,
-        }
+        self.fields().len()
     }
 }
 

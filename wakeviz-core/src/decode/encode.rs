@@ -58,6 +58,11 @@ pub fn encode_record(out: &mut Vec<u8>, e: &Event, comm: &dyn Fn(u32) -> [u8; CO
             },
         ),
         Event::Select(s) => put(out, &select(s, hdr(EventKind::Select, s.pid))),
+        #[allow(
+            unreachable_patterns,
+            reason = "a kind no probe emits has no record; it never reaches the capture's decoder"
+        )]
+        _ => {}
     }
 }
 

@@ -340,6 +340,11 @@ impl ShadowEval {
                     self.state.claim(&self.topo, s.pid, s.chosen_cpu);
                 }
             }
+            #[allow(
+                unreachable_patterns,
+                reason = "a kind that says nothing about placement needs no arm here"
+            )]
+            _ => {}
         }
     }
 

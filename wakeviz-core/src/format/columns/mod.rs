@@ -45,8 +45,9 @@
 //! | 21 | select.optional     | one per set OPTIONAL bit | u32 | the present optional inputs  |
 //!
 //! Columns 2 to 13 are the plain kinds' words ([`crate::event::Event::words`]), laid out by
-//! [`PLAIN`]: a new plain kind is one line there, with its columns after the last ones and the
-//! format version that added them, so that older files still decode without them.
+//! [`PLAIN`] from the kinds' own declaration (`event.rs`): a new plain kind gets columns after
+//! the last ones, which only files of the format version it names ([`Kind::since`]) have, so
+//! that older files still decode without them.
 //!
 //! Rows of a kind's columns are that kind's events in chunk order; the decoder counts them from
 //! the kinds column, so no length is stored: a column either has exactly its rows' bytes in the
@@ -66,6 +67,7 @@ pub use widen::Scratch;
 use crate::event::Kind;
 
 /// The columns of one or more plain kinds: rows in chunk order whatever the kind.
+#[derive(Clone, Copy, Debug)]
 pub struct Plain {
     pub kinds: &'static [Kind],
     /// The first of its `kinds[0].words()` consecutive columns.
@@ -74,24 +76,62 @@ pub struct Plain {
     pub since: u32,
 }
 
-/// Every plain kind's columns.
-pub const PLAIN: [Plain; 3] = [
-    Plain {
-        kinds: &[Kind::Waking, Kind::Wakeup, Kind::WakeupNew],
-        first: col::WAKE,
-        since: 2,
-    },
-    Plain {
-        kinds: &[Kind::Switch],
-        first: col::SWITCH,
-        since: 2,
-    },
-    Plain {
-        kinds: &[Kind::Migrate],
-        first: col::MIGRATE,
-        since: 2,
-    },
-];
+const KINDS: &[Kind] = &Kind::ALL;
+
+/// Whether `k` is plain and its words have columns of their own ([`Kind::columns`]).
+const fn leads(k: Kind) -> bool {
+    k.words() > 0 && k.columns() as usize == k as usize
+}
+
+/// How many layouts [`PLAIN`] has.
+const LAYOUTS: usize = {
+    let (mut n, mut i) = (0, 0);
+    while i < Kind::COUNT {
+        n += leads(Kind::ALL[i]) as usize;
+        i += 1;
+    }
+    n
+};
+
+/// Every plain kind's columns, laid out from [`Kind::ALL`]: each kind whose words have columns
+/// of their own gets the next ones, with the kinds stored in them right after it, and the
+/// select record's columns sit where it is (columns [`col::SELECT`] to [`col::SEL_OPTIONAL`]),
+/// so a kind added at the end gets columns after every existing one.
+pub const PLAIN: [Plain; LAYOUTS] = {
+    let empty = Plain {
+        kinds: &[],
+        first: 0,
+        since: 0,
+    };
+    let mut out = [empty; LAYOUTS];
+    let (mut g, mut next, mut i) = (0, col::PLAIN_FIRST, 0);
+    while i < Kind::COUNT {
+        let k = Kind::ALL[i];
+        if k as usize == Kind::Select as usize {
+            assert!(
+                next == col::SELECT,
+                "the select columns follow the earlier kinds'"
+            );
+            next = col::SEL_OPTIONAL + 1;
+        } else if leads(k) {
+            let mut n = 1;
+            while i + n < Kind::COUNT && Kind::ALL[i + n].columns() as usize == k as usize {
+                assert!(Kind::ALL[i + n].words() == k.words());
+                n += 1;
+            }
+            out[g] = Plain {
+                kinds: KINDS.split_at(i).1.split_at(n).0,
+                first: next,
+                since: k.since(),
+            };
+            next += k.words();
+            g += 1;
+            i += n - 1;
+        }
+        i += 1;
+    }
+    out
+};
 
 /// The latest format version that added a layout to [`PLAIN`].
 pub const LATEST: u32 = {
@@ -217,9 +257,8 @@ pub fn has_kind(version: u32, tag: u8) -> bool {
 pub mod col {
     pub const CPU: usize = 0;
     pub const TS: usize = 1;
-    pub const WAKE: usize = 2;
-    pub const SWITCH: usize = 6;
-    pub const MIGRATE: usize = 11;
+    /// Where the plain kinds' columns start ([`super::PLAIN`]).
+    pub const PLAIN_FIRST: usize = 2;
     pub const SELECT: usize = 14;
     pub const SEL_DURATION: usize = 15;
     pub const SEL_FLAGS: usize = 20;

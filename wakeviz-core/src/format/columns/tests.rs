@@ -277,7 +277,7 @@ fn the_plain_layouts_tile_their_columns() {
     let mut owner = [None; COLUMNS];
     for (g, p) in PLAIN.iter().enumerate() {
         let words = p.kinds[0].words();
-        assert!(words > 0 && p.kinds.iter().all(|k| k.words() == words));
+        assert!(words > 0 && p.kinds.iter().all(|k| k.fields() == p.kinds[0].fields()));
         for (c, o) in owner.iter_mut().enumerate().skip(p.first).take(words) {
             assert!(o.is_none(), "column {c} in two layouts");
             assert!(!(col::SELECT..=col::SEL_OPTIONAL).contains(&c) && c > col::TS);
