@@ -16,8 +16,8 @@ pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// ([`super::columns`]); version 1 files (rows of varints, [`super::codec`]) are still read. A
 /// reader refuses a newer version by this number instead of misreading its chunks.
 ///
-/// A new event kind's columns name the version that adds them ([`super::columns::PLAIN`]), and
-/// this one follows: a build cannot write those columns under a version whose readers would
+/// A new event kind names the version whose payloads first hold it (`Kind::since`, which its
+/// columns in [`super::columns::PLAIN`] take), and this one follows: a build cannot write those columns under a version whose readers would
 /// take them for the select inputs that follow.
 pub const FORMAT_VERSION: u32 = {
     let latest = 8;

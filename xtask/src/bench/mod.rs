@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Rounds of the floor and messaging sections (default 9, 5 with --quick), of the own
-    /// section (default 5, 3 with --quick), and of the replay section on its smaller file
+    /// section (default 6, 3 with --quick), and of the replay section on its smaller file
     /// (default 3).
     #[arg(long)]
     pub rounds: Option<usize>,
