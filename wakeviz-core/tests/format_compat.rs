@@ -162,28 +162,22 @@ fn a_format_7_recording_with_the_measured_scan_replays_with_its_figures() {
     assert_eq!(sm["kernel_by_depth"], sm["model_by_depth"]);
 }
 
-/// A recording made by the build `ba4be9f` (format 2, an unpinned `perf bench sched pipe`
-/// captured live on a kernel that refuses fentry), beside the `--report json` that build
-/// printed for it: every value that report has, this build replays the same (a fraction to within its last
-/// bits). Three kinds of
-/// entry changed on purpose since, and only those are passed over: the schema's version, the
-/// shadow's list of approximations (prose, which grew with the policies) and the rows of zero
-/// count that later schemas leave out.
-#[test]
-fn a_recording_by_ba4be9f_replays_with_the_figures_ba4be9f_reported() {
-    let rel = "wakeviz-core/tests/fixtures/recordings/ba4be9f-pipe.wvz";
-    let (version, now) = report(&repo(rel));
-    assert_eq!(version, 2);
-    let then: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo(
-            "wakeviz-core/tests/fixtures/golden/ba4be9f-pipe.report.json",
-        ))
-        .expect("ba4be9f's report"),
-    )
-    .expect("json");
+/// Recordings made by the build `ba4be9f` or replayed by it, each beside the `--report json`
+/// that build printed for it (`fixtures/golden/ba4be9f-*.report.json`): every value that
+/// report has, this build replays the same (a fraction to within its last bits). Three kinds
+/// of entry changed on purpose since, and only those are passed over: the schema's version,
+/// the shadow's list of approximations (prose, which grew with the policies) and the rows of
+/// zero count that later schemas leave out.
+fn replays_as_ba4be9f_reported(rel: &str, name: &str, version: u32) {
+    let (found, now) = report(&repo(rel));
+    assert_eq!(found, version, "{rel}: format version");
+    let golden = format!("wakeviz-core/tests/fixtures/golden/ba4be9f-{name}.report.json");
+    let then: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo(&golden)).expect("ba4be9f's report"))
+            .expect("json");
     let mut leaves = Vec::new();
     flatten(&then, String::new(), &mut leaves);
-    assert!(leaves.len() > 3000, "{} values", leaves.len());
+    assert!(leaves.len() > 1000, "{rel}: {} values", leaves.len());
     let mut differ = Vec::new();
     for (path, want) in &leaves {
         if path == "/schema_version" || path.starts_with("/shadow/approximations") {
@@ -199,11 +193,39 @@ fn a_recording_by_ba4be9f_replays_with_the_figures_ba4be9f_reported() {
     }
     assert!(
         differ.is_empty(),
-        "{} of {} values differ:\n{}",
+        "{rel}: {} of {} values differ:\n{}",
         differ.len(),
         leaves.len(),
         differ.join("\n")
     );
+}
+
+/// An unpinned `perf bench sched pipe` that `ba4be9f` captured live on a kernel that refuses
+/// fentry (format 2).
+#[test]
+fn a_recording_by_ba4be9f_replays_with_the_figures_ba4be9f_reported() {
+    replays_as_ba4be9f_reported(
+        "wakeviz-core/tests/fixtures/recordings/ba4be9f-pipe.wvz",
+        "pipe",
+        2,
+    );
+}
+
+/// The VM suite's main recording as `ba4be9f`'s `cargo xtask vm-test --topology nps1` made it
+/// (format 2, fentry select records, 4 rings, the NPS1-like guest on Debian's 6.12 kernel).
+#[test]
+fn a_vm_suite_recording_by_ba4be9f_replays_with_the_figures_ba4be9f_reported() {
+    replays_as_ba4be9f_reported(
+        "wakeviz-core/tests/fixtures/recordings/ba4be9f-vm-nps1.wvz",
+        "vm-nps1",
+        2,
+    );
+}
+
+/// The demo (format 1), as `ba4be9f` replayed it.
+#[test]
+fn the_demo_replays_with_the_figures_ba4be9f_reported() {
+    replays_as_ba4be9f_reported("wakeviz/assets/demo.wvz", "demo", 1);
 }
 
 /// Equal, a number to within its last bits (a mean summed in another order).

@@ -67,6 +67,24 @@ impl Tmux {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+
+    /// Waits until the pane no longer shows `gone`. A key sent right after `Escape` can
+    /// reach the dashboard in the same read and be taken as Alt+key, so a test waits for
+    /// the Escape's effect before it sends the next key.
+    fn expect_gone(&self, step: &str, gone: &str) {
+        let start = Instant::now();
+        loop {
+            let p = self.pane();
+            if !p.contains(gone) {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "{step}: pane still shows {gone:?}:\n{p}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 impl Drop for Tmux {
@@ -218,6 +236,7 @@ fn dashboard_in_tmux() {
         &["Help: keys", "quit", "filter by comm substring or pid"],
     );
     t.keys(&["Escape"]);
+    t.expect_gone("help closed", "Help: keys");
     // Every size from 60x15 up draws the view (no "too small"), keys and status included.
     for (w, h) in [(60, 15), (80, 24), (200, 60), (70, 20)] {
         assert!(
@@ -258,7 +277,7 @@ fn dashboard_in_tmux() {
     t.keys(&["?"]);
     t.expect("help again", &["Help: keys"]);
     t.keys(&["Escape"]);
-
+    t.expect_gone("help closed again", "Help: keys");
     t.keys(&["q"]);
     let p = t.expect("after q", &["EXITED=0"]);
     assert!(
