@@ -1052,6 +1052,72 @@ fn without_wa_idle_an_idle_prev_does_not_decide_and_wa_weight_does() {
     assert_eq!(run("SIS_UTIL NO_WA_IDLE NO_WA_WEIGHT WA_BIAS"), 4);
 }
 
+/// The flipping policies decide each wakeup as the kernel model does with their feature set
+/// the other way, and on these wakeups the flip changes the answer.
+#[test]
+fn flipping_policies_decide_as_the_model_under_the_other_setting() {
+    let run = |features: &str, prev_idle: bool, l: (u32, u32, u32), policy: &str| {
+        let mut h = header(two_nodes(), true);
+        h.run.sched_features = Some(features.split_whitespace().map(str::to_string).collect());
+        let mut ev = ShadowEval::new(&h);
+        ev.on_event(&switch(1_000, 0, 0, 10, 0));
+        let busy_cpus: &[u32] = if prev_idle {
+            &[1, 3, 5, 7]
+        } else {
+            &[1, 3, 4, 5, 7]
+        };
+        busy(&mut ev, 1_000, busy_cpus);
+        busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
+        let r = one_wakeup(
+            &mut ev,
+            &mut Joiner::new(),
+            10_000,
+            (0, 20, 4, 2, 10),
+            exact_sel(loads(l.0, l.1, l.2)),
+        );
+        choice(&r, policy)
+    };
+    for (a, b, policy) in [
+        (
+            "SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS",
+            "SIS_UTIL NO_WA_IDLE WA_WEIGHT WA_BIAS",
+            "flip_wa_idle",
+        ),
+        (
+            "SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS",
+            "SIS_UTIL WA_IDLE NO_WA_WEIGHT WA_BIAS",
+            "flip_wa_weight",
+        ),
+        (
+            "SIS_UTIL NO_WA_IDLE WA_WEIGHT WA_BIAS",
+            "SIS_UTIL NO_WA_IDLE NO_WA_WEIGHT WA_BIAS",
+            "flip_wa_weight",
+        ),
+    ] {
+        let mut changed = 0;
+        for prev_idle in [false, true] {
+            for l in [(1000, 3000, 500), (3000, 1000, 500)] {
+                let (ma, mb) = (
+                    run(a, prev_idle, l, "sis_util"),
+                    run(b, prev_idle, l, "sis_util"),
+                );
+                assert_eq!(
+                    run(a, prev_idle, l, policy),
+                    mb,
+                    "{policy} on {a}, {prev_idle} {l:?}"
+                );
+                assert_eq!(
+                    run(b, prev_idle, l, policy),
+                    ma,
+                    "{policy} on {b}, {prev_idle} {l:?}"
+                );
+                changed += usize::from(ma != mb);
+            }
+        }
+        assert!(changed > 0, "{a} -> {b}: the flip changed no answer");
+    }
+}
+
 #[test]
 fn sync_wakeup_with_one_delayed_task_counts_the_waker_alone_under_delay_dequeue() {
     // The waker's rq holds the waker and one delayed (sleeping, not yet dequeued) task.

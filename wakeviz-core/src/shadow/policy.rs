@@ -154,7 +154,7 @@ pub struct Exact {
 }
 
 /// Everything a policy may read about one wakeup, as of the decision.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Ctx {
     pub ts_ns: u64,
     pub pid: u32,
@@ -244,6 +244,15 @@ impl Ctx {
         c.tgid = self.tgid;
         c.preferred_cpu = self.preferred_cpu;
         c.task_util = self.task_util;
+        c.compute_front(t, st, self.front.wide);
+        c
+    }
+
+    /// The same wakeup decided under other `wake_affine` rules (a policy modelling a flip of
+    /// `WA_IDLE` or `WA_WEIGHT`): FRONT recomputed with them, every input as recorded.
+    pub fn with_rules(&self, t: &ShadowTopo, st: &State, rules: KernelRules) -> Self {
+        let mut c = self.clone();
+        c.rules = rules;
         c.compute_front(t, st, self.front.wide);
         c
     }

@@ -283,12 +283,14 @@ fn values(runs: &[Snapshot], f: impl Fn(&Snapshot) -> Option<f64>) -> Vec<f64> {
     runs.iter().filter_map(f).collect()
 }
 
-/// Every figure of `policy` on `a`'s runs against `b`'s; `closed`: simulations of `a`'s
-/// workloads under `policy` (empty: no closed-loop prediction).
+/// Every figure of `policies[0]` on `a`'s runs against `b`'s, where `policies[1]` is the
+/// model of B's setting on B's own runs (the error's split; the same policy unless the first
+/// flips a feature of the recording it replays); `closed`: simulations of `a`'s workloads
+/// under the first (empty: no closed-loop prediction).
 pub fn compute(
     a: &[Snapshot],
     b: &[Snapshot],
-    policy: &str,
+    policies: [&str; 2],
     closed: &[Snapshot],
 ) -> Vec<PredictedFigure> {
     // The select_idle_cpu rows are measured only where every B run had the scan probes on.
@@ -297,12 +299,13 @@ pub fn compute(
         .into_iter()
         .map(|sp| {
             let exists = |s: &Snapshot| sp.level.is_none_or(|l| s.topology.level_exists(l));
-            let model = |s: &Snapshot| {
+            let by = |policy: &str, s: &Snapshot| {
                 exists(s)
                     .then(|| row(s, policy).and_then(|(r, p)| (sp.policy)(r, p)))
                     .flatten()
             };
-            let pa = values(a, model);
+            let pa = values(a, |s| by(policies[0], s));
+            let model = |s: &Snapshot| by(policies[1], s);
             // Per B run: the model and the measurement, for the paired part.
             let (measured, source): (Vec<(Option<f64>, Option<f64>)>, _) = match sp.measure {
                 Measure::Observed => (

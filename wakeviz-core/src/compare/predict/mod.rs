@@ -69,14 +69,19 @@ pub struct Model {
     /// Registry name of the policy (its row in the shadow report).
     pub policy: &'static str,
     pub when: &'static [(SchedFeature, Want)],
+    /// The [`FROM_RECORDING`] features this policy flips from the recording it replays
+    /// (empty: it keeps them). A pair that differs in those features, and only those of
+    /// them, is predicted by a model flipping exactly them.
+    pub flips: &'static [SchedFeature],
     /// Why this policy is that setting, for the report.
     pub describe: &'static str,
 }
 
-/// Every policy's `wake_affine` follows the replayed recording's own `WA_IDLE`, `WA_WEIGHT` and
-/// `WA_BIAS` ([`FROM_RECORDING`]), so no model predicts a flip of them; the conditions name
-/// `WA_IDLE` so that a pair differing in it gets a note. Conditions are mutually exclusive: at
-/// most one model fits.
+/// The kernel-like policies' `wake_affine` follows the replayed recording's own `WA_IDLE`,
+/// `WA_WEIGHT` and `WA_BIAS` ([`FROM_RECORDING`]); a pair differing in `WA_IDLE` or `WA_WEIGHT`
+/// is predicted by the policy that flips it, on `SIS_UTIL` kernels, and a pair differing in
+/// `WA_BIAS` gets a note. Among models with the same `flips`, conditions are mutually
+/// exclusive: at most one model fits a pair.
 pub const MODELS: &[Model] = &[
     Model {
         policy: policy_name::SIS_UTIL,
@@ -84,8 +89,8 @@ pub const MODELS: &[Model] = &[
             (SisUtil, Want::On),
             (SisProp, Want::NotOn),
             (SisNode, Want::NotOn),
-            (WaIdle, Want::NotOff),
         ],
+        flips: &[],
         describe: "SIS_UTIL limits the LLC scan to nr_idle_scan",
     },
     Model {
@@ -94,8 +99,8 @@ pub const MODELS: &[Model] = &[
             (SisUtil, Want::Off),
             (SisProp, Want::NotOn),
             (SisNode, Want::NotOn),
-            (WaIdle, Want::NotOff),
         ],
+        flips: &[],
         describe: "neither SIS_UTIL nor SIS_PROP: select_idle_cpu scans the whole LLC",
     },
     Model {
@@ -104,8 +109,8 @@ pub const MODELS: &[Model] = &[
             (SisUtil, Want::Absent),
             (SisProp, Want::Off),
             (SisNode, Want::NotOn),
-            (WaIdle, Want::NotOff),
         ],
+        flips: &[],
         describe: "pre-6.0 kernel with NO_SIS_PROP: select_idle_cpu scans the whole LLC",
     },
     Model {
@@ -114,8 +119,8 @@ pub const MODELS: &[Model] = &[
             (SisProp, Want::On),
             (SisUtil, Want::NotOn),
             (SisNode, Want::NotOn),
-            (WaIdle, Want::NotOff),
         ],
+        flips: &[],
         describe: "SIS_PROP limits the LLC scan by the waker's average idle time",
     },
     Model {
@@ -124,22 +129,42 @@ pub const MODELS: &[Model] = &[
             (SisNode, Want::On),
             (SisUtil, Want::On),
             (SisProp, Want::NotOn),
-            (WaIdle, Want::NotOff),
         ],
+        flips: &[],
         describe: "SIS_NODE (tip, 2023): SIS_UTIL, then the node's other LLCs",
+    },
+    Model {
+        policy: policy_name::FLIP_WA_IDLE,
+        when: &[
+            (SisUtil, Want::On),
+            (SisProp, Want::NotOn),
+            (SisNode, Want::NotOn),
+        ],
+        flips: &[WaIdle],
+        describe: "SIS_UTIL with the other side's WA_IDLE: wake_affine_idle runs or is skipped",
+    },
+    Model {
+        policy: policy_name::FLIP_WA_WEIGHT,
+        when: &[
+            (SisUtil, Want::On),
+            (SisProp, Want::NotOn),
+            (SisNode, Want::NotOn),
+        ],
+        flips: &[WaWeight],
+        describe: "SIS_UTIL with the other side's WA_WEIGHT: the load comparison runs or keeps prev",
     },
 ];
 
 /// Features every kernel-like policy takes from the recording it replays (`KernelRules`): a
-/// policy replayed on A's runs keeps A's setting of them, so no pair that differs in one is
-/// predicted.
+/// policy replayed on A's runs keeps A's setting of them, so a pair that differs in one is
+/// predicted only by a model that flips it ([`Model::flips`]).
 pub const FROM_RECORDING: [SchedFeature; 3] = [WaIdle, WaWeight, WaBias];
 
 /// The features [`MODELS`] look at: a pair of groups is predicted only when these differ.
 pub fn modelled_features() -> Vec<SchedFeature> {
     let mut v: Vec<SchedFeature> = MODELS
         .iter()
-        .flat_map(|m| m.when.iter().map(|w| w.0))
+        .flat_map(|m| m.when.iter().map(|w| w.0).chain(m.flips.iter().copied()))
         .collect();
     // In the kernel's spelling's order, which is the order the report lists them in.
     v.sort_unstable_by_key(|f| f.name());
@@ -175,11 +200,11 @@ fn spell(s: &Setting, f: SchedFeature) -> String {
     f.spell(state(s, f))
 }
 
-/// The model that fits `s`, if any.
-pub fn model_for(s: &Setting) -> Option<&'static Model> {
+/// The model that fits `s` and flips exactly `flips` of the recording's own features, if any.
+pub fn model_for(s: &Setting, flips: &[SchedFeature]) -> Option<&'static Model> {
     MODELS
         .iter()
-        .find(|m| m.when.iter().all(|&(f, w)| w.holds(state(s, f))))
+        .find(|m| m.flips == flips && m.when.iter().all(|&(f, w)| w.holds(state(s, f))))
 }
 
 /// One ordered pair: the model of `target`'s setting replayed on `baseline`'s runs, against
@@ -195,6 +220,10 @@ pub struct Prediction {
     pub target_setting: Vec<String>,
     /// The policy modelling B's setting, and why.
     pub policy: String,
+    /// The policy that reproduces B's kernel on B's own recordings, for the split of the
+    /// error: `policy` itself, or for a model that flips a feature, the model of B's setting
+    /// that keeps the recording's features.
+    pub target_policy: String,
     pub model: String,
     pub baseline_runs: usize,
     pub target_runs: usize,
@@ -259,7 +288,8 @@ pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<St
                 continue;
             }
             let tset: Vec<String> = differ.iter().map(|&f| spell(sb, f)).collect();
-            if !kept.is_empty() {
+            let model = model_for(sb, &kept);
+            if model.is_none() && !kept.is_empty() {
                 let side = |s: &Setting| {
                     kept.iter()
                         .map(|&f| spell(s, f))
@@ -278,9 +308,24 @@ pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<St
                 ));
                 continue;
             }
-            let Some(m) = model_for(sb) else {
+            let Some(m) = model else {
                 notes.push(format!(
                     "prediction {} -> {}: no shadow policy models {}'s setting ({})",
+                    a.name,
+                    b.name,
+                    b.name,
+                    tset.join(", ")
+                ));
+                continue;
+            };
+            let on_target = if m.flips.is_empty() {
+                Some(m)
+            } else {
+                model_for(sb, &[])
+            };
+            let Some(on_target) = on_target.map(|x| x.policy) else {
+                notes.push(format!(
+                    "prediction {} -> {}: no shadow policy reproduces {}'s own kernel ({}), which the error's split needs",
                     a.name,
                     b.name,
                     b.name,
@@ -296,10 +341,13 @@ pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<St
                 ));
                 continue;
             }
-            if !runs.clone().all(|s| has_policy(s, m.policy)) {
+            if let Some(p) = [m.policy, on_target]
+                .into_iter()
+                .find(|&p| !runs.clone().all(|s| has_policy(s, p)))
+            {
                 notes.push(format!(
-                    "prediction {} -> {}: policy {} is not in every recording's shadow report",
-                    a.name, b.name, m.policy
+                    "prediction {} -> {}: policy {p} is not in every recording's shadow report",
+                    a.name, b.name
                 ));
                 continue;
             }
@@ -309,11 +357,17 @@ pub fn predict(groups: &[Group], closed: ClosedLoop) -> (Vec<Prediction>, Vec<St
                 baseline_setting: differ.iter().map(|&f| spell(sa, f)).collect(),
                 target_setting: tset,
                 policy: m.policy.into(),
+                target_policy: on_target.into(),
                 model: m.describe.into(),
                 baseline_runs: a.runs.len(),
                 target_runs: b.runs.len(),
-                figures: figures::compute(&a.runs, &b.runs, m.policy, &closed(a, m.policy)),
-                evidence: figures::evidence(a, b, m.policy),
+                figures: figures::compute(
+                    &a.runs,
+                    &b.runs,
+                    [m.policy, on_target],
+                    &closed(a, m.policy),
+                ),
+                evidence: figures::evidence(a, b, on_target),
             });
         }
     }
@@ -332,10 +386,11 @@ pub fn predict_pair(a: &Group, b: &Group, policy: &str) -> Option<Prediction> {
         baseline_setting: Vec::new(),
         target_setting: Vec::new(),
         policy: policy.into(),
+        target_policy: policy.into(),
         model: "chosen by the caller".into(),
         baseline_runs: a.runs.len(),
         target_runs: b.runs.len(),
-        figures: figures::compute(&a.runs, &b.runs, policy, &[]),
+        figures: figures::compute(&a.runs, &b.runs, [policy, policy], &[]),
         evidence: figures::evidence(a, b, policy),
     })
 }

@@ -120,7 +120,7 @@ fn evidence(out: &mut String, p: &Prediction, e: &Evidence) {
             "open loop = {} on {} - {} on {}; {} -> {}: {}",
             p.policy,
             p.baseline,
-            p.policy,
+            p.target_policy,
             p.target,
             p.baseline,
             p.target,
@@ -130,18 +130,18 @@ fn evidence(out: &mut String, p: &Prediction, e: &Evidence) {
     );
     let mut si = format!(
         "shadow inputs = {} on {} - measured: {} reproduces {}'s kernel on {} % of its wakeups (exact inputs {} %)",
-        p.policy,
+        p.target_policy,
         p.target,
-        p.policy,
+        p.target_policy,
         p.target,
         opt(e.model_agreement_on_target),
         opt(e.model_exact_inputs_on_target),
     );
-    if e.target_fidelity_policy != p.policy {
+    if e.target_fidelity_policy != p.target_policy {
         let _ = write!(
             si,
             "; {}'s fidelity buckets judge {}, not {}: not shown",
-            p.target, e.target_fidelity_policy, p.policy
+            p.target, e.target_fidelity_policy, p.target_policy
         );
     } else if !e.target_fidelity_buckets.is_empty() {
         let b: Vec<String> = e
@@ -285,7 +285,7 @@ pub fn render(out: &mut String, p: &Prediction) {
     {
         notes.push(format!(
             "(proxy): the kernel's own figure is not captured (idle tests outside select_idle_cpu; the scan itself without the debug-info scan probes); measured = {} on {}'s own recordings, so its error is all open loop",
-            p.policy, p.target
+            p.target_policy, p.target
         ));
     }
     if p.figures

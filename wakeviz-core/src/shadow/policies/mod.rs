@@ -22,6 +22,8 @@
 //! | `scx_builtin_nosib` | X1b | the same before the SMT-sibling preference |
 //! | `bpfland_scan` | X2 | scx_bpfland's `--preferred-idle-scan` order |
 //! | `lavd` | X3 | scx_lavd's `pick_idle_cpu` |
+//! | `flip_wa_idle` | F1 | SIS_UTIL with the recording's `WA_IDLE` flipped (predicts that flip) |
+//! | `flip_wa_weight` | F2 | SIS_UTIL with the recording's `WA_WEIGHT` flipped |
 //!
 //! `scx_pick` holds the sched_ext idle-mask primitives the X policies share.
 #[cfg(test)]
@@ -40,6 +42,7 @@ mod sis_cache;
 mod sis_node;
 mod sis_prop;
 mod sis_util;
+mod wa_flip;
 mod wf_sync;
 
 pub use idle_core_first::true_idle_core;
@@ -55,6 +58,8 @@ pub mod name {
     pub const SIS_PROP: &str = "sis_prop";
     pub const SIS_NODE: &str = "sis_node";
     pub const FULL_SCAN: &str = "full_scan";
+    pub const FLIP_WA_IDLE: &str = "flip_wa_idle";
+    pub const FLIP_WA_WEIGHT: &str = "flip_wa_weight";
 }
 
 /// Every policy, baseline first, in report order.
@@ -82,6 +87,8 @@ pub fn registry(t: &ShadowTopo) -> Vec<Box<dyn Policy>> {
         Box::new(scx_builtin::ScxBuiltin::new(t, false)),
         Box::new(bpfland::Bpfland),
         Box::new(lavd::Lavd::new(t)),
+        Box::new(wa_flip::WaFlip::IDLE),
+        Box::new(wa_flip::WaFlip::WEIGHT),
     ];
     #[cfg(test)]
     v.push(Box::new(always_waker::AlwaysWaker::default()));
