@@ -6,15 +6,17 @@
 #      for that run; it must be back to its boot value);
 #   2. --sched-feature NO_SIS_UTIL: the features file before, during (read by CMD itself) and
 #      after; a bad feature name;
-#   3. wakeviz experiment, default vs NO_SIS_UTIL, 3 runs each (or as the spec says), on a
-#      loaded fan-out; each run's CMD notes which SIS_UTIL setting the kernel had while it ran;
+#   3. wakeviz experiment, default vs WVZ_EXP_SETTING (NO_SIS_UTIL unless set), 3 runs each
+#      (or as the spec says), on a loaded fan-out; each run's CMD notes which setting of that
+#      feature the kernel had while it ran;
 #   4. signals on the real debugfs: a --sched-feature run stopped by USR1, ALRM, QUIT, XFSZ
 #      and TERM (the features file after, CMD alive or not, the recording's replay status),
 #      then one killed by KILL (left changed; the next run refuses with 5;
 #      --restore-leftovers puts it back).
 # Settings: WVZ_EXP_FANOUT "groups:receivers:loops[:hogs[:ack[:runs]]]" of the experiment's
 # workload (hogs: CPU-bound tasks the run's CMD starts beside the fan-out and stops after it;
-# ack: every message answered; runs: of each setting, 3 unless given).
+# ack: every message answered; runs: of each setting, 3 unless given); WVZ_EXP_SETTING the
+# experiment's `NO_X`.
 EXP=/out/exp
 FEAT=/sys/kernel/debug/sched/features
 SSCTL=/proc/sys/kernel/sched_schedstats
@@ -47,8 +49,10 @@ EOF
     ack=
     [ "$mode" != ack ] || ack=--ack
     runs=${runs:-3}
+    setting=${WVZ_EXP_SETTING:-NO_SIS_UTIL}
+    feat=${setting#NO_}
     cat >/tmp/wvz-exp.sh <<EOF
-echo "\$(tr ' ' '\n' <$FEAT | grep -x -e SIS_UTIL -e NO_SIS_UTIL)" >>$EXP/during_runs.txt
+echo "\$(tr ' ' '\n' <$FEAT | grep -x -e $feat -e NO_$feat)" >>$EXP/during_runs.txt
 hogs=
 k=0
 while [ \$k -lt ${h:-0} ]; do
@@ -67,11 +71,11 @@ EOF
     if [ -f /vm/scan_points.json ]; then
         set -- --scan-points /vm/scan_points.json
     fi
-    "$WVZ" experiment --setting default --setting NO_SIS_UTIL --runs $runs --out $EXP/runs \
+    "$WVZ" experiment --setting default --setting "$setting" --runs $runs --out $EXP/runs \
         --report json "$@" -- sh /tmp/wvz-exp.sh >$EXP/experiment.stdout 2>$EXP/experiment.stderr
     echo $? >$EXP/experiment.rc
     cat $FEAT >$EXP/features_after_experiment.txt
-    log "experiment ($g groups x $r receivers x $l loops $mode, $runs runs each): $t0 .. $(now)"
+    log "experiment (default vs $setting, $g groups x $r receivers x $l loops $mode, $runs runs each): $t0 .. $(now)"
 }
 
 # Starts `--sched-feature NO_SIS_UTIL -- CMD` in the background (CMD writes its pid to $1.cmd

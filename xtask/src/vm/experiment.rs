@@ -315,13 +315,31 @@ pub fn runs_of(spec: &str) -> usize {
         .unwrap_or(3)
 }
 
-/// `wakeviz experiment --setting default --setting NO_SIS_UTIL --runs N`: mechanics asserted
-/// (features restored, runs alternated, prediction table complete); figures printed.
-pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path, runs: usize) {
+/// `--exp-setting`: the `NO_X` of a feature name (upper case, digits, `_`).
+pub fn parse_setting(s: &str) -> Result<String, String> {
+    match s.strip_prefix("NO_") {
+        Some(x)
+            if !x.is_empty()
+                && x.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') =>
+        {
+            Ok(s.to_string())
+        }
+        _ => Err(format!(
+            "{s:?}: want NO_<FEATURE>, such as NO_SIS_UTIL or NO_WA_IDLE"
+        )),
+    }
+}
+
+/// `wakeviz experiment --setting default --setting SETTING --runs N` (`SETTING` = `NO_X`):
+/// mechanics asserted (features restored, runs alternated, prediction table complete);
+/// figures printed.
+pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path, runs: usize, setting: &str) {
+    let feature = setting.strip_prefix("NO_").unwrap_or(setting);
     let exp = results.join("exp");
     let rc = trimmed(&exp.join("experiment.rc"));
     f.line(format!(
-        "  wakeviz experiment default vs NO_SIS_UTIL, {runs} runs each: exit {rc}"
+        "  wakeviz experiment default vs {setting}, {runs} runs each: exit {rc}"
     ));
     if rc != "0" {
         f.fail(format!(
@@ -340,15 +358,15 @@ pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path, runs: usize)
         .map(str::to_string)
         .collect();
     // The settings in the order the guest's CMD saw them, one line per run.
-    let order = ["SIS_UTIL", "NO_SIS_UTIL"].repeat(runs);
+    let order = [feature, setting].repeat(runs);
     if seen == order {
         f.line(format!(
-            "  runs alternated: the kernel had SIS_UTIL, NO_SIS_UTIL, ... ({} runs, read by CMD)",
+            "  runs alternated: the kernel had {feature}, {setting}, ... ({} runs, read by CMD)",
             2 * runs
         ));
     } else {
         f.fail(format!(
-            "the kernel's SIS_UTIL setting per run, read by CMD: {seen:?}, expected {order:?}"
+            "the kernel's {feature} setting per run, read by CMD: {seen:?}, expected {order:?}"
         ));
     }
     let Some(j) = read(&exp.join("runs/experiment.json"))
@@ -357,14 +375,15 @@ pub fn experiment(f: &mut Findings, wakeviz: &Path, results: &Path, runs: usize)
         f.fail("wakeviz experiment wrote no valid runs/experiment.json");
         return;
     };
-    runs_in_order(f, &j, runs);
-    measured(f, wakeviz, &exp.join("runs"), runs);
-    scan_rows(f, &j);
-    predictions(f, &j);
+    runs_in_order(f, &j, runs, setting);
+    measured(f, wakeviz, &exp.join("runs"), runs, setting);
+    scan_rows(f, &j, setting);
+    predictions(f, &j, ("default", setting), true);
+    predictions(f, &j, (setting, "default"), false);
 }
 
 /// experiment.json's `order`: each run names its setting; they must alternate.
-fn runs_in_order(f: &mut Findings, j: &Value, runs: usize) {
+fn runs_in_order(f: &mut Findings, j: &Value, runs: usize, setting: &str) {
     let settings: Vec<String> = order(j)
         .iter()
         .map(|r| {
@@ -374,9 +393,11 @@ fn runs_in_order(f: &mut Findings, j: &Value, runs: usize) {
                 .to_string()
         })
         .collect();
-    let want = ["default", "NO_SIS_UTIL"].repeat(runs);
+    let want = ["default", setting].repeat(runs);
     if settings == want {
-        f.line("  experiment.json order: default, NO_SIS_UTIL, ... alternated");
+        f.line(format!(
+            "  experiment.json order: default, {setting}, ... alternated"
+        ));
     } else {
         f.fail(format!(
             "experiment.json order {settings:?}, expected {want:?}"
@@ -392,8 +413,8 @@ fn order(j: &Value) -> Vec<Value> {
 }
 
 /// Measured scan cost per wakeup of each setting, from each run's replay.
-fn measured(f: &mut Findings, wakeviz: &Path, dir: &Path, runs: usize) {
-    for setting in ["default", "NO_SIS_UTIL"] {
+fn measured(f: &mut Findings, wakeviz: &Path, dir: &Path, runs: usize, flipped: &str) {
+    for setting in ["default", flipped] {
         let mut cells = Vec::new();
         for i in 1..=runs {
             let p = dir.join(format!("{setting}-{i}.wvz"));
@@ -421,7 +442,7 @@ fn measured(f: &mut Findings, wakeviz: &Path, dir: &Path, runs: usize) {
 /// The experiment's own diff of the overall scan figures (default first): means, change,
 /// Welch's p and whether the change is significant. Printed, not asserted: under TCG the
 /// scan is a few microseconds inside a select_task_rq_fair of tens.
-fn scan_rows(f: &mut Findings, j: &Value) {
+fn scan_rows(f: &mut Findings, j: &Value, setting: &str) {
     let rows = j
         .pointer("/diff/rows")
         .and_then(Value::as_array)
@@ -458,7 +479,7 @@ fn scan_rows(f: &mut Findings, j: &Value) {
             .collect();
         let last = cells.last();
         f.line(format!(
-            "    diff {name:<27} default -> NO_SIS_UTIL: {} (change {:+.1}%, p {}{})",
+            "    diff {name:<27} default -> {setting}: {} (change {:+.1}%, p {}{})",
             txt.join(" -> "),
             last.and_then(|c| g(c, "change_pct")).unwrap_or(f64::NAN),
             last.and_then(|c| g(c, "p_value"))
@@ -495,29 +516,36 @@ fn absent_level(j: &Value, name: &str) -> bool {
         })
 }
 
-/// The prediction table of `default -> NO_SIS_UTIL`: every figure with predicted, measured
-/// and error present; the rows go into the summary (the figures are whatever they are).
-fn predictions(f: &mut Findings, j: &Value) {
+/// The prediction table of `from -> to`: every figure with predicted, measured and error
+/// present; the rows go into the summary (the figures are whatever they are). `required`:
+/// a missing table is a failure, else only said.
+fn predictions(f: &mut Findings, j: &Value, (from, to): (&str, &str), required: bool) {
     let all = j
         .pointer("/diff/predictions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     let Some(p) = all.iter().find(|p| {
-        p.get("baseline").and_then(Value::as_str) == Some("default")
-            && p.get("target").and_then(Value::as_str) == Some("NO_SIS_UTIL")
+        p.get("baseline").and_then(Value::as_str) == Some(from)
+            && p.get("target").and_then(Value::as_str) == Some(to)
     }) else {
-        f.fail(format!(
-            "experiment.json diff.predictions has no default -> NO_SIS_UTIL prediction: {}",
+        let msg = format!(
+            "experiment.json diff.predictions has no {from} -> {to} prediction: {}",
             compact(&Value::Array(all))
-        ));
+        );
+        if required {
+            f.fail(msg);
+        } else {
+            f.line(format!("  {msg}"));
+        }
         return;
     };
     let s = |k: &str| p.get(k).map_or("?".into(), |v| v.to_string());
     f.line(format!(
-        "  prediction default -> NO_SIS_UTIL (policy {}, {} + {} runs): predicted, measured, \
-         error (points for shares), its 95 % half-width, cause",
+        "  prediction {from} -> {to} (policy {}, error split against {} on {to}, {} + {} runs): \
+         predicted, measured, error (points for shares), its 95 % half-width, cause",
         s("policy"),
+        s("target_policy"),
         s("baseline_runs"),
         s("target_runs")
     ));
@@ -527,7 +555,7 @@ fn predictions(f: &mut Findings, j: &Value) {
         .cloned()
         .unwrap_or_default();
     if figures.is_empty() {
-        f.fail("the default -> NO_SIS_UTIL prediction has no figures");
+        f.fail(format!("the {from} -> {to} prediction has no figures"));
     }
     let mut missing = Vec::new();
     for fig in &figures {

@@ -81,6 +81,14 @@ pub struct Args {
     /// Ping-pong round trips per pinned pair.
     #[arg(long, default_value_t = 500)]
     pub iterations: u32,
+    /// The setting `wakeviz experiment` compares with the default on the guests that run it
+    /// (a `NO_X` of a feature the kernel has on, such as `NO_WA_IDLE`).
+    #[arg(long, default_value = "NO_SIS_UTIL", value_parser = experiment::parse_setting)]
+    pub exp_setting: String,
+    /// The experiment's workload and runs instead of the guest's own,
+    /// "groups:receivers:loops[:hogs[:ack[:runs]]]" (for longer runs than CI's).
+    #[arg(long, value_name = "SPEC")]
+    pub exp_fanout: Option<String>,
     /// Boot, sysfs and tracefs only, with busybox workloads and no wakeviz (harness debugging).
     #[arg(long, hide = true)]
     pub infra_only: bool,
@@ -355,6 +363,8 @@ struct Settings<'a> {
     /// The experiment's workload and runs, "groups:receivers:loops[:hogs[:ack[:runs]]]" ("":
     /// not run).
     exp_fanout: &'a str,
+    /// The setting the experiment compares with the default (`NO_SIS_UTIL`, ...).
+    exp_setting: &'a str,
     buf_kb: u32,
     duration_s: u32,
     demo_secs: u32,
@@ -371,7 +381,8 @@ fn env_file(s: &Settings) -> String {
         "export WVZ_MODE={}\nexport WVZ_PAIRS=\"{}\"\nexport WVZ_ITER={}\nexport WVZ_FANOUT=\"{}\"\n\
          export WVZ_BUF_KB={}\nexport WVZ_DURATION={}\nexport WVZ_READY=\"{}\"\n\
          export WVZ_STOP=int\nexport WVZ_DEMO_SECS={}\nexport WVZ_EXP_FANOUT=\"{}\"\n\
-         export WVZ_FENTRY_COST=\"{}\"\nexport WVZ_INPUTS={}\nexport WVZ_REPLAY={}\n",
+         export WVZ_FENTRY_COST=\"{}\"\nexport WVZ_INPUTS={}\nexport WVZ_REPLAY={}\n\
+         export WVZ_EXP_SETTING={}\n",
         s.mode,
         s.pairs,
         s.iterations,
@@ -383,7 +394,8 @@ fn env_file(s: &Settings) -> String {
         s.exp_fanout,
         s.fentry_cost,
         u8::from(s.inputs_runs),
-        u8::from(s.replay)
+        u8::from(s.replay),
+        s.exp_setting
     )
 }
 
@@ -438,6 +450,15 @@ fn boot_secs(console: &Path) -> Option<f64> {
         .ok()
 }
 
+/// The experiment's workload on this guest: `--exp-fanout` where the guest runs one.
+fn exp_fanout<'a>(a: &'a Args, spec: &Spec) -> &'a str {
+    match (spec.experiment, a.exp_fanout.as_deref()) {
+        (Some(_), Some(x)) => x,
+        (Some(x), None) => x,
+        (None, _) => "",
+    }
+}
+
 fn run_topology(
     a: &Args,
     spec: &Spec,
@@ -459,7 +480,8 @@ fn run_topology(
         pairs,
         iterations: a.iterations,
         fanout: spec.fanout.unwrap_or("wvz-fan:2:4:40"),
-        exp_fanout: spec.experiment.unwrap_or(""),
+        exp_fanout: exp_fanout(a, spec),
+        exp_setting: &a.exp_setting,
         buf_kb: 2048,
         duration_s: 600,
         demo_secs: 10,
@@ -601,8 +623,8 @@ fn run_topology(
     if spec.experiment.is_some() {
         experiment::schedstat(&mut f, guest_report.as_ref(), &results);
         if experiment::features(&mut f, wakeviz, &results) {
-            let runs = experiment::runs_of(spec.experiment.unwrap_or(""));
-            experiment::experiment(&mut f, wakeviz, &results, runs);
+            let runs = experiment::runs_of(exp_fanout(a, spec));
+            experiment::experiment(&mut f, wakeviz, &results, runs, &a.exp_setting);
             experiment::signals(&mut f, &results);
         }
     }
@@ -669,6 +691,7 @@ fn demo(
         iterations: 0,
         fanout: "wvz-fanout:2:4:1000000",
         exp_fanout: "",
+        exp_setting: "NO_SIS_UTIL",
         buf_kb: 1024,
         duration_s: 60,
         demo_secs: 10,
