@@ -44,12 +44,26 @@ fn features(flip: &[(&str, &str)]) -> Vec<String> {
         .collect()
 }
 
+/// The synthetic recording folded, with `feats` stamped on the snapshot after the fold (the
+/// shadow replays it with the default kernel rules).
 fn run(t: &Topology, cfg: &SynthConfig, feats: &[String]) -> Snapshot {
+    let mut s = fold(t, cfg, None);
+    s.recording.run.sched_features = Some(feats.to_vec());
+    s
+}
+
+/// The synthetic recording folded; `header_feats` stamped on its header first, so that the
+/// shadow's kernel rules follow them.
+fn fold(t: &Topology, cfg: &SynthConfig, header_feats: Option<&[String]>) -> Snapshot {
     let mut buf = Vec::new();
     synth::generate(t, cfg, &mut buf).unwrap();
     let r = Reader::new(std::io::Cursor::new(buf), std::path::Path::new("synth.wvz")).unwrap();
     let mut src = ReplaySource::new(r);
-    let mut a = Analysis::new(src.header());
+    let mut header = src.header().clone();
+    if let Some(f) = header_feats {
+        header.run.sched_features = Some(f.to_vec());
+    }
+    let mut a = Analysis::new(&header);
     loop {
         match src.poll(std::time::Duration::ZERO).unwrap() {
             Poll::Batch(b) => a.on_batch(&b),
@@ -57,9 +71,7 @@ fn run(t: &Topology, cfg: &SynthConfig, feats: &[String]) -> Snapshot {
             Poll::End => break,
         }
     }
-    let mut s = a.snapshot();
-    s.recording.run.sched_features = Some(feats.to_vec());
-    s
+    a.snapshot()
 }
 
 fn cfg(seed: u64) -> SynthConfig {
@@ -667,24 +679,9 @@ fn closed_loop_rows_read_the_simulations_the_caller_returns() {
     assert!(text.contains("closed loop (default's workloads simulated under full_scan"));
 }
 
-/// `run`, with the features stamped on the recording's header before the analysis reads it,
-/// so that the shadow's kernel rules follow them.
+/// `run`, with the features stamped on the recording's header before the analysis reads it.
 fn run_stamped(t: &Topology, cfg: &SynthConfig, feats: &[String]) -> Snapshot {
-    let mut buf = Vec::new();
-    synth::generate(t, cfg, &mut buf).unwrap();
-    let r = Reader::new(std::io::Cursor::new(buf), std::path::Path::new("synth.wvz")).unwrap();
-    let mut src = ReplaySource::new(r);
-    let mut header = src.header().clone();
-    header.run.sched_features = Some(feats.to_vec());
-    let mut a = Analysis::new(&header);
-    loop {
-        match src.poll(std::time::Duration::ZERO).unwrap() {
-            Poll::Batch(b) => a.on_batch(&b),
-            Poll::Pending => {}
-            Poll::End => break,
-        }
-    }
-    a.snapshot()
+    fold(t, cfg, Some(feats))
 }
 
 /// A flipping policy is the kernel model under the other setting: on one stream,

@@ -438,6 +438,21 @@ impl Ctx {
     pub fn compute_front(&mut self, t: &ShadowTopo, st: &State, wide: bool) {
         self.sis_util_memo.set(None);
         self.begin();
+        self.front = self.front_of(t, st, wide, self.rules);
+    }
+
+    /// FRONT of this wakeup under `rules` instead of the recorded ones, leaving this
+    /// context (its FRONT and the current evaluation's exactness) as it was.
+    pub fn front_under(&self, t: &ShadowTopo, st: &State, rules: KernelRules) -> Front {
+        let before = self.inexact.get();
+        self.begin();
+        let f = self.front_of(t, st, self.front.wide, rules);
+        self.inexact.set(before);
+        f
+    }
+
+    /// FRONT under `rules`; its exactness is that of the evaluation begun before the call.
+    fn front_of(&self, t: &ShadowTopo, st: &State, wide: bool, rules: KernelRules) -> Front {
         let (w, p) = (self.w, self.p);
         let sync = self.sync();
         let mut f = Front {
@@ -456,8 +471,8 @@ impl Ctx {
             f.rule = FrontRule::NotAffine;
         } else if w == p {
             f.rule = FrontRule::SameCpu;
-        } else if !self.rules.wa_idle {
-            f.rule = self.weight_rule(t, sync, &mut f);
+        } else if !rules.wa_idle {
+            f.rule = self.weight_rule(t, sync, &mut f, rules);
         } else {
             f.probes += 1;
             if st.is_idle(w) && t.share_llc(w, p) {
@@ -476,18 +491,24 @@ impl Ctx {
                 f.rule = if st.is_idle(p) {
                     FrontRule::IdlePrev
                 } else {
-                    self.weight_rule(t, sync, &mut f)
+                    self.weight_rule(t, sync, &mut f, rules)
                 };
             }
         }
         f.inexact = !self.was_exact();
-        self.front = f;
+        f
     }
 
     /// `wake_affine`'s second step, where `wake_affine_idle` left the choice open (or
     /// `WA_IDLE` is off): `WA_WEIGHT` when it is on and computable, else undecided (prev).
-    fn weight_rule(&self, t: &ShadowTopo, sync: bool, f: &mut Front) -> FrontRule {
-        if !self.rules.wa_weight {
+    fn weight_rule(
+        &self,
+        t: &ShadowTopo,
+        sync: bool,
+        f: &mut Front,
+        rules: KernelRules,
+    ) -> FrontRule {
+        if !rules.wa_weight {
             return FrontRule::Undecided;
         }
         match self.wake_affine_weight(t, sync) {

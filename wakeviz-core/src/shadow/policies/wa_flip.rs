@@ -10,7 +10,7 @@
 use crate::{
     sched_feature::SchedFeature,
     shadow::{
-        policy::{Ctx, Decision, KernelRules, Policy, Scratch, sis_util},
+        policy::{Ctx, Decision, FrontRule, KernelRules, Policy, Scratch, sis_util},
         state::State,
         topo::ShadowTopo,
     },
@@ -28,6 +28,21 @@ impl WaFlip {
     pub const WEIGHT: Self = Self {
         feature: SchedFeature::WaWeight,
     };
+
+    /// Whether FRONT got as far as this policy's feature: before it (`WF_CURRENT_CPU`, a wide
+    /// or non-affine wakeup, waker on prev) the flip changes nothing.
+    fn reached(&self, rule: FrontRule) -> bool {
+        match self.feature {
+            SchedFeature::WaIdle => !matches!(
+                rule,
+                FrontRule::CurrentCpu | FrontRule::NotAffine | FrontRule::SameCpu
+            ),
+            _ => matches!(
+                rule,
+                FrontRule::Undecided | FrontRule::WeightWaker | FrontRule::WeightPrev
+            ),
+        }
+    }
 
     /// The recorded rules with this policy's feature flipped.
     pub fn flipped(&self, r: KernelRules) -> KernelRules {
@@ -66,7 +81,20 @@ impl Policy for WaFlip {
         }
     }
     fn decide(&mut self, ctx: &Ctx, t: &ShadowTopo, st: &State, s: &mut Scratch) -> Decision {
-        let c = ctx.with_rules(t, st, self.flipped(ctx.rules));
+        let f = ctx.front;
+        if !self.reached(f.rule) {
+            return sis_util(ctx, t, st, s).0;
+        }
+        let rules = self.flipped(ctx.rules);
+        let nf = ctx.front_under(t, st, rules);
+        // Everything after FRONT depends on its target alone: the recorded setting's answer
+        // (memoised for the other policies) stands, with this FRONT's probes.
+        if nf.target == f.target && nf.inexact == f.inexact {
+            let mut d = sis_util(ctx, t, st, s).0;
+            d.probes = d.probes.saturating_sub(f.probes) + nf.probes;
+            return d;
+        }
+        let c = ctx.with_rules(t, st, rules);
         let d = sis_util(&c, t, st, s).0;
         if !c.was_exact() {
             ctx.mark_inexact();
