@@ -87,6 +87,18 @@ fn group(
     feats: &[String],
     f: fn(&mut SynthConfig),
 ) -> Group {
+    group_by(name, t, seeds, feats, f, run)
+}
+
+/// [`group`], each run folded by `fold_run` ([`run`] or [`run_stamped`]).
+fn group_by(
+    name: &str,
+    t: &Topology,
+    seeds: &[u64],
+    feats: &[String],
+    f: fn(&mut SynthConfig),
+    fold_run: fn(&Topology, &SynthConfig, &[String]) -> Snapshot,
+) -> Group {
     Group {
         name: name.into(),
         files: seeds.iter().map(|s| format!("seed{s}")).collect(),
@@ -95,7 +107,7 @@ fn group(
             .map(|&s| {
                 let mut c = cfg(s);
                 f(&mut c);
-                run(t, &c, feats)
+                fold_run(t, &c, feats)
             })
             .collect(),
     }
@@ -736,17 +748,8 @@ fn a_flipping_policy_is_the_kernel_model_under_the_other_setting() {
 #[test]
 fn a_flipped_wa_idle_is_predicted_both_ways_by_the_flipping_policy() {
     let t = topology("xeon-e5-2690v3");
-    let g = |name: &str, seeds: &[u64], feats: Vec<String>| Group {
-        name: name.into(),
-        files: seeds.iter().map(|s| format!("seed{s}")).collect(),
-        runs: seeds
-            .iter()
-            .map(|&s| {
-                let mut c = cfg(s);
-                busy(&mut c);
-                run_stamped(&t, &c, &feats)
-            })
-            .collect(),
+    let g = |name: &str, seeds: &[u64], feats: Vec<String>| {
+        group_by(name, &t, seeds, &feats, busy, run_stamped)
     };
     let on = g("default", &[51, 52], features(&[]));
     let off = g("nowa", &[53, 54], features(&[("WA_IDLE", "NO_WA_IDLE")]));

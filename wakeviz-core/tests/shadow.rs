@@ -1026,26 +1026,36 @@ fn wa_weight_moves_the_target_by_the_loads() {
     );
 }
 
+/// `policy`'s CPU for one exact wakeup on two_nodes under `features`: the waker (pid 10) on
+/// CPU 0, prev CPU 4 idle or busy, one idle CPU in each of their LLCs (2 and 6), the loads
+/// `l` (waker's CPU, prev's CPU, wakee).
+fn w0_p4_choice(features: &str, prev_idle: bool, l: (u32, u32, u32), policy: &str) -> u32 {
+    let mut h = header(two_nodes(), true);
+    h.run.sched_features = Some(features.split_whitespace().map(str::to_string).collect());
+    let mut ev = ShadowEval::new(&h);
+    ev.on_event(&switch(1_000, 0, 0, 10, 0));
+    let busy_cpus: &[u32] = if prev_idle {
+        &[1, 3, 5, 7]
+    } else {
+        &[1, 3, 4, 5, 7]
+    };
+    busy(&mut ev, 1_000, busy_cpus);
+    busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
+    let r = one_wakeup(
+        &mut ev,
+        &mut Joiner::new(),
+        10_000,
+        (0, 20, 4, 2, 10),
+        exact_sel(loads(l.0, l.1, l.2)),
+    );
+    choice(&r, policy)
+}
+
 #[test]
 fn without_wa_idle_an_idle_prev_does_not_decide_and_wa_weight_does() {
     // As busy_w0_p4, but prev's CPU 4 is idle: `wake_affine_idle` rule 3 keeps the wakee
     // there, and without WA_IDLE the loads (the waker's side lighter) pull it to LLC 0-3.
-    let run = |features: &str| {
-        let mut h = header(two_nodes(), true);
-        h.run.sched_features = Some(features.split_whitespace().map(str::to_string).collect());
-        let mut ev = ShadowEval::new(&h);
-        ev.on_event(&switch(1_000, 0, 0, 10, 0));
-        busy(&mut ev, 1_000, &[1, 3, 5, 7]);
-        busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
-        let r = one_wakeup(
-            &mut ev,
-            &mut Joiner::new(),
-            10_000,
-            (0, 20, 4, 2, 10),
-            exact_sel(loads(1000, 3000, 500)),
-        );
-        choice(&r, "sis_util")
-    };
+    let run = |features: &str| w0_p4_choice(features, true, (1000, 3000, 500), "sis_util");
     assert_eq!(run("SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS"), 4);
     assert_eq!(run("SIS_UTIL NO_WA_IDLE WA_WEIGHT WA_BIAS"), 2);
     // Neither step: `wake_affine` returns prev.
@@ -1056,27 +1066,7 @@ fn without_wa_idle_an_idle_prev_does_not_decide_and_wa_weight_does() {
 /// the other way, and on these wakeups the flip changes the answer.
 #[test]
 fn flipping_policies_decide_as_the_model_under_the_other_setting() {
-    let run = |features: &str, prev_idle: bool, l: (u32, u32, u32), policy: &str| {
-        let mut h = header(two_nodes(), true);
-        h.run.sched_features = Some(features.split_whitespace().map(str::to_string).collect());
-        let mut ev = ShadowEval::new(&h);
-        ev.on_event(&switch(1_000, 0, 0, 10, 0));
-        let busy_cpus: &[u32] = if prev_idle {
-            &[1, 3, 5, 7]
-        } else {
-            &[1, 3, 4, 5, 7]
-        };
-        busy(&mut ev, 1_000, busy_cpus);
-        busy(&mut ev, 1_000, &(8..16).collect::<Vec<_>>());
-        let r = one_wakeup(
-            &mut ev,
-            &mut Joiner::new(),
-            10_000,
-            (0, 20, 4, 2, 10),
-            exact_sel(loads(l.0, l.1, l.2)),
-        );
-        choice(&r, policy)
-    };
+    let run = w0_p4_choice;
     for (a, b, policy) in [
         (
             "SIS_UTIL WA_IDLE WA_WEIGHT WA_BIAS",
