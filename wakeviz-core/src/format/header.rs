@@ -17,8 +17,9 @@ pub const MAGIC: &[u8; 8] = b"WVZTRACE";
 /// reader refuses a newer version by this number instead of misreading its chunks.
 ///
 /// A new event kind names the version whose payloads first hold it (`Kind::since`, which its
-/// columns in [`super::columns::PLAIN`] take), and this one follows: a build cannot write those columns under a version whose readers would
-/// take them for the select inputs that follow.
+/// columns in [`super::columns::PLAIN`] take), and this one follows: a build cannot write
+/// those columns under a version whose readers would take them for the select inputs that
+/// follow.
 pub const FORMAT_VERSION: u32 = {
     let latest = 8;
     let columns = super::columns::LATEST;

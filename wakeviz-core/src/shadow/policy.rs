@@ -248,12 +248,14 @@ impl Ctx {
         c
     }
 
-    /// The same wakeup decided under other `wake_affine` rules (a policy modelling a flip of
-    /// `WA_IDLE` or `WA_WEIGHT`): FRONT recomputed with them, every input as recorded.
-    pub fn with_rules(&self, t: &ShadowTopo, st: &State, rules: KernelRules) -> Self {
+    /// The same wakeup under other `wake_affine` rules and the FRONT they gave
+    /// ([`Ctx::front_under`]), every input as recorded: for a policy modelling a flip of
+    /// `WA_IDLE` or `WA_WEIGHT`.
+    pub fn with_front(&self, rules: KernelRules, front: Front) -> Self {
         let mut c = self.clone();
         c.rules = rules;
-        c.compute_front(t, st, self.front.wide);
+        c.front = front;
+        c.sis_util_memo.set(None);
         c
     }
 

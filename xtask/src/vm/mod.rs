@@ -452,11 +452,8 @@ fn boot_secs(console: &Path) -> Option<f64> {
 
 /// The experiment's workload on this guest: `--exp-fanout` where the guest runs one.
 fn exp_fanout<'a>(a: &'a Args, spec: &Spec) -> &'a str {
-    match (spec.experiment, a.exp_fanout.as_deref()) {
-        (Some(_), Some(x)) => x,
-        (Some(x), None) => x,
-        (None, _) => "",
-    }
+    spec.experiment
+        .map_or("", |own| a.exp_fanout.as_deref().unwrap_or(own))
 }
 
 fn run_topology(

@@ -77,6 +77,13 @@ pub struct Model {
     pub describe: &'static str,
 }
 
+/// `SIS_UTIL` the only scan limit on.
+const SIS_UTIL_ALONE: &[(SchedFeature, Want)] = &[
+    (SisUtil, Want::On),
+    (SisProp, Want::NotOn),
+    (SisNode, Want::NotOn),
+];
+
 /// The kernel-like policies' `wake_affine` follows the replayed recording's own `WA_IDLE`,
 /// `WA_WEIGHT` and `WA_BIAS` ([`FROM_RECORDING`]); a pair differing in `WA_IDLE` or `WA_WEIGHT`
 /// is predicted by the policy that flips it, on `SIS_UTIL` kernels, and a pair differing in
@@ -85,11 +92,7 @@ pub struct Model {
 pub const MODELS: &[Model] = &[
     Model {
         policy: policy_name::SIS_UTIL,
-        when: &[
-            (SisUtil, Want::On),
-            (SisProp, Want::NotOn),
-            (SisNode, Want::NotOn),
-        ],
+        when: SIS_UTIL_ALONE,
         flips: &[],
         describe: "SIS_UTIL limits the LLC scan to nr_idle_scan",
     },
@@ -135,21 +138,13 @@ pub const MODELS: &[Model] = &[
     },
     Model {
         policy: policy_name::FLIP_WA_IDLE,
-        when: &[
-            (SisUtil, Want::On),
-            (SisProp, Want::NotOn),
-            (SisNode, Want::NotOn),
-        ],
+        when: SIS_UTIL_ALONE,
         flips: &[WaIdle],
         describe: "SIS_UTIL with the other side's WA_IDLE: wake_affine_idle runs or is skipped",
     },
     Model {
         policy: policy_name::FLIP_WA_WEIGHT,
-        when: &[
-            (SisUtil, Want::On),
-            (SisProp, Want::NotOn),
-            (SisNode, Want::NotOn),
-        ],
+        when: SIS_UTIL_ALONE,
         flips: &[WaWeight],
         describe: "SIS_UTIL with the other side's WA_WEIGHT: the load comparison runs or keeps prev",
     },

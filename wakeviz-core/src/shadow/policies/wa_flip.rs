@@ -94,7 +94,7 @@ impl Policy for WaFlip {
             d.probes = d.probes.saturating_sub(f.probes) + nf.probes;
             return d;
         }
-        let c = ctx.with_rules(t, st, rules);
+        let c = ctx.with_front(rules, nf);
         let d = sis_util(&c, t, st, s).0;
         if !c.was_exact() {
             ctx.mark_inexact();
